@@ -1,0 +1,138 @@
+# Fully connected networks over flat preallocated buffers.
+# Layout (shared by host trainers, the policy file and the native kernels): for each layer l,
+# W_l as [out, in] row-major, then b_l [out]; layers in order, all in one flat float32 buffer.
+from math import sqrt
+
+from . import backend
+from .activations import GELU, code
+from .compat import zeros
+
+
+def layout(sizes):
+    """[(weight_offset, bias_offset), ...] per layer, and the total parameter count."""
+    offsets = []
+    k = 0
+    for l in range(len(sizes) - 1):
+        n_in, n_out = sizes[l], sizes[l + 1]
+        offsets.append((k, k + n_in * n_out))
+        k += n_in * n_out + n_out
+    return offsets, k
+
+
+def param_count(sizes):
+    return layout(sizes)[1]
+
+
+class MLP:
+    """A multilayer perceptron with every buffer allocated here, once.
+
+    sizes: [n_in, hidden..., n_out]; activations: one name or code per layer (hidden ones then
+    the output), or (hidden, output) as a pair of names. batch: the most rows one call handles.
+    trainable: also allocate gradients and Adam moments. params: an existing flat buffer to use.
+    """
+
+    def __init__(self, sizes, activations, batch=1, trainable=True, params=None, typecode="f"):
+        sizes = [int(s) for s in sizes]
+        if len(sizes) < 2 or min(sizes) < 1:
+            raise ValueError("sizes must be at least [n_in, n_out], all positive; got %r" % (sizes,))
+        n_layers = len(sizes) - 1
+        if isinstance(activations, str):
+            activations = [activations] * n_layers
+        elif len(activations) == 2 and n_layers != 2:
+            activations = [activations[0]] * (n_layers - 1) + [activations[1]]
+        if len(activations) != n_layers:
+            raise ValueError("need %d activations, one per layer; got %d" % (n_layers, len(activations)))
+        self.sizes = sizes
+        self.acts = [code(a) for a in activations]
+        self.batch = batch
+        self.typecode = typecode
+        offsets, n = layout(sizes)
+        self.n_params = n
+        if params is None:
+            params = zeros(n, typecode)
+        elif len(params) != n:
+            raise ValueError("params has %d values, the layout needs %d" % (len(params), n))
+        self.params = params
+        B = backend.impl()
+        self.B = B
+        self.W = [B.matrix(params, wo, sizes[l + 1], sizes[l]) for l, (wo, bo) in enumerate(offsets)]
+        self.b = [B.vector(params, bo, sizes[l + 1]) for l, (wo, bo) in enumerate(offsets)]
+        self.p = B.vector(params, 0, n)
+        # per layer outputs; pre-activations only where the backward pass needs them
+        self.y = []
+        self.z = []
+        for l in range(n_layers):
+            self.output_buf = zeros(batch * sizes[l + 1], typecode)  # the last one stays: raw output rows
+            self.y.append(B.matrix(self.output_buf, 0, batch, sizes[l + 1]))
+            self.z.append(B.matrix(zeros(batch * sizes[l + 1], typecode), 0, batch, sizes[l + 1]) if self.acts[l] == GELU else None)
+        self.input_buf = zeros(batch * sizes[0], typecode)  # raw input rows, written by callers
+        self.input = B.matrix(self.input_buf, 0, batch, sizes[0])
+        self.x = self.input
+        self.trainable = trainable
+        if trainable:
+            self.grads = zeros(n, typecode)
+            self.m = zeros(n, typecode)
+            self.v = zeros(n, typecode)
+            self.g = B.vector(self.grads, 0, n)
+            self.mv = B.vector(self.m, 0, n)
+            self.vv = B.vector(self.v, 0, n)
+            self.dW = [B.matrix(self.grads, wo, sizes[l + 1], sizes[l]) for l, (wo, bo) in enumerate(offsets)]
+            self.db = [B.vector(self.grads, bo, sizes[l + 1]) for l, (wo, bo) in enumerate(offsets)]
+            # dL/d(input of layer l) for l >= 1, ping-ponging between two buffers of the widest layer
+            width = max(sizes[1:])
+            raw = (zeros(batch * width, typecode), zeros(batch * width, typecode))
+            self._dx = [None] + [B.matrix(raw[l & 1], 0, batch, sizes[l]) for l in range(1, n_layers)]
+            self.adam_step_count = 0
+
+    def init(self, rng):
+        """PyTorch nn.Linear initialisation: W and b uniform in +-1/sqrt(fan_in) (Kaiming-uniform, a=sqrt(5))."""
+        p = self.params
+        offsets, _ = layout(self.sizes)
+        for l, (wo, bo) in enumerate(offsets):
+            n_in, n_out = self.sizes[l], self.sizes[l + 1]
+            bound = 1.0 / sqrt(n_in)
+            for k in range(wo, bo):
+                p[k] = rng.uniform(-bound, bound)
+            for k in range(bo, bo + n_out):
+                p[k] = rng.uniform(-bound, bound)
+        return self
+
+    def forward(self, n=1, x=None):
+        """Forward n rows of x (default: self.input); returns the output view."""
+        if n > self.batch:
+            raise ValueError("batch of %d rows exceeds the %d allocated" % (n, self.batch))
+        if x is None:
+            x = self.input
+        self.x = x
+        dense = self.B.dense
+        for l in range(len(self.acts)):
+            dense(self.W[l], self.b[l], x, self.y[l], n, self.acts[l], self.z[l])
+            x = self.y[l]
+        return x
+
+    def backward(self, dy, n, param_grads=True, dx=None):
+        """Backward of the last forward for n rows, from dy = dL/d(output) (overwritten).
+        Writes gradients into self.grads (when param_grads) and dL/dx into dx (when given)."""
+        dense_backward = self.B.dense_backward
+        L = len(self.acts)
+        g = dy
+        for l in range(L - 1, -1, -1):
+            x = self.x if l == 0 else self.y[l - 1]
+            out = self._dx[l] if l > 0 else dx
+            if param_grads:
+                dense_backward(self.W[l], x, self.y[l], self.z[l], g, n, self.acts[l], self.dW[l], self.db[l], out)
+            else:
+                dense_backward(self.W[l], x, self.y[l], self.z[l], g, n, self.acts[l], None, None, out)
+            g = out
+
+    def adam_step(self, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8):
+        """One Adam update from self.grads (PyTorch defaults)."""
+        self.adam_step_count += 1
+        self.B.adam(self.p, self.g, self.mv, self.vv, lr, beta1, beta2, eps, self.adam_step_count)
+
+    def copy_from(self, other):
+        self.B.copy(self.p, other.p)
+
+    def polyak_from(self, other, tau):
+        self.B.polyak(self.p, other.p, tau)
+

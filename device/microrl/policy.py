@@ -1,0 +1,310 @@
+# The policy file: one binary format for a trained actor, written and read here, on the host and
+# on boards alike. Format described in docs/policy-format.md. Little-endian throughout.
+#
+#  0  4  magic b"MRLP"            12  1  number of layers L
+#  4  2  format version (1)       13  1  flags: 1 = observation normalisation, 2 = action scaling
+#  6  2  header bytes H           14  2  zero
+#  8  4  file bytes, CRC included 16  2*(L+1) layer sizes, then L activation codes, zero pad to H
+#  H  ...  float32: [obs mean, obs std], [action scale, action offset], then the parameters
+#          in the network layout (W_l [out, in] row-major, b_l) ... last 4: CRC-32 of all before.
+import struct
+import sys
+
+from .activations import NAMES, code
+from .compat import zeros
+from .nn import MLP, param_count
+
+MAGIC = b"MRLP"
+VERSION = 1
+FLAG_OBS_NORM = 1
+FLAG_ACT_SCALE = 2
+_FIXED = 16
+
+try:
+    from binascii import crc32
+except ImportError:  # pragma: no cover - ports without binascii.crc32
+
+    def crc32(data, crc=0):
+        crc ^= 0xFFFFFFFF
+        for byte in bytes(data):
+            crc ^= byte
+            for _ in range(8):
+                crc = (crc >> 1) ^ (0xEDB88320 & -(crc & 1))
+        return crc ^ 0xFFFFFFFF
+
+
+class PolicyFileError(ValueError):
+    """A file that cannot be loaded as a policy; the subclass says why."""
+
+
+class NotAPolicyError(PolicyFileError):
+    pass
+
+
+class TruncatedPolicyError(PolicyFileError):
+    pass
+
+
+class ChecksumError(PolicyFileError):
+    pass
+
+
+class UnsupportedVersionError(PolicyFileError):
+    pass
+
+
+class CorruptPolicyError(PolicyFileError):
+    pass
+
+
+class Policy:
+    """A deterministic actor: obs -> action, with optional observation normalisation
+    ((obs - mean) / std) and action scaling (scale * net(obs) + offset).
+
+    policy(obs) returns an array('f') that is reused by the next call (no allocation per call):
+    copy it if you keep it, or pass out= a buffer of your own."""
+
+    def __init__(self, sizes, activations, params=None, obs_mean=None, obs_std=None, act_scale=None, act_offset=None):
+        if params is not None and getattr(params, "typecode", "f") != "f":  # CPython 'd' arrays
+            params = array_of(params)
+        self.net = MLP(sizes, activations, batch=1, trainable=False, params=params)
+        self.sizes = self.net.sizes
+        self.acts = self.net.acts
+        self.params = self.net.params
+        n_in, n_out = self.sizes[0], self.sizes[-1]
+        self.obs_mean = _floats(obs_mean, n_in, "obs_mean")
+        self.obs_std = _floats(obs_std, n_in, "obs_std")
+        if (self.obs_mean is None) != (self.obs_std is None):
+            raise ValueError("give both obs_mean and obs_std, or neither")
+        self.act_scale = _floats(act_scale, n_out, "act_scale")
+        self.act_offset = _floats(act_offset, n_out, "act_offset")
+        if self.act_scale is not None and self.act_offset is None:
+            self.act_offset = zeros(n_out)
+        if self.act_offset is not None and self.act_scale is None:
+            self.act_scale = array_of([1.0] * n_out)
+        self.out = zeros(n_out)
+
+    @property
+    def obs_dim(self):
+        return self.sizes[0]
+
+    @property
+    def act_dim(self):
+        return self.sizes[-1]
+
+    def __call__(self, obs, out=None):
+        net = self.net
+        x = net.input_buf
+        n_in = self.sizes[0]
+        if len(obs) != n_in:
+            raise ValueError("observation has %d values, the policy takes %d" % (len(obs), n_in))
+        mean = self.obs_mean
+        if mean is None:
+            for i in range(n_in):
+                x[i] = obs[i]
+        else:
+            std = self.obs_std
+            for i in range(n_in):
+                x[i] = (obs[i] - mean[i]) / std[i]
+        net.forward(1)
+        y = net.output_buf
+        if out is None:
+            out = self.out
+        scale = self.act_scale
+        if scale is None:
+            for i in range(self.sizes[-1]):
+                out[i] = y[i]
+        else:
+            offset = self.act_offset
+            for i in range(self.sizes[-1]):
+                out[i] = scale[i] * y[i] + offset[i]
+        return out
+
+    def describe(self):
+        return "%s (%s), %d parameters" % ("-".join(str(s) for s in self.sizes), ", ".join(NAMES[a] for a in self.acts), self.net.n_params)
+
+
+def array_of(values):
+    from array import array
+
+    return array("f", values)
+
+
+def _floats(values, n, what):
+    if values is None:
+        return None
+    if len(values) != n:
+        raise ValueError("%s has %d values, expected %d" % (what, len(values), n))
+    a = zeros(n)
+    for i in range(n):
+        a[i] = float(values[i])
+    return a
+
+
+def _header(policy):
+    L = len(policy.acts)
+    flags = (FLAG_OBS_NORM if policy.obs_mean is not None else 0) | (FLAG_ACT_SCALE if policy.act_scale is not None else 0)
+    body = struct.pack("<%dH%dB" % (L + 1, L), *(list(policy.sizes) + list(policy.acts)))
+    header_len = (_FIXED + len(body) + 3) & ~3
+    n_floats = _float_count(policy.sizes, flags)
+    total = header_len + 4 * n_floats + 4
+    fixed = struct.pack("<4sHHIBBH", MAGIC, VERSION, header_len, total, L, flags, 0)
+    return fixed + body + bytes(header_len - _FIXED - len(body))
+
+
+def _float_count(sizes, flags):
+    n = param_count(sizes)
+    if flags & FLAG_OBS_NORM:
+        n += 2 * sizes[0]
+    if flags & FLAG_ACT_SCALE:
+        n += 2 * sizes[-1]
+    return n
+
+
+def _blocks(policy):
+    blocks = []
+    if policy.obs_mean is not None:
+        blocks += [policy.obs_mean, policy.obs_std]
+    if policy.act_scale is not None:
+        blocks += [policy.act_scale, policy.act_offset]
+    blocks.append(policy.params)
+    return blocks
+
+
+def _le_bytes(block):
+    # float32 little-endian bytes of an array('f'); Policy keeps every block float32
+    if sys.byteorder == "big":  # pragma: no cover - every supported board is little-endian
+        from array import array
+
+        block = array("f", block)
+        block.byteswap()
+    return memoryview(block)
+
+
+def save(path, policy):
+    """Write policy to path, atomically: a reader sees the old file or the new one, never half."""
+    tmp = path + ".tmp"
+    crc = 0
+    with open(tmp, "wb") as f:
+        head = _header(policy)
+        f.write(head)
+        crc = crc32(head, crc)
+        for block in _blocks(policy):
+            data = _le_bytes(block)
+            f.write(data)
+            crc = crc32(data, crc)
+        f.write(struct.pack("<I", crc & 0xFFFFFFFF))
+        try:
+            f.flush()
+            import os
+
+            os.fsync(f.fileno())
+        except (AttributeError, ImportError, OSError):
+            pass  # MicroPython: close() commits
+    _replace(tmp, path)
+    return path
+
+
+def to_bytes(policy):
+    parts = [_header(policy)] + [bytes(_le_bytes(b)) for b in _blocks(policy)]
+    data = b"".join(parts)
+    return data + struct.pack("<I", crc32(data) & 0xFFFFFFFF)
+
+
+def _replace(src, dst):
+    import os
+
+    if hasattr(os, "replace"):
+        os.replace(src, dst)
+        return
+    try:
+        os.rename(src, dst)
+    except OSError:  # FAT refuses to rename over an existing file
+        os.remove(dst)
+        os.rename(src, dst)
+
+
+def _file_size(path):
+    import os
+
+    return os.stat(path)[6]
+
+
+def check_header(head, size, where="policy"):
+    """Validate the first bytes of a policy file of `size` bytes; return (header_len, L, flags).
+    Raises the PolicyFileError subclass that says what is wrong."""
+    if size == 0:
+        raise TruncatedPolicyError("%s: empty file, not a whole policy" % where)
+    n = min(len(head), 4)
+    if head[:n] != MAGIC[:n]:
+        raise NotAPolicyError("%s: not a microrl policy file (its first bytes are %r, expected %r)" % (where, bytes(head[:4]), MAGIC))
+    if len(head) < _FIXED:
+        raise TruncatedPolicyError("%s: truncated: %d bytes, shorter than the %d-byte header" % (where, size, _FIXED))
+    magic, version, header_len, total, L, flags, zero = struct.unpack("<4sHHIBBH", head[:_FIXED])
+    if version != VERSION:
+        raise UnsupportedVersionError("%s: policy format version %d; this microrl reads version %d (update microrl or re-export the policy)" % (where, version, VERSION))
+    if size < total:
+        raise TruncatedPolicyError("%s: truncated: %d bytes of %d" % (where, size, total))
+    if size > total:
+        raise CorruptPolicyError("%s: %d bytes where the header says %d (extra data after the policy)" % (where, size, total))
+    return header_len, total, L, flags
+
+
+def _checksum_file(f, size, where):
+    buf = bytearray(256)
+    mv = memoryview(buf)
+    remaining = size - 4
+    crc = 0
+    f.seek(0)
+    while remaining > 0:
+        k = f.readinto(mv[: min(256, remaining)])
+        if not k:
+            raise TruncatedPolicyError("%s: file ended early while reading" % where)
+        crc = crc32(mv[:k], crc)
+        remaining -= k
+    stored = struct.unpack("<I", f.read(4))[0]
+    if (crc & 0xFFFFFFFF) != stored:
+        raise ChecksumError("%s: checksum mismatch (stored %08x, computed %08x): the file is damaged" % (where, stored, crc & 0xFFFFFFFF))
+
+
+def _read_exact(f, block, where):
+    got = f.readinto(memoryview(block))
+    if got != len(block) * 4:
+        raise TruncatedPolicyError("%s: file ended early while reading weights" % where)
+    if sys.byteorder == "big":  # pragma: no cover
+        block.byteswap()
+
+
+def load(path):
+    """Read a policy file; returns a Policy. Raises a PolicyFileError subclass naming the problem:
+    NotAPolicyError, TruncatedPolicyError, UnsupportedVersionError, ChecksumError, CorruptPolicyError."""
+    size = _file_size(path)
+    with open(path, "rb") as f:
+        head = f.read(_FIXED)
+        header_len, total, L, flags, = check_header(head, size, path)
+        _checksum_file(f, size, path)
+        # past the checksum: a mismatch below is a file written wrong, not damaged in transit
+        if L < 1 or header_len != ((_FIXED + 3 * L + 2 + 3) & ~3) or flags & ~(FLAG_OBS_NORM | FLAG_ACT_SCALE):
+            raise CorruptPolicyError("%s: inconsistent header (%d layers, %d header bytes, flags %d)" % (path, L, header_len, flags))
+        f.seek(_FIXED)
+        meta = f.read(3 * L + 2)
+        fields = struct.unpack("<%dH%dB" % (L + 1, L), meta)
+        sizes = list(fields[: L + 1])
+        acts = list(fields[L + 1 :])
+        if min(sizes) < 1 or max(acts) >= len(NAMES):
+            raise CorruptPolicyError("%s: invalid layer sizes %r or activation codes %r" % (path, sizes, acts))
+        if header_len + 4 * _float_count(sizes, flags) + 4 != total:
+            raise CorruptPolicyError("%s: header sizes do not add up to the file length" % path)
+        n_in, n_out = sizes[0], sizes[-1]
+        kwargs = {}
+        if flags & FLAG_OBS_NORM:
+            kwargs["obs_mean"] = zeros(n_in)
+            kwargs["obs_std"] = zeros(n_in)
+        if flags & FLAG_ACT_SCALE:
+            kwargs["act_scale"] = zeros(n_out)
+            kwargs["act_offset"] = zeros(n_out)
+        policy = Policy(sizes, [code(a) for a in acts], **kwargs)
+        f.seek(header_len)
+        for block in _blocks(policy):
+            _read_exact(f, block, path)
+    return policy

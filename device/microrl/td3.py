@@ -1,0 +1,215 @@
+# TD3 (Fujimoto et al. 2018): twin critics, target networks with Polyak averaging, target policy
+# smoothing, delayed actor updates. Defaults are the paper's Pendulum benchmark. The caller drives
+# training one environment step at a time (agent.step()), so a board can interleave other work.
+from .compat import zeros
+from .nn import MLP
+from .policy import Policy
+from .replay import ReplayBuffer
+from .rng import Rng
+
+
+class TD3Config:
+    def __init__(self, **overrides):
+        self.hidden = (64, 64)
+        self.activation = "relu"
+        self.batch = 100
+        self.gamma = 0.99
+        self.tau = 0.005
+        self.actor_lr = 1e-3
+        self.critic_lr = 1e-3
+        self.policy_delay = 2
+        self.exploration_noise = 0.1  # std, in units of the [-1, 1] action range
+        self.target_noise = 0.2
+        self.target_noise_clip = 0.5
+        self.warmup = 100  # uniform random actions before the actor acts and training starts
+        self.replay_capacity = 10000
+        self.steps = 10000
+        for k in overrides:
+            if not hasattr(self, k):
+                raise ValueError("unknown TD3 setting %r" % k)
+            setattr(self, k, overrides[k])
+
+    def as_dict(self):
+        return {k: getattr(self, k) for k in dir(self) if not k.startswith("_") and k != "as_dict"}
+
+
+class TD3:
+    """TD3 for an environment with reset()/step() as microrl.pendulum.Pendulum, and actions in
+    [action_low, action_high] (the networks work in [-1, 1])."""
+
+    def __init__(self, env, config=None, seed=0):
+        c = config or TD3Config()
+        self.config = c
+        self.env = env
+        self.rng = Rng(seed)
+        od, ad, n = env.obs_dim, env.act_dim, c.batch
+        self.obs_dim, self.act_dim = od, ad
+        hidden = list(c.hidden)
+        actor_sizes = [od] + hidden + [ad]
+        critic_sizes = [od + ad] + hidden + [1]
+        self.actor = MLP(actor_sizes, (c.activation, "tanh"), n).init(self.rng)
+        self.actor_target = MLP(actor_sizes, (c.activation, "tanh"), n, trainable=False)
+        self.actor_target.copy_from(self.actor)
+        self.critics = []
+        self.critic_targets = []
+        for _ in range(2):
+            critic = MLP(critic_sizes, (c.activation, "identity"), n).init(self.rng)
+            target = MLP(critic_sizes, (c.activation, "identity"), n, trainable=False)
+            target.copy_from(critic)
+            self.critics.append(critic)
+            self.critic_targets.append(target)
+        self.replay = ReplayBuffer(c.replay_capacity, od, ad)
+        # batch buffers, allocated once
+        self.reward = zeros(n)
+        self.done = zeros(n)
+        self.q_target = zeros(n)
+        self.dq = zeros(n)
+        self.dq_view = self.actor.B.matrix(self.dq, 0, n, 1)
+        self.dx_buf = zeros(n * (od + ad))
+        self.dx = self.actor.B.matrix(self.dx_buf, 0, n, od + ad)
+        self.da = zeros(n * ad)
+        self.da_view = self.actor.B.matrix(self.da, 0, n, ad)
+        self.action = zeros(ad)
+        self.scale = (env.action_high - env.action_low) / 2.0
+        self.offset = (env.action_high + env.action_low) / 2.0
+        self.env_action = zeros(ad)
+        # training state
+        self.steps = 0
+        self.updates = 0
+        self.episode_return = 0.0
+        self.episodes = 0
+        self.obs = zeros(od)
+        self._copy_obs(env.reset(self.rng))
+
+    def _copy_obs(self, src):
+        for i in range(self.obs_dim):
+            self.obs[i] = src[i]
+
+    def act(self, obs, noise=0.0):
+        """Action in [-1, 1] for one observation (written into self.action)."""
+        x = self.actor.input_buf
+        for i in range(self.obs_dim):
+            x[i] = obs[i]
+        self.actor.forward(1)
+        y = self.actor.output_buf
+        a = self.action
+        for i in range(self.act_dim):
+            v = y[i]
+            if noise:
+                v += self.rng.normal(0.0, noise)
+            a[i] = -1.0 if v < -1.0 else (1.0 if v > 1.0 else v)
+        return a
+
+    def step(self):
+        """One environment step and, after warm-up, one training update.
+        Returns the episode return when an episode ended on this step, else None."""
+        c = self.config
+        if self.steps < c.warmup:
+            a = self.action
+            for i in range(self.act_dim):
+                a[i] = self.rng.uniform(-1.0, 1.0)
+        else:
+            a = self.act(self.obs, c.exploration_noise)
+        ea = self.env_action
+        for i in range(self.act_dim):
+            ea[i] = self.scale * a[i] + self.offset
+        next_obs, reward, terminated, truncated = self.env.step(ea)
+        self.replay.add(self.obs, a, reward, next_obs, terminated)
+        self.episode_return += reward
+        self.steps += 1
+        finished = None
+        if terminated or truncated:
+            finished = self.episode_return
+            self.episode_return = 0.0
+            self.episodes += 1
+            self._copy_obs(self.env.reset(self.rng))
+        else:
+            self._copy_obs(next_obs)
+        if self.steps >= c.warmup and self.replay.size >= c.batch:
+            self.train_step()
+        return finished
+
+    def train_step(self):
+        c = self.config
+        n = c.batch
+        od, ad = self.obs_dim, self.act_dim
+        critic1, critic2 = self.critics
+        actor_target = self.actor_target
+        rng = self.rng
+        # batch: (obs, action) straight into critic 1's input rows, next obs into the target actor
+        self.replay.sample_into(rng, n, critic1.input_buf, od + ad, self.reward, actor_target.input_buf, self.done)
+        # target action with clipped smoothing noise, written beside next obs for the target critics
+        actor_target.forward(n)
+        a_next = actor_target.output_buf
+        next_in = self.critic_targets[0].input_buf
+        nobs = actor_target.input_buf
+        clip = c.target_noise_clip
+        for s in range(n):
+            base = s * (od + ad)
+            for i in range(od):
+                next_in[base + i] = nobs[s * od + i]
+            for i in range(ad):
+                e = rng.normal(0.0, c.target_noise)
+                e = -clip if e < -clip else (clip if e > clip else e)
+                v = a_next[s * ad + i] + e
+                next_in[base + od + i] = -1.0 if v < -1.0 else (1.0 if v > 1.0 else v)
+        t1 = self.critic_targets[0]
+        t2 = self.critic_targets[1]
+        t1.forward(n)
+        t2.forward(n, t1.input)
+        q1t = t1.output_buf
+        q2t = t2.output_buf
+        y = self.q_target
+        gamma = c.gamma
+        for s in range(n):
+            q = q1t[s] if q1t[s] < q2t[s] else q2t[s]
+            y[s] = self.reward[s] + gamma * (1.0 - self.done[s]) * q
+        # critics: mean squared error to the shared target
+        dq = self.dq
+        scale = 2.0 / n
+        for k in range(2):
+            critic = self.critics[k]
+            critic.forward(n, critic1.input)
+            q = critic.output_buf
+            for s in range(n):
+                dq[s] = scale * (q[s] - y[s])
+            critic.backward(self.dq_view, n)
+            critic.adam_step(c.critic_lr)
+        self.updates += 1
+        if self.updates % c.policy_delay:
+            return
+        # actor: maximise Q1(s, pi(s)); dL/dQ = -1/n, back through critic 1 to the action inputs
+        actor = self.actor
+        obs_act = critic1.input_buf
+        x = actor.input_buf
+        for s in range(n):
+            for i in range(od):
+                x[s * od + i] = obs_act[s * (od + ad) + i]
+        actor.forward(n)
+        a = actor.output_buf
+        for s in range(n):
+            for i in range(ad):
+                obs_act[s * (od + ad) + od + i] = a[s * ad + i]
+        critic1.forward(n)
+        inv = -1.0 / n
+        for s in range(n):
+            dq[s] = inv
+        critic1.backward(self.dq_view, n, param_grads=False, dx=self.dx)
+        dx = self.dx_buf
+        da = self.da
+        for s in range(n):
+            for i in range(ad):
+                da[s * ad + i] = dx[s * (od + ad) + od + i]
+        actor.backward(self.da_view, n)
+        actor.adam_step(c.actor_lr)
+        # targets follow slowly
+        tau = c.tau
+        self.actor_target.polyak_from(actor, tau)
+        for k in range(2):
+            self.critic_targets[k].polyak_from(self.critics[k], tau)
+
+    def policy(self):
+        """The current actor as a Policy in environment units (sharing the actor's weights)."""
+        ad = self.act_dim
+        return Policy(self.actor.sizes, self.actor.acts, params=self.actor.params, act_scale=[self.scale] * ad, act_offset=[self.offset] * ad)
+

@@ -1,0 +1,1 @@
+"""Host side of microrl: fast training, export, deploy and benchmarks."""

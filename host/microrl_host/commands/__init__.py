@@ -1,0 +1,1 @@
+"""Subcommands of `microrl`, one module each, found by cli.build_parser()."""

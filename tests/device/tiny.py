@@ -1,0 +1,36 @@
+# What device tests need of pytest, in MicroPython-compatible Python.
+
+
+def raises(exc_type, fn, *args, **kwargs):
+    """Call fn and return the exception it raises; fail unless it is an exc_type."""
+    try:
+        fn(*args, **kwargs)
+    except exc_type as e:
+        return e
+    raise AssertionError("%s not raised by %s" % (exc_type.__name__, getattr(fn, "__name__", fn)))
+
+
+def close(a, b, rel=1e-5, abs_=1e-6):
+    return abs(a - b) <= abs_ + rel * abs(b)
+
+
+def assert_close(a, b, rel=1e-5, abs_=1e-6, what=""):
+    if not close(a, b, rel, abs_):
+        raise AssertionError("%s: %r != %r (rel %g, abs %g)" % (what, a, b, rel, abs_))
+
+
+def assert_all_close(xs, ys, rel=1e-5, abs_=1e-6, what=""):
+    if len(xs) != len(ys):
+        raise AssertionError("%s: lengths %d != %d" % (what, len(xs), len(ys)))
+    for i in range(len(xs)):
+        assert_close(xs[i], ys[i], rel, abs_, "%s[%d]" % (what, i))
+
+
+def tmp_path(name):
+    try:
+        import os
+
+        base = os.environ.get("TMPDIR", "/tmp")
+    except AttributeError:
+        base = "/tmp"
+    return base + "/microrl_test_" + name

