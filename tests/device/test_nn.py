@@ -138,3 +138,19 @@ def test_bad_construction_errors():
     assert "relu" in str(e)
     net = MLP([3, 2], "relu", batch=2)
     raises(ValueError, net.forward, 3)
+
+
+def test_shared_hidden_buffers_give_the_same_outputs():
+    rng = Rng(12)
+    a = MLP([3, 8, 8, 2], ("relu", "tanh"), batch=2).init(rng)
+    b = MLP([3, 8, 8, 2], ("relu", "tanh"), batch=2, share=a, scratch_from=a).init(rng)
+    lone = MLP([3, 8, 8, 2], ("relu", "tanh"), batch=2, params=b.params)
+    assert b.y[0] is a.y[0] and b.y[-1] is not a.y[-1]
+    for k in range(6):
+        a.input_buf[k] = b.input_buf[k] = lone.input_buf[k] = rng.uniform(-1, 1)
+    a.forward(2)
+    out_a = list(a.output_buf)
+    b.forward(2)
+    lone.forward(2)
+    assert list(b.output_buf) == list(lone.output_buf)
+    assert list(a.output_buf) == out_a  # outputs are never shared

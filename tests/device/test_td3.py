@@ -63,3 +63,22 @@ def test_evaluate_is_deterministic():
 def test_unknown_setting_is_refused():
     e = raises(ValueError, TD3Config, batchsize=10)
     assert "batchsize" in str(e)
+
+
+def test_memory_estimate_matches_allocation():
+    import gc
+
+    from microrl.td3 import estimate_bytes
+
+    if not hasattr(gc, "mem_alloc"):  # CPython: sizes only, the figure is checked under micropython
+        assert estimate_bytes(3, 1, TD3Config(hidden=(8,), batch=8, replay_capacity=64)) > 64 * 36
+        return
+    for cfg in (TD3Config(hidden=(16, 16), batch=16, replay_capacity=500), TD3Config(hidden=(24,), batch=8, replay_capacity=200, activation="gelu")):
+        gc.collect()
+        before = gc.mem_alloc()
+        agent = TD3(Pendulum(), cfg, 0)
+        gc.collect()
+        used = gc.mem_alloc() - before
+        est = estimate_bytes(3, 1, cfg)
+        assert abs(used - est) < 6000, (used, est)
+        del agent
