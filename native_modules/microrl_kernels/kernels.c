@@ -7,14 +7,14 @@
 #define SFX f
 #define EXP mrl_expf
 #define TANH mrl_tanhf
-#define ERF mrl_erff
+#define NORMAL_CDF mrl_normal_cdff
 #define SQRT mrl_sqrtf
 #include "kernels_body.h"
 #undef REAL
 #undef SFX
 #undef EXP
 #undef TANH
-#undef ERF
+#undef NORMAL_CDF
 #undef SQRT
 
 #if MICRORL_KERNELS_DOUBLE
@@ -22,7 +22,7 @@
 #define SFX d
 #define EXP mrl_exp
 #define TANH mrl_tanh
-#define ERF mrl_erf
+#define NORMAL_CDF mrl_normal_cdf
 #define SQRT mrl_sqrt
 #include "kernels_body.h"
 #endif

@@ -1,5 +1,5 @@
 /* The kernel bodies, included by kernels.c once per element type with REAL, SFX and the math
- * functions (EXP, TANH, ERF, SQRT) defined. */
+ * functions (EXP, TANH, NORMAL_CDF, SQRT) defined. */
 #define MRL_CAT_(a, b) a##b
 #define MRL_CAT(a, b) MRL_CAT_(a, b)
 #define MRL_FN(name) MRL_CAT(name, SFX)
@@ -18,7 +18,7 @@ static REAL MRL_FN(act_value_)(int act, REAL v) {
                 return e / ((REAL)1 + e);
             }
         case MRL_GELU:
-            return (REAL)0.5 * v * ((REAL)1 + ERF(v * (REAL)0.7071067811865476));
+            return v * NORMAL_CDF(v);
         default:
             return v;
     }
@@ -82,7 +82,7 @@ void MRL_FN(mrl_dense_backward_)(const REAL *W, const REAL *x, const REAL *y, co
         case MRL_GELU:
             for (int k = 0; k < m; k++) {
                 REAL v = z[k];
-                REAL cdf = (REAL)0.5 * ((REAL)1 + ERF(v * (REAL)0.7071067811865476));
+                REAL cdf = NORMAL_CDF(v);
                 REAL pdf = (REAL)0.3989422804014327 * EXP((REAL)-0.5 * v * v);
                 dy[k] *= cdf + v * pdf;
             }
