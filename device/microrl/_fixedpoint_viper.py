@@ -22,9 +22,21 @@ def layer(W: ptr16, b: ptr32, x: ptr16, y: ptr16, n_in: int, n_out: int, act: in
         if act <= 1:  # identity 0, relu 1
             if act == 1 and acc < 0:
                 acc = 0
-            v = (acc + r_out) >> s_out if s_out > 0 else acc
+            if s_out > 0:
+                v = (acc + r_out) >> s_out
+            elif s_out < 0:  # saturating left shift
+                m = 32767 >> (0 - s_out)
+                v = 32767 if acc > m else (-32767 if acc < 0 - m else acc << (0 - s_out))
+            else:
+                v = acc
         else:
-            x14 = (acc + r_14) >> s_14 if s_14 > 0 else acc
+            if s_14 > 0:
+                x14 = (acc + r_14) >> s_14
+            elif s_14 < 0:
+                m = lim >> (0 - s_14)
+                x14 = lim if acc > m else (0 - lim if acc < 0 - m else acc << (0 - s_14))
+            else:
+                x14 = acc
             if x14 > lim:
                 x14 = lim
             elif x14 < 0 - lim:
@@ -52,7 +64,13 @@ def layer(W: ptr16, b: ptr32, x: ptr16, y: ptr16, n_in: int, n_out: int, act: in
             else:
                 p = 16384 - t if neg else t
                 f = ((x14 >> 1) * p) >> 13
-            v = (f + r_14_out) >> s_14_out if s_14_out > 0 else f
+            if s_14_out > 0:
+                v = (f + r_14_out) >> s_14_out
+            elif s_14_out < 0:
+                m = 32767 >> (0 - s_14_out)
+                v = 32767 if f > m else (-32767 if f < 0 - m else f << (0 - s_14_out))
+            else:
+                v = f
         if v > 32767:
             v = 32767
         elif v < -32767:

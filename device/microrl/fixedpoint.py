@@ -69,10 +69,17 @@ def tables():
 # ---- the plain integer kernel: the reference; the viper one must give the same integers ----
 
 
-def _shift_round(v, s):
-    # v * 2**-s rounded half up (s >= 0)
+def _shift_round(v, s, limit):
+    # v * 2**-s, rounded half up when s > 0; saturated at +-limit when s < 0 (a left shift)
     if s > 0:
         return (v + (1 << (s - 1))) >> s
+    if s < 0:
+        m = limit >> -s
+        if v > m:
+            return limit
+        if v < -m:
+            return -limit
+        return v << -s
     return v
 
 
@@ -107,7 +114,8 @@ def _act14(act, x14, T, P):
 
 def layer_plain(W, b, x, y, n_in, n_out, act, s_out, s_14, s_14_out, T, P):
     """One quantised dense layer: y = sat16(act(b + W @ x) rescaled). s_out = Fa - Fy (relu and
-    identity), s_14 = Fa - 14 and s_14_out = 14 - Fy (table activations)."""
+    identity), s_14 = Fa - 14 and s_14_out = 14 - Fy (table activations); a negative shift is a
+    saturating left shift."""
     k = 0
     for o in range(n_out):
         acc = b[o]
@@ -117,14 +125,14 @@ def layer_plain(W, b, x, y, n_in, n_out, act, s_out, s_14, s_14_out, T, P):
         if act == RELU or act == IDENTITY:
             if act == RELU and acc < 0:
                 acc = 0
-            v = _shift_round(acc, s_out)
+            v = _shift_round(acc, s_out, _INT16_MAX)
         else:
-            x14 = _shift_round(acc, s_14)
+            x14 = _shift_round(acc, s_14, 1 << 21)
             if x14 > 1 << 21:
                 x14 = 1 << 21
             elif x14 < -(1 << 21):
                 x14 = -(1 << 21)
-            v = _shift_round(_act14(act, x14, T, P), s_14_out)
+            v = _shift_round(_act14(act, x14, T, P), s_14_out, _INT16_MAX)
         if v > _INT16_MAX:
             v = _INT16_MAX
         elif v < -_INT16_MAX:
@@ -153,7 +161,7 @@ class QuantisedPolicy:
         for l in range(L):
             fa = self.fw[l] + self.fx[l]
             fy = self.fx[l + 1]
-            if fa < fy or fa < Q or fy > Q and self.acts[l] not in (RELU, IDENTITY):
+            if not (-24 <= fa <= 46 and -8 <= fy <= 15) or fy > Q and self.acts[l] not in (RELU, IDENTITY):
                 raise ValueError("layer %d: scales out of range (Fw %d, Fx %d, Fy %d)" % (l, self.fw[l], self.fx[l], fy))
             self.shifts.append((fa - fy, fa - Q, Q - fy))
         width = max(self.sizes)
@@ -282,7 +290,7 @@ def quantise(policy, observations, headroom=1.25):
         f = _frac_bits(w_max, _INT16_MAX, 24)
         while f > -8 and bound * 2.0**f + 2 * n_in * _INT16_MAX >= _ACC_LIMIT:
             f -= 1
-        if f + fx[l] < max(Q, fx[l + 1]):
+        if f <= -8:
             raise ValueError("layer %d cannot be quantised to int16 with 32-bit sums (weights too large for its inputs' range); retrain with smaller weights or normalise observations" % l)
         W = array("h", range(n_in * n_out))
         for k in range(n_in * n_out):

@@ -286,11 +286,15 @@ def _read_exact(f, block, where):
 
 
 def load(path):
-    """Read a policy file; returns a Policy. Raises a PolicyFileError subclass naming the problem:
+    """Read a policy file; returns a Policy (or a fixedpoint.QuantisedPolicy for an int16 file). Raises a PolicyFileError subclass naming the problem:
     NotAPolicyError, TruncatedPolicyError, UnsupportedVersionError, ChecksumError, CorruptPolicyError."""
     size = _file_size(path)
     with open(path, "rb") as f:
         head = f.read(_FIXED)
+        if head[:4] == b"MRLQ":  # an int16 policy (microrl export --int16): same call, integer network
+            from .fixedpoint import load as load_int16
+
+            return load_int16(path)
         header_len, total, L, flags, = check_header(head, size, path)
         _checksum_file(f, size, path)
         # past the checksum: a mismatch below is a file written wrong, not damaged in transit
