@@ -8,7 +8,9 @@ import micropython
 @micropython.viper
 def layer(W: ptr16, b: ptr32, x: ptr16, y: ptr16, n_in: int, n_out: int, act: int, s_out: int, s_14: int, s_14_out: int, T: ptr16, P: ptr16):
     sign16 = 0x8000
-    sign32 = 1 << 31  # a machine-word constant; on 32-bit ports the xor below is then a no-op
+    one = 1
+    sign32 = one << 31  # at run time: the literal 1 << 31 would be a big-int object (mpy-cross)
+    # on 32-bit ports sign32 is the word 0x80000000 and the xor below changes nothing
     r_out = (1 << (s_out - 1)) if s_out > 0 else 0
     r_14 = (1 << (s_14 - 1)) if s_14 > 0 else 0
     r_14_out = (1 << (s_14_out - 1)) if s_14_out > 0 else 0
