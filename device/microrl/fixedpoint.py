@@ -21,6 +21,7 @@ import sys
 from array import array
 
 from .activations import GELU, IDENTITY, NAMES, RELU, SIGMOID, TANH
+from .layout import layout
 
 MAGIC = b"MRLQ"
 VERSION = 1
@@ -245,21 +246,18 @@ def quantise(policy, observations, headroom=1.25):
     seen (times headroom) on the calibration observations (raw, as the policy receives them)."""
     from math import floor
 
-    net = policy.net
     sizes, acts = policy.sizes, policy.acts
     L = len(acts)
     peaks = [0.0] * (L + 1)
-    x = net.input_buf
-    mean, std = policy.obs_mean, policy.obs_std
+    x = policy.input_buf
     count = 0
     for obs in observations:
         count += 1
+        policy(obs)  # normalises into input_buf and runs every layer
         for i in range(sizes[0]):
-            x[i] = obs[i] if mean is None else (obs[i] - mean[i]) / std[i]
             peaks[0] = max(peaks[0], abs(x[i]))
-        net.forward(1)
         for l in range(L):
-            for v in _first_row(net.y[l], sizes[l + 1]):
+            for v in _first_row(policy.layers[l][3], sizes[l + 1]):
                 peaks[l + 1] = max(peaks[l + 1], abs(v))
     if count == 0:
         raise ValueError("quantise needs calibration observations")
@@ -268,8 +266,6 @@ def quantise(policy, observations, headroom=1.25):
         cap = Q if (l == L or acts[l - 1] not in (RELU, IDENTITY)) and l > 0 else 15
         fx.append(_frac_bits(peaks[l] * headroom, _INT16_MAX, cap))
     params = policy.params
-    from .nn import layout
-
     offsets, _ = layout(sizes)
     weights, biases, fw = [], [], []
     for l, (wo, bo) in enumerate(offsets):
