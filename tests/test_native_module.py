@@ -7,6 +7,7 @@ import subprocess
 
 import pytest
 
+from backend_compare import compare_code
 from helpers import DEVICE, DEVICE_TESTS, MICROPYTHON, ROOT, compile_device_mpy, repo_env
 from microrl_host import native_build
 
@@ -62,42 +63,10 @@ def test_device_suite_passes_with_the_native_backend(mpy_folder):
     assert proc.returncode == 0 and last.endswith(" 0 failed"), proc.stdout[-4000:] + proc.stderr[-2000:]
 
 
-# Forward, backward and Adam through the MLP with the native kernels, then the same with the
-# plain kernels, in one micropython process; prints the largest differences.
-_COMPARE = """
-from microrl import backend
-from microrl.nn import MLP
-from microrl.rng import Rng
-out = {}
-for name in ("native", "plain"):
-    backend.use(name)
-    for act in ("relu", "tanh", "sigmoid", "gelu", "identity"):
-        net = MLP([5, 7, 3], (act, "tanh"), batch=4).init(Rng(3))
-        r = Rng(9)
-        for i in range(len(net.input_buf)):
-            net.input_buf[i] = r.uniform(-2, 2)
-        y = net.forward(4)
-        first = list(net.output_buf)
-        dy = net.B.matrix(net.output_buf, 0, 4, 3)
-        for i in range(12):
-            net.output_buf[i] = net.output_buf[i] - 0.5
-        net.backward(dy, 4)
-        grads = list(net.grads)
-        net.adam_step(1e-2)
-        out[(name, act)] = first + grads + list(net.params)
-worst = 0.0
-for act in ("relu", "tanh", "sigmoid", "gelu", "identity"):
-    a, b = out[("native", act)], out[("plain", act)]
-    for i in range(len(a)):
-        d = abs(a[i] - b[i]) / (1e-6 + abs(b[i]))
-        if d > worst:
-            worst = d
-print("worst", worst)
-"""
 
 
 def test_native_kernels_agree_with_plain_on_micropython(mpy_folder):
-    proc = _run(mpy_folder, ["-c", _COMPARE])
+    proc = _run(mpy_folder, ["-c", compare_code("native")])
     assert proc.returncode == 0, proc.stdout + proc.stderr
     worst = float(proc.stdout.split()[-1])
     assert worst < 1e-4, proc.stdout

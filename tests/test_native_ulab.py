@@ -8,6 +8,7 @@ import subprocess
 
 import pytest
 
+from backend_compare import compare_code
 from helpers import DEVICE, DEVICE_TESTS, ROOT, repo_env
 
 ULAB_MICROPYTHON = os.environ.get("MICRORL_ULAB_MICROPYTHON")
@@ -68,42 +69,10 @@ def test_device_suite_on_ulab():
     assert all(name.startswith("test_nn.test_gradients") for name in ulab_failed), sorted(ulab_failed)
 
 
-_COMPARE = """
-from microrl import backend
-from microrl.nn import MLP
-from microrl.rng import Rng
-out = {}
-for name in ("ulab", "plain"):
-    backend.use(name)
-    for act in ("relu", "tanh", "sigmoid", "gelu", "identity"):
-        net = MLP([5, 7, 3], (act, "tanh"), batch=4).init(Rng(3))
-        r = Rng(9)
-        for i in range(len(net.input_buf)):
-            net.input_buf[i] = r.uniform(-2, 2)
-        net.forward(4)
-        first = list(net.output_buf)
-        dy = net.B.matrix(net.output_buf, 0, 4, 3)
-        for i in range(12):
-            net.output_buf[i] = net.output_buf[i] - 0.5
-        net.backward(dy, 4)
-        grads = list(net.grads)
-        net.adam_step(1e-2)
-        target = MLP([5, 7, 3], (act, "tanh"), batch=1).init(Rng(4))
-        target.polyak_from(net, 0.25)
-        out[(name, act)] = first + grads + list(net.params) + list(target.params)
-worst = 0.0
-for act in ("relu", "tanh", "sigmoid", "gelu", "identity"):
-    a, b = out[("ulab", act)], out[("plain", act)]
-    for i in range(len(a)):
-        d = abs(a[i] - b[i]) / (1e-4 + abs(b[i]))
-        if d > worst:
-            worst = d
-print("worst", worst)
-"""
 
 
 def test_ulab_kernels_agree_with_plain(float32_ulab):
-    proc = _run(["-c", _COMPARE])
+    proc = _run(["-c", compare_code("ulab")])
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert float(proc.stdout.split()[-1]) < 1e-3, proc.stdout
 

@@ -173,6 +173,7 @@ class QuantisedPolicy:
         self._layer = _viper.layer if _viper is not None else layer_plain
         self._in_scale = float(1 << self.fx[0])
         self._out_scale = 1.0 / (1 << self.fx[L])
+        self.n_params = sum(len(w) + len(b) for w, b in zip(self.W, self.b))
 
     @property
     def obs_dim(self):
@@ -181,9 +182,6 @@ class QuantisedPolicy:
     @property
     def act_dim(self):
         return self.sizes[-1]
-
-    def n_params(self):
-        return sum(len(w) + len(b) for w, b in zip(self.W, self.b))
 
     def forward_int(self, xq):
         """The integer network on an int16 input (array('h') of sizes[0]); returns the int16 output
@@ -219,7 +217,7 @@ class QuantisedPolicy:
         return out
 
     def describe(self):
-        return "%s (%s), int16, %d parameters" % ("-".join(str(s) for s in self.sizes), ", ".join(NAMES[a] for a in self.acts), self.n_params())
+        return "%s (%s), int16, %d parameters" % ("-".join(str(s) for s in self.sizes), ", ".join(NAMES[a] for a in self.acts), self.n_params)
 
 
 # ---- quantisation (host or board; plain Python) ----

@@ -19,13 +19,17 @@ def param_count(sizes):
     return layout(sizes)[1]
 
 
-def activation_codes(activations, n_layers):
-    """One activation code per layer from one name or code for all, one per layer, or a
-    (hidden, output) pair of names."""
+def shape(sizes, activations):
+    """(sizes as ints, one activation code per layer), checked. activations: one name or code for
+    all layers, one per layer, or a (hidden, output) pair of names."""
+    sizes = [int(s) for s in sizes]
+    if len(sizes) < 2 or min(sizes) < 1:
+        raise ValueError("sizes must be at least [n_in, n_out], all positive; got %r" % (sizes,))
+    n_layers = len(sizes) - 1
     if isinstance(activations, str):
         activations = [activations] * n_layers
     elif len(activations) == 2 and n_layers != 2:
         activations = [activations[0]] * (n_layers - 1) + [activations[1]]
     if len(activations) != n_layers:
         raise ValueError("need %d activations, one per layer; got %d" % (n_layers, len(activations)))
-    return [code(a) for a in activations]
+    return sizes, [code(a) for a in activations]

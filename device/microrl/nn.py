@@ -6,7 +6,7 @@ from math import sqrt
 from . import backend
 from .activations import GELU
 from .compat import zeros
-from .layout import activation_codes, layout, param_count  # noqa: F401  (nn.layout: the one layout)
+from .layout import layout, param_count, shape  # noqa: F401  (nn.layout: the one layout)
 
 
 class MLP:
@@ -22,12 +22,9 @@ class MLP:
     """
 
     def __init__(self, sizes, activations, batch=1, trainable=True, params=None, typecode="f", share=None, scratch_from=None):
-        sizes = [int(s) for s in sizes]
-        if len(sizes) < 2 or min(sizes) < 1:
-            raise ValueError("sizes must be at least [n_in, n_out], all positive; got %r" % (sizes,))
+        sizes, self.acts = shape(sizes, activations)
         n_layers = len(sizes) - 1
         self.sizes = sizes
-        self.acts = activation_codes(activations, n_layers)
         self.batch = batch
         self.typecode = typecode
         offsets, n = layout(sizes)

@@ -13,7 +13,7 @@ from array import array
 
 from .activations import GELU, NAMES, code
 from .compat import zeros
-from .layout import activation_codes, layout, param_count
+from .layout import layout, param_count, shape
 
 # The backend is imported only when a Policy is built: on a board, load() takes the weights'
 # contiguous block before compiling it fragments a small heap. A Policy runs its layers with the
@@ -75,12 +75,9 @@ class Policy:
 
         if params is not None and (not isinstance(params, array) or getattr(params, "typecode", "f") != "f"):
             params = array_of(params)  # lists, and CPython's 'd' arrays
-        sizes = [int(s) for s in sizes]
-        if len(sizes) < 2 or min(sizes) < 1:
-            raise ValueError("sizes must be at least [n_in, n_out], all positive; got %r" % (sizes,))
+        sizes, self.acts = shape(sizes, activations)
         L = len(sizes) - 1
         self.sizes = sizes
-        self.acts = activation_codes(activations, L)
         offsets, n = layout(sizes)
         if params is None:
             params = zeros(n)
