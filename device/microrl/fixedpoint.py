@@ -281,7 +281,8 @@ def quantise(policy, observations, headroom=1.25):
             b_max = max(b_max, abs(params[bo + o]))
         # any int16 input: |acc| <= row_max * 2**Fw * 32767 + b_max * 2**(Fw + Fx) < 2**31
         bound = row_max * _INT16_MAX + b_max * (2.0**fx[l])
-        f = _frac_bits(w_max, _INT16_MAX, 24)
+        # Fa = Fw + Fx <= 30: every rescaling shift stays below a 32-bit word's width
+        f = _frac_bits(w_max, _INT16_MAX, min(24, 30 - fx[l]))
         while f > -8 and bound * 2.0**f + 2 * n_in * _INT16_MAX >= _ACC_LIMIT:
             f -= 1
         if f <= -8:
