@@ -79,9 +79,19 @@ def test_micropython_runs_the_same_integers_and_returns(exported):
     assert abs(float(lines[21]) - evaluate(q, Pendulum(), 3, 4242)[0]) < 1e-3
 
 
-def test_every_truncation_and_random_bit_flips_refused(exported, tmp_path):
-    data = open(exported[0], "rb").read()
+def test_every_truncation_and_random_bit_flips_refused(tmp_path):
+    """A whole small int16 policy file (every truncation point, 1,000 random bit flips): each one
+    refused with a PolicyFileError, none loaded."""
+    from microrl.nn import MLP
+    from microrl.rng import Rng
+
+    net = MLP([3, 16, 16, 1], ("relu", "tanh"), trainable=False).init(Rng(8))
+    float_policy = microrl.Policy([3, 16, 16, 1], ("relu", "tanh"), params=net.params, obs_mean=[0.0] * 3, obs_std=[1.0] * 3, act_scale=[2.0], act_offset=[0.0])
+    data = fp.to_bytes(fp.quantise(float_policy, Q.calibration_observations(float_policy)))
     path = str(tmp_path / "bad.mrlq")
+    with open(path, "wb") as f:
+        f.write(data)
+    assert isinstance(microrl.load(path), fp.QuantisedPolicy)
     for cut in range(len(data)):
         with open(path, "wb") as f:
             f.write(data[:cut])
