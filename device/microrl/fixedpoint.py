@@ -246,6 +246,9 @@ def quantise(policy, observations, headroom=1.25):
 
     sizes, acts = policy.sizes, policy.acts
     L = len(acts)
+    # the int arrays first, while a board's heap is still whole: calibration churns floats
+    weights = [array("h", range(sizes[l] * sizes[l + 1])) for l in range(L)]
+    biases = [array("i", range(sizes[l + 1])) for l in range(L)]
     peaks = [0.0] * (L + 1)
     x = policy.input_buf
     count = 0
@@ -265,7 +268,7 @@ def quantise(policy, observations, headroom=1.25):
         fx.append(_frac_bits(peaks[l] * headroom, _INT16_MAX, cap))
     params = policy.params
     offsets, _ = layout(sizes)
-    weights, biases, fw = [], [], []
+    fw = []
     for l, (wo, bo) in enumerate(offsets):
         n_in, n_out = sizes[l], sizes[l + 1]
         w_max = 0.0
@@ -287,14 +290,13 @@ def quantise(policy, observations, headroom=1.25):
             f -= 1
         if f <= -8:
             raise ValueError("layer %d cannot be quantised to int16 with 32-bit sums (weights too large for its inputs' range); retrain with smaller weights or normalise observations" % l)
-        W = array("h", range(n_in * n_out))
+        W, B = weights[l], biases[l]
+        scale = 2.0**f
         for k in range(n_in * n_out):
-            W[k] = int(floor(params[wo + k] * 2.0**f + 0.5))
-        B = array("i", range(n_out))
+            W[k] = int(floor(params[wo + k] * scale + 0.5))
+        scale = 2.0 ** (f + fx[l])
         for o in range(n_out):
-            B[o] = int(floor(params[bo + o] * 2.0 ** (f + fx[l]) + 0.5))
-        weights.append(W)
-        biases.append(B)
+            B[o] = int(floor(params[bo + o] * scale + 0.5))
         fw.append(f)
     return QuantisedPolicy(sizes, acts, weights, biases, fx, fw, policy.obs_mean, policy.obs_std, policy.act_scale, policy.act_offset)
 

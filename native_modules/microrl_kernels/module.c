@@ -9,6 +9,7 @@
  *   adam(p, g, m, v, lr, beta1, beta2, eps, step)
  *   polyak(target, source, tau)
  *   copy(target, source)
+ *   typecode(array) -> int; double_kernels: whether array('d') works here (x64 builds)
  *
  * Arrays must all be array('f') (or all array('d') where the build has double kernels). */
 #include "py/dynruntime.h"
@@ -285,6 +286,16 @@ static mp_obj_t copy(mp_obj_t target, mp_obj_t source) {
 }
 static MP_DEFINE_CONST_FUN_OBJ_2(copy_obj, copy);
 
+/* typecode(array) -> the buffer's typecode as an int (ord('f'), ord('d')...): MicroPython's
+ * array has no .typecode, and _native.py needs it to route array('d') where there are no double
+ * kernels */
+static mp_obj_t typecode(mp_obj_t obj) {
+    mp_buffer_info_t info;
+    mp_get_buffer_raise(obj, &info, MP_BUFFER_READ);
+    return MP_OBJ_NEW_SMALL_INT(info.typecode);
+}
+static MP_DEFINE_CONST_FUN_OBJ_1(typecode_obj, typecode);
+
 mp_obj_t mpy_init(mp_obj_fun_bc_t *self, size_t n_args, size_t n_kw, mp_obj_t *args) {
     MP_DYNRUNTIME_INIT_ENTRY
 
@@ -293,6 +304,7 @@ mp_obj_t mpy_init(mp_obj_fun_bc_t *self, size_t n_args, size_t n_kw, mp_obj_t *a
     mp_store_global(MP_QSTR_adam, MP_OBJ_FROM_PTR(&adam_obj));
     mp_store_global(MP_QSTR_polyak, MP_OBJ_FROM_PTR(&polyak_obj));
     mp_store_global(MP_QSTR_copy, MP_OBJ_FROM_PTR(&copy_obj));
+    mp_store_global(MP_QSTR_typecode, MP_OBJ_FROM_PTR(&typecode_obj));
     mp_store_global(MP_QSTR_double_kernels, mp_obj_new_bool(MICRORL_KERNELS_DOUBLE));
 
     MP_DYNRUNTIME_INIT_EXIT

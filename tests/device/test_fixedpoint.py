@@ -65,7 +65,7 @@ def _same_integers(q):
 
 def test_accumulators_stay_within_32_bits_for_any_input():
     # large weights force smaller weight scales; the bound holds for the worst int16 input
-    p = _policy([13, 64, 64, 4], ("relu", "tanh"), seed=3)
+    p = _policy([13, 32, 32, 4], ("relu", "tanh"), seed=3)
     for k in range(len(p.params)):
         p.params[k] *= 40.0
     q = fp.quantise(p, _observations(20, 13))
@@ -79,7 +79,7 @@ def test_accumulators_stay_within_32_bits_for_any_input():
 
 
 def test_save_load_roundtrip_and_microrl_load():
-    p = _policy([13, 64, 64, 4], ("relu", "tanh"), obs_mean=[0.5] * 13, obs_std=[2.0] * 13, act_scale=[2.0] * 4, act_offset=[0.1] * 4)
+    p = _policy([13, 24, 24, 4], ("relu", "tanh"), obs_mean=[0.5] * 13, obs_std=[2.0] * 13, act_scale=[2.0] * 4, act_offset=[0.1] * 4)
     q = fp.quantise(p, _observations(20, 13))
     path = tmp_path("q.mrlq")
     fp.save(path, q)
