@@ -52,7 +52,7 @@ def micropython_command():
     import sys
 
     if importlib.util.find_spec("micropython_run") is not None:
-        return [sys.executable, "-c", _LAUNCHER]
+        return [sys.executable, "-I", "-c", _LAUNCHER]  # -I: board files never shadow CPython modules
     return [find_micropython()]
 
 
