@@ -33,7 +33,7 @@ class DeviceError(LinkError):
 RESET_SIGNS = (b"soft reboot", b"MicroPython v", b"rst:0x", b"ets ")
 
 
-def connect(port, timeout=10):
+def connect(port, timeout=10, soft_reset=False):
     """An mpremote SerialTransport on port in the raw REPL, or LinkError saying why not."""
     from mpremote.transport import TransportError
     from mpremote.transport_serial import SerialTransport
@@ -48,7 +48,7 @@ def connect(port, timeout=10):
     except Exception as e:  # serial.SerialException and the like
         raise LinkError("cannot open %s: %s" % (port, e)) from None
     try:
-        transport.enter_raw_repl(soft_reset=False, timeout_overall=timeout)
+        transport.enter_raw_repl(soft_reset=soft_reset, timeout_overall=timeout)
     except Exception as e:
         transport.close()
         raise LinkError(
