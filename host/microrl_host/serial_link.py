@@ -30,7 +30,8 @@ class DeviceError(LinkError):
         super().__init__("board error %d (%s): %s" % (code, P.ERROR_NAMES.get(code, "?"), message))
 
 
-RESET_SIGNS = (b"soft reboot", b"MicroPython v", b"rst:0x", b"ets ")
+# what boards print when they restart (MicroPython's banner, ESP32's ROM boot messages)
+RESET_SIGNS = (b"soft reboot", b"MicroPython ", b'Type "help()"', b"rst:0x", b"ets ")
 
 
 def connect(port, timeout=10, soft_reset=False):
@@ -63,7 +64,7 @@ class SerialLink:
 
     timeout: seconds to wait for each reply (a ROLLOUT waits longer, see rollout())."""
 
-    def __init__(self, port, policy_path=None, timeout=5.0, transport=None):
+    def __init__(self, port, policy_path=None, timeout=5.0, transport=None, soft_reset=True):
         self.port = port
         self.timeout = timeout
         self.transport = transport
@@ -75,11 +76,12 @@ class SerialLink:
         self.noise = bytearray()  # non-frame bytes seen (REPL text, boot messages)
         self.errors = []  # unsolicited error frames (garbage reports)
         self.serving = False
+        self.soft_reset = soft_reset  # start from a clean heap (what an earlier session left is freed)
 
     # --- setup / teardown
     def open(self):
         if self.transport is None:
-            self.transport = connect(self.port)
+            self.transport = connect(self.port, soft_reset=self.soft_reset)
         self.serial = self.transport.serial
         code = "from microrl.serve import serve\nserve(%r)\n" % (self.policy_path or "")
         try:
@@ -159,7 +161,7 @@ class SerialLink:
         for sign in RESET_SIGNS:
             if sign in text:
                 self.serving = False
-                raise BoardResetError("the board on %s reset (it printed %r): the server stopped; results so far are kept" % (self.port, text[-80:].decode("ascii", "replace").strip()))
+                raise BoardResetError("the board on %s reset (it printed %r, a boot message) and its server stopped" % (self.port, sign.decode()))
 
     def _wait_frame(self, match, timeout, what):
         deadline = time.monotonic() + timeout
