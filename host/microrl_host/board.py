@@ -175,7 +175,8 @@ class VirtualBoard:
         self._proc = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave, cwd=self.folder, env=env, close_fds=True, start_new_session=True)
         os.close(slave)
         self._child = master
-        self._pending_banner = announce is not None
+        self._booting = True
+        self._held = b""
         self._banner = b""
         self._after_banner = announce  # None (first start), "raw" (soft reset in the raw REPL), "soft", "hard"
 
@@ -223,20 +224,25 @@ class VirtualBoard:
                 return
 
     def _from_child(self, data):
-        if self._pending_banner:
-            # a fresh process: hold its banner until the prompt, then behave as a rebooted board
+        if self._booting:
+            # a fresh process: hold its banner until the prompt, then behave as a (re)booted board
             self._banner += data
             k = self._banner.find(b">>> ")
             if k < 0:
                 return
             rest = self._banner[k + 4 :]
             banner = self._banner[: k + 4]
-            self._pending_banner = False
+            self._booting = False
             if self._after_banner == "raw":
                 os.write(self._child, b"\x01")  # a board stays in the raw REPL across a soft reset
             else:
                 self._raw_mode = False
                 self._to_host(banner.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n"))
+            if self._held:
+                # what the host sent while the process started: the unix port flushes its
+                # terminal's input when it first sets raw mode, so it is only sent now
+                held, self._held = self._held, b""
+                self._to_child(held)
             data = rest
             if not data:
                 return
@@ -250,6 +256,9 @@ class VirtualBoard:
         self._to_host(data)
 
     def _to_child(self, data):
+        if self._booting:
+            self._held += data
+            return
         proc = self._proc
         if b"\x03" in data and proc is not None and _sigint_caught(proc.pid):
             # running code with Ctrl-C enabled: interrupt it, as a board's UART IRQ does

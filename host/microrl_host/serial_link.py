@@ -43,7 +43,8 @@ def connect(port, timeout=10, soft_reset=False):
     if not port.startswith(("socket://", "rfc2217://")) and not os.path.exists(port):
         raise LinkError("no such port %s (is the board plugged in? list ports with `mpremote connect list`)" % port)
     try:
-        transport = SerialTransport(port, baudrate=115200)
+        # a read timeout, so that no read in mpremote's transport can block for ever
+        transport = SerialTransport(port, baudrate=115200, timeout=timeout)
     except TransportError as e:
         raise LinkError("cannot open %s: %s (in use by another program, or no permission?)" % (port, e)) from None
     except Exception as e:  # serial.SerialException and the like
