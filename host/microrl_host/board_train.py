@@ -46,13 +46,27 @@ class BoardTrainError(Exception):
     pass
 
 
+def largest_array_bytes(hidden, batch, replay, obs_dim=OBS_DIM, act_dim=ACT_DIM):
+    """The biggest single buffer of the run: it needs one contiguous free block of the heap."""
+    critic = [obs_dim + act_dim] + list(hidden) + [1]
+    return max(replay * bytes_per_transition(obs_dim, act_dim), 4 * param_count(critic), 4 * batch * max(critic))
+
+
+# free heap, and the largest free block (micropython.mem_info's "max free sz", in GC blocks of
+# 4 words): a heap fragmented by compiling .py files can have room in total but no block big
+# enough for the replay buffer
 _PREPARE = """
-import gc
+import gc, sys
 from microrl.td3 import TD3, TD3Config
 from microrl.pendulum import Pendulum
 from microrl.policy import save
 gc.collect()
-print(gc.mem_free())
+try:
+    import micropython
+    micropython.mem_info()
+except (ImportError, AttributeError):
+    pass
+print('F', gc.mem_free(), 16 if sys.maxsize < 2 ** 32 else 32)
 """
 
 _RUN = """
@@ -82,13 +96,18 @@ def train_on_board(transport, steps, hidden=(16, 16), batch=32, replay=2000, war
     out, err = _exec(transport, _PREPARE, 60)
     if err:
         raise BoardTrainError("importing microrl on the board failed: %s" % _last_line(err))
-    free = int(out.split()[-1])
-    if est["total"] > free:
+    text = out.decode("ascii", "replace")
+    fields = text.split("F ")[-1].split()
+    free, block = int(fields[0]), int(fields[1])
+    largest_free = int(text.split("max free sz:")[1].split()[0]) * block if "max free sz:" in text else free
+    biggest = largest_array_bytes(hidden, batch, replay)
+    if est["total"] > free or biggest > largest_free:
         detail = ", ".join("%s %.1f kB" % (k, v / 1024.0) for k, v in est.items() if k != "total")
         raise BoardTrainError(
-            "this run needs about %.1f kB of RAM (%s) but the board has %.1f kB free after importing microrl: "
-            "use a smaller --replay (%d bytes per transition), --batch or --hidden"
-            % (est["total"] / 1024.0, detail, free / 1024.0, bytes_per_transition(OBS_DIM, ACT_DIM))
+            "this run needs about %.1f kB of RAM (%s), with %.1f kB in one block, but the board has %.1f kB free after "
+            "importing microrl, %.1f kB in its largest block: use a smaller --replay (%d bytes per transition), --batch or "
+            "--hidden (deploying with --mpy leaves the heap less fragmented)"
+            % (est["total"] / 1024.0, detail, biggest / 1024.0, free / 1024.0, largest_free / 1024.0, bytes_per_transition(OBS_DIM, ACT_DIM))
         )
     every = every or max(1, min(50, steps // 100))
     code = _RUN % {"hidden": tuple(hidden), "batch": batch, "replay": replay, "warmup": batch if warmup is None else warmup, "steps": steps, "seed": seed, "every": every, "out": board_out}
@@ -143,6 +162,7 @@ def train_on_board(transport, steps, hidden=(16, 16), batch=32, replay=2000, war
     return {
         "policy_bytes": data,
         "mem_free_start": free,
+        "largest_free_block": largest_free,
         "mem_free_min": state["mem"],
         "estimate_bytes": est["total"],
         "seconds": seconds,
