@@ -14,6 +14,10 @@ from microrl.replay import bytes_per_transition
 # as 19-20 kB whatever the sizes; 32-bit boards need less. Plus room for the garbage a step makes.
 OBJECT_OVERHEAD = 20 * 1024
 WORKING_MARGIN = 16 * 1024
+# Measured on the virtual board (x64, 160K heap): runs fitted while their estimate was up to about
+# 55% of the free heap, and failed at about 60%: the garbage floats made while the networks are
+# initialised fragment the heap. Above this share the run starts with a warning.
+SAFE_SHARE = 0.55
 
 
 def _mlp_floats(sizes, batch, trainable):
@@ -109,6 +113,10 @@ def train_on_board(transport, steps, hidden=(16, 16), batch=32, replay=2000, war
             "--hidden (deploying with --mpy leaves the heap less fragmented)"
             % (est["total"] / 1024.0, detail, biggest / 1024.0, free / 1024.0, largest_free / 1024.0, bytes_per_transition(OBS_DIM, ACT_DIM))
         )
+    warning = None
+    if est["total"] > SAFE_SHARE * free:
+        warning = ("this run needs about %.1f kB, %.0f%% of the %.1f kB free: it may still fail when the heap fragments; "
+                   "if it does, use a smaller --replay, --batch or --hidden" % (est["total"] / 1024.0, 100.0 * est["total"] / free, free / 1024.0))
     every = every or max(1, min(50, steps // 100))
     code = _RUN % {"hidden": tuple(hidden), "batch": batch, "replay": replay, "warmup": batch if warmup is None else warmup, "steps": steps, "seed": seed, "every": every, "out": board_out}
     state = {"buf": b"", "returns": [], "mem": None, "step": 0, "done": False}
@@ -148,7 +156,8 @@ def train_on_board(transport, steps, hidden=(16, 16), batch=32, replay=2000, war
         msg = _last_line(err)
         if "MemoryError" in msg:
             raise BoardTrainError(
-                "the board ran out of memory at step %d (%s): use a smaller --replay, --batch or --hidden" % (state["step"], msg)
+                "the board ran out of memory at step %d (%s; the run was estimated at %.1f kB of %.1f kB free, and a fragmented "
+                "heap has less room than it shows): use a smaller --replay, --batch or --hidden" % (state["step"], msg, est["total"] / 1024.0, free / 1024.0)
             )
         raise BoardTrainError("training on the board failed at step %d: %s" % (state["step"], msg))
     if not state["done"]:
@@ -161,6 +170,7 @@ def train_on_board(transport, steps, hidden=(16, 16), batch=32, replay=2000, war
         raise BoardTrainError("could not copy %s back from the board: %s" % (board_out, e)) from None
     return {
         "policy_bytes": data,
+        "warning": warning,
         "mem_free_start": free,
         "largest_free_block": largest_free,
         "mem_free_min": state["mem"],

@@ -77,6 +77,8 @@ def run(args):
         except Exception:
             pass
         transport.close()
+    if result["warning"] and not args.json:
+        print("warning: %s" % result["warning"], file=sys.stderr)
     atomic.write_bytes(args.out, result.pop("policy_bytes"))
     policy = microrl.load(args.out)
     mean, std, _ = evaluate(policy, Pendulum(), args.episodes, seed=10007 + args.seed)
