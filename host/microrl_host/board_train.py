@@ -90,7 +90,7 @@ print('D')
 """
 
 
-def train_on_board(transport, steps, hidden=(16, 16), batch=32, replay=2000, warmup=None, seed=0, board_out="trained.mrlp", progress=None, every=None):
+def train_on_board(transport, steps, hidden=(16, 16), batch=32, replay=2000, warmup=None, seed=0, board_out="trained.mrlp", progress=None, every=None, warn=None):
     """Run training on the board over an mpremote transport in the raw REPL (microrl deployed).
     progress(step, latest_return, mem_free) is called as lines arrive. Returns a dict with
     'policy_bytes' (the trained policy file), 'mem_free_start', 'seconds', 'returns'."""
@@ -117,6 +117,8 @@ def train_on_board(transport, steps, hidden=(16, 16), batch=32, replay=2000, war
     if est["total"] > SAFE_SHARE * free:
         warning = ("this run needs about %.1f kB, %.0f%% of the %.1f kB free: it may still fail when the heap fragments; "
                    "if it does, use a smaller --replay, --batch or --hidden" % (est["total"] / 1024.0, 100.0 * est["total"] / free, free / 1024.0))
+        if warn:
+            warn(warning)
     every = every or max(1, min(50, steps // 100))
     code = _RUN % {"hidden": tuple(hidden), "batch": batch, "replay": replay, "warmup": batch if warmup is None else warmup, "steps": steps, "seed": seed, "every": every, "out": board_out}
     state = {"buf": b"", "returns": [], "mem": None, "step": 0, "done": False}

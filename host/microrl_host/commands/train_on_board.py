@@ -68,7 +68,8 @@ def run(args):
             def progress(n, ret, mem):
                 bar.update(n, **({"return": "%.0f" % ret} if ret == ret else {}), free_kB="%.0f" % (mem / 1024.0))
 
-            result = train_on_board(transport, args.steps, hidden, args.batch, args.replay, args.warmup, args.seed, progress=progress)
+            result = train_on_board(transport, args.steps, hidden, args.batch, args.replay, args.warmup, args.seed, progress=progress,
+                                    warn=lambda text: bar.write("warning: " + text) if bar.bar else print("warning: " + text, file=sys.stderr))
     except BoardTrainError as e:
         raise CommandError(str(e)) from None
     finally:
@@ -77,8 +78,6 @@ def run(args):
         except Exception:
             pass
         transport.close()
-    if result["warning"] and not args.json:
-        print("warning: %s" % result["warning"], file=sys.stderr)
     atomic.write_bytes(args.out, result.pop("policy_bytes"))
     policy = microrl.load(args.out)
     mean, std, _ = evaluate(policy, Pendulum(), args.episodes, seed=10007 + args.seed)
