@@ -71,7 +71,7 @@ def test_interrupted_copy_leaves_previous_version_usable(board, tmp_path):
     from microrl_host.serial_link import connect
 
     before = _board_hashes(board)
-    transport = connect(board.port, soft_reset=True)
+    transport = connect(board.port, timeout=3, soft_reset=True)  # the lost board is noticed within 3 s
     files = {dep.BOARD_LIB + "/" + name: b"# a new version\n" * 50 for name in ("nn.py", "td3.py", "policy.py")}
     copied = []
 
