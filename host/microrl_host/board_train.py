@@ -120,8 +120,10 @@ def train_on_board(transport, steps, hidden=(16, 16), batch=32, replay=2000, war
         if warn:
             warn(warning)
     every = every or max(1, min(50, steps // 100))
-    code = _RUN % {"hidden": tuple(hidden), "batch": batch, "replay": replay, "warmup": batch if warmup is None else warmup, "steps": steps, "seed": seed, "every": every, "out": board_out}
-    state = {"buf": b"", "returns": [], "mem": None, "step": 0, "done": False}
+    warmup_steps = batch if warmup is None else warmup
+    code = _RUN % {"hidden": tuple(hidden), "batch": batch, "replay": replay, "warmup": warmup_steps, "steps": steps, "seed": seed, "every": every, "out": board_out}
+    # timestamps of progress lines after warm-up: the speed of steps that train, not of random play
+    state = {"buf": b"", "returns": [], "mem": None, "step": 0, "done": False, "train_start": None, "train_end": None}
 
     def consume(data):
         state["buf"] += data
@@ -140,6 +142,11 @@ def train_on_board(transport, steps, hidden=(16, 16), batch=32, replay=2000, war
                 if progress:
                     progress(step - state["step"], ret, mem)
                 state["step"] = step
+                if step >= warmup_steps:
+                    now = time.perf_counter()
+                    if state["train_start"] is None:
+                        state["train_start"] = (step, now)
+                    state["train_end"] = (step, now)
             elif parts[0] == "D":
                 state["done"] = True
 
@@ -180,7 +187,15 @@ def train_on_board(transport, steps, hidden=(16, 16), batch=32, replay=2000, war
         "seconds": seconds,
         "steps_per_second": steps / seconds if seconds > 0 else 0.0,
         "returns": state["returns"],
+        "train_steps_per_second": _rate(state["train_start"], state["train_end"]),
     }
+
+
+def _rate(start, end):
+    """Steps per second between two (step, time) progress marks, or None if too few."""
+    if start is None or end is None or end[0] <= start[0] or end[1] <= start[1]:
+        return None
+    return (end[0] - start[0]) / (end[1] - start[1])
 
 
 def _last_line(err):

@@ -85,7 +85,7 @@ def run(args):
     if args.json:
         print(json.dumps(result))
         return 0
-    print("trained %d steps on the board in %.1f s (%.1f steps/s); free RAM %.1f kB before allocating (estimate needed %.1f kB)"
-          % (args.steps, result["seconds"], result["steps_per_second"], result["mem_free_start"] / 1024.0, result["estimate_bytes"] / 1024.0))
+    print("trained %d steps on the board in %.1f s (%.1f steps/s, %s with updates); free RAM %.1f kB before allocating (estimate needed %.1f kB)"
+          % (args.steps, result["seconds"], result["steps_per_second"], "%.1f steps/s" % result["train_steps_per_second"] if result["train_steps_per_second"] else "?", result["mem_free_start"] / 1024.0, result["estimate_bytes"] / 1024.0))
     print("policy %s copied back to %s; on the host: return %.1f +- %.1f over %d episodes" % (policy.describe(), args.out, mean, std, args.episodes))
     return 0
