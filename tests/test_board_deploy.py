@@ -95,18 +95,23 @@ def test_interrupted_copy_leaves_previous_version_usable(board, tmp_path):
     assert report["copied"] == []
 
 
-def test_full_filesystem_is_refused_before_copying(board, tmp_path):
-    from microrl_host import deploy as dep
-    from microrl_host.serial_link import connect
+def test_full_filesystem(tmp_path):
+    # a board whose flash (a real littlefs image, 64 kB) cannot take the .py files: the copy fails
+    # on the board's ENOSPC with a clear error, nothing is swapped in, and --mpy (smaller) fits
+    from microrl_host.board import VirtualBoard
 
-    transport = connect(board.port, soft_reset=True)
-    try:
-        with pytest.raises(dep.DeployError, match="filesystem is full"):
-            # the board's real filesystem is the host's; the free space is what statvfs would say on a full board
-            dep.copy_files(transport, {"big.bin": b"x" * 5000}, fs_free=1000)
-    finally:
-        transport.close()
-    assert not os.path.exists(board_file(board, "big.bin"))
+    with VirtualBoard(str(tmp_path / "fs"), flash="64K") as small:
+        r = cli("deploy", "--port", small.port)
+        assert r.returncode == 2 and "filesystem is full" in r.stderr and "Traceback" not in r.stderr, r.stderr
+        r = mpremote(small.port, "exec", "import os\ntry:\n print(os.listdir('lib/microrl'))\nexcept OSError:\n print([])")
+        assert ".new" not in r.stdout and ".py'" not in r.stdout  # the temporary copies were removed
+        report = cli_json("deploy", "--port", small.port, "--mpy")
+        assert report["format"] == "mpy" and len(report["copied"]) >= 15
+        # and the refusal before copying, when statvfs already says it cannot fit
+        big = tmp_path / "big.mrlp"
+        make_policy(big, sizes=(13, 128, 128, 4))  # 70 kB
+        r = cli("deploy", "--port", small.port, "--mpy", "--policy", big)
+        assert r.returncode == 2 and "filesystem is full" in r.stderr and "bytes to copy" in r.stderr
 
 
 def test_too_old_micropython_is_named():

@@ -102,9 +102,12 @@ class VirtualBoard:
     """Context manager (or start()/stop()) running the relay in a background thread.
     board.port is the device path (/dev/pts/N); board.folder the board's filesystem."""
 
-    def __init__(self, folder, heap=DEFAULT_HEAP, micropython=None, log=None):
+    def __init__(self, folder, heap=DEFAULT_HEAP, micropython=None, log=None, flash=None):
         self.folder = os.path.abspath(folder)
         self.heap = parse_size(heap) if heap else None
+        # flash: a size (e.g. "64K") makes the filesystem a littlefs image of that size in the folder
+        # (flash.img, mounted at /flash), which fills up as a board's does; None: the folder itself
+        self.flash_blocks = parse_size(flash) // 512 if flash else None
         self.command = [micropython] if micropython else micropython_command()
         self.log = log  # callable(str) for restarts, or None
         self.port = None
@@ -173,6 +176,9 @@ class VirtualBoard:
         if self.heap:
             cmd += ["-X", "heapsize=%d" % self.heap]
         env = dict(os.environ)
+        if self.flash_blocks:
+            cmd += ["-i", "-c", "import _vboard_flash"]  # mount the image, then the REPL
+            env["MICRORL_FLASH_BLOCKS"] = str(self.flash_blocks)
         # '' = the board folder (cwd); lib as on a board; board_support adds machine.reset()
         env["MICROPYPATH"] = os.pathsep.join(["", "lib", ".frozen", SUPPORT])
         env.pop("MICRORL_BACKEND", None)

@@ -26,6 +26,10 @@ class DeployError(Exception):
     pass
 
 
+class FilesystemFull(DeployError):
+    pass
+
+
 def device_dir():
     """The device core to deploy: this checkout's, else the installed package's."""
     if os.path.isdir(DEVICE_DIR):
@@ -184,11 +188,19 @@ def _write(transport, path, data, fs_free):
     except (OSError, TransportError) as e:
         text = str(e)
         if getattr(e, "errno", None) == ENOSPC or "ENOSPC" in text or "28" in text.split():
-            raise DeployError(
+            raise FilesystemFull(
                 "the board's filesystem is full while writing %s (%d bytes; %s free before the copy): delete files on the board, "
                 "or deploy with --mpy (smaller files); the previous version is left in place" % (path, len(data), fs_free)
             ) from None
         raise DeployError("copying %s to the board failed: %s; the previous version is left in place" % (path, text.strip() or type(e).__name__)) from None
+
+
+def _remove(transport, paths):
+    board_exec(transport, "import os\nfor p in %r:\n try:\n  os.remove(p)\n except OSError:\n  pass\n" % (list(paths),))
+
+
+def _fs_free(transport):
+    return int(board_exec(transport, "import os\ns = os.statvfs('.')\nprint(s[0] * s[3])").split()[-1])
 
 
 def plan(files, hashes):
@@ -201,16 +213,27 @@ def copy_files(transport, files, stale=(), fs_free=-1, log=None):
     Returns the list of board paths copied."""
     paths = list(files)
     changed = plan(files, board_hashes(transport, paths))
+    if changed:
+        # leftovers of an interrupted copy take room: remove them first, and count what is free then
+        _remove(transport, [p + ".new" for p in paths])
+        fs_free = _fs_free(transport) if fs_free >= 0 else fs_free
     need = sum(len(files[p]) for p in changed)
     if changed and fs_free >= 0 and need > fs_free:
         raise DeployError("the board's filesystem is full: %d bytes to copy, %d free; delete files on the board or deploy with --mpy" % (need, fs_free))
     folders = sorted({p.rsplit("/", 1)[0] for p in changed if "/" in p})
     for folder in folders:
         _mkdirs(transport, folder)
-    for p in changed:
+    for k, p in enumerate(changed):
         if log:
             log("copy %s (%d bytes)" % (p, len(files[p])))
-        _write(transport, p + ".new", files[p], fs_free)
+        try:
+            _write(transport, p + ".new", files[p], fs_free)
+        except FilesystemFull:
+            try:  # give the room back; the old files were never touched
+                _remove(transport, [q + ".new" for q in changed[: k + 1]])
+            except DeployError:
+                pass
+            raise
     got = board_hashes(transport, [p + ".new" for p in changed])
     for p, h in zip(changed, got):
         if h != _sha(files[p]):

@@ -21,6 +21,8 @@ def register(sub):
     )
     s.add_argument("--folder", default="board-fs", help="the board's filesystem (a folder, created if missing; default ./board-fs)")
     s.add_argument("--heap", default=None, help="MicroPython heap, e.g. 160K, 256K, 2M (default: %s, a typical ESP32's free heap)" % _default_heap())
+    s.add_argument("--flash", default=None, help="make the filesystem a littlefs image of this size (e.g. 1M) in FOLDER/flash.img, "
+                   "mounted at /flash, which fills up as a board's flash does (default: FOLDER itself, unlimited)")
     s.set_defaults(func=run_sim)
     p.set_defaults(func=lambda args: (p.print_help(), 0)[1])
 
@@ -35,7 +37,7 @@ def run_sim(args):
     from ..board import DEFAULT_HEAP, BoardError, VirtualBoard
 
     try:
-        board = VirtualBoard(args.folder, heap=args.heap or DEFAULT_HEAP, log=lambda m: print(m, file=sys.stderr, flush=True))
+        board = VirtualBoard(args.folder, heap=args.heap or DEFAULT_HEAP, log=lambda m: print(m, file=sys.stderr, flush=True), flash=args.flash)
         board.start()
     except BoardError as e:
         raise CommandError(str(e)) from None
