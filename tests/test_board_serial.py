@@ -52,6 +52,13 @@ def test_link_infer_matches_host_and_rollout_matches_evaluate(board):
         assert 0 < compute_us < 1e6
         returns, steps, compute = link.rollout(11, 2)
         assert steps == 400 and compute > 0
+        restarts = board.restarts
+    # EXIT returned the board to its REPL: reachable without a reset (mpremote resume does none)
+    from boardkit import mpremote
+
+    r = mpremote(board.port, "resume", "exec", "print('repl', 'serve' in dir())")
+    # the session that started the server is still there (its `serve` name): no reset happened
+    assert r.stdout.split() == ["repl", "True"] and board.restarts == restarts
     _, _, host = evaluate(board.policy, Pendulum(), 2, seed=11)
     assert max(abs(a - b) for a, b in zip(returns, host)) < 1e-2 * max(1.0, abs(host[0]))
 
