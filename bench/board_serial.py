@@ -78,6 +78,53 @@ def bench_training(port, steps, mpy):
     return None
 
 
+def bench_pipe(n, folder):
+    """Baseline without the pseudo-terminals: microrl.serve in the unix port over plain pipes, to
+    tell the virtual board's relay from the board's own time."""
+    import shutil
+    import struct
+    import time
+
+    from microrl import protocol as P
+    from microrl_host.board import micropython_command
+    from microrl_host.deploy import core_sources
+    from microrl_host.serial_bench import summarise
+
+    board = os.path.join(folder, "pipe")
+    os.makedirs(os.path.join(board, "lib", "microrl"), exist_ok=True)
+    for src in core_sources():
+        shutil.copy(src, os.path.join(board, "lib", "microrl"))
+    make_policy(os.path.join(board, "policy.mrlp"), NETWORKS[0][1])
+    env = dict(os.environ, MICROPYPATH=os.pathsep.join(["", "lib"]))
+    cmd = micropython_command() + ["-X", "heapsize=160K", "-c", "from microrl.serve import serve; serve('policy.mrlp')"]
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=board, bufsize=0)
+    decoder = P.Decoder()
+
+    def reply():
+        while True:
+            b = proc.stdout.read(1)
+            if not b:
+                raise SystemExit("micropython exited during the pipe baseline")
+            r = decoder.feed(b[0])
+            if r is not None and not isinstance(r, int) and r[0] != P.ERROR:
+                return r
+
+    try:
+        reply()  # hello
+        rts, cus = [], []
+        t_start = time.perf_counter()
+        for i in range(n):
+            t0 = time.perf_counter_ns()
+            proc.stdin.write(P.encode(P.INFER, i & 0xFF, struct.pack("<3f", 0.1, 0.2, 0.3)))
+            r = reply()
+            rts.append((time.perf_counter_ns() - t0) / 1000.0)
+            cus.append(struct.unpack("<I", r[2][:4])[0])
+        return summarise(rts, cus, time.perf_counter() - t_start)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 @contextlib.contextmanager
 def board_process(port, heap, folder):
     """The given port, or a virtual board in a process of its own (`microrl board sim`), so that
@@ -117,7 +164,8 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as folder, board_process(args.port, heap, folder) as (port, described):
         inference = bench_inference(port, args.n, folder, args.mpy)
         training = bench_training(port, args.train_steps, args.mpy)
-    result = {"board": described, "heap": None if args.port else heap, "n": args.n, "inference": inference, "training": training}
+        pipe = None if args.port else bench_pipe(args.n, folder)
+    result = {"board": described, "heap": None if args.port else heap, "n": args.n, "inference": inference, "training": training, "pipe_baseline": pipe}
     if args.json:
         print(json.dumps(result))
         return 0
@@ -125,6 +173,9 @@ def main(argv=None):
     print("%-20s %9s %9s %9s %9s %13s %10s %11s" % ("network", "p50 us", "p90 us", "p99 us", "max us", "board us", "per s", "host us"))
     for name, r in inference.items():
         print("%-20s %9.0f %9.0f %9.0f %9.0f %13.0f %10.0f %11.1f" % (name, r["p50_us"], r["p90_us"], r["p99_us"], r["max_us"], r["board_compute_us"], r["per_second"], r["host_p50_us"]))
+    if pipe:
+        print("%-20s %9.0f %9.0f %9.0f %9.0f %13.0f %10.0f %11s   (same unix port over pipes, no pty relay)"
+              % ("3-64-64-1 pipes", pipe["p50_us"], pipe["p90_us"], pipe["p99_us"], pipe["max_us"], pipe["board_compute_us"], pipe["per_second"], "-"))
     if training:
         print("training on the board: hidden %s, batch %d, replay %d (about %.0f kB of %.0f kB free): %.2f steps/s with updates "
               "(%.2f steps/s over all %d steps, warm-up included)"
