@@ -73,9 +73,16 @@ except (ImportError, AttributeError):
 print('F', gc.mem_free(), 16 if sys.maxsize < 2 ** 32 else 32)
 """
 
+# The replay buffer is the biggest block and TD3 allocates it last, when the heap is already cut
+# up by the networks: reserve its room first, build the networks, then put the buffer in that room.
 _RUN = """
+from microrl.replay import ReplayBuffer
 gc.collect()
-agent = TD3(Pendulum(), TD3Config(hidden=%(hidden)r, batch=%(batch)d, replay_capacity=%(replay)d, warmup=%(warmup)d, steps=%(steps)d), %(seed)d)
+hold = bytearray(%(replay_bytes)d)
+agent = TD3(Pendulum(), TD3Config(hidden=%(hidden)r, batch=%(batch)d, replay_capacity=1, warmup=%(warmup)d, steps=%(steps)d), %(seed)d)
+del hold
+gc.collect()
+agent.replay = ReplayBuffer(%(replay)d, agent.obs_dim, agent.act_dim)
 gc.collect()
 print('M', gc.mem_free())
 last = None
@@ -121,7 +128,8 @@ def train_on_board(transport, steps, hidden=(16, 16), batch=32, replay=2000, war
             warn(warning)
     every = every or max(1, min(50, steps // 100))
     warmup_steps = batch if warmup is None else warmup
-    code = _RUN % {"hidden": tuple(hidden), "batch": batch, "replay": replay, "warmup": warmup_steps, "steps": steps, "seed": seed, "every": every, "out": board_out}
+    code = _RUN % {"hidden": tuple(hidden), "batch": batch, "replay": replay, "warmup": warmup_steps, "steps": steps, "seed": seed, "every": every, "out": board_out,
+                   "replay_bytes": replay * bytes_per_transition(OBS_DIM, ACT_DIM)}
     # timestamps of progress lines after warm-up: the speed of steps that train, not of random play
     state = {"buf": b"", "returns": [], "mem": None, "step": 0, "done": False, "train_start": None, "train_end": None}
 
