@@ -212,3 +212,14 @@ def test_board_out_of_memory_is_an_error_frame_not_a_crash(board, tmp_path):
         action, _ = link.infer([0.5, -0.5, 1.0])
         assert abs(action[0] - board.policy([0.5, -0.5, 1.0])[0]) < 1e-5
     assert board.restarts == restarts
+
+
+@needs_board
+def test_board_without_microrl_is_named(tmp_path):
+    from microrl_host.board import VirtualBoard
+
+    policy = tmp_path / "p.mrlp"
+    make_policy(policy)
+    with VirtualBoard(str(tmp_path / "fs")) as empty:
+        r = cli("bench", "serial", "--port", empty.port, "--policy", policy, "-n", "5", "--no-deploy", timeout=60)
+    assert r.returncode == 2 and "microrl is not on the board" in r.stderr and "microrl deploy" in r.stderr

@@ -159,6 +159,10 @@ class SerialLink:
         self.noise += data
         del self.noise[:-512]
         text = bytes(self.noise)
+        if b"no module named 'microrl" in text:
+            raise LinkError("microrl is not on the board at %s (or not complete): run `microrl deploy --port %s` first" % (self.port, self.port))
+        if not self.serving and b"Traceback" in text and text.rstrip().endswith(b"\x04>"):
+            raise LinkError("microrl.serve failed to start on the board: %s" % text.decode("utf-8", "replace").strip().splitlines()[-1].strip("\x04>"))
         for sign in RESET_SIGNS:
             if sign in text:
                 self.serving = False
