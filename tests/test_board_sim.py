@@ -83,10 +83,23 @@ def test_board_sim_command_prints_port_and_stops(tmp_path):
         assert port.startswith("/dev/pts/")
         r = mpremote(port, "exec", "import gc; print(gc.mem_free() > 200000)")
         assert r.stdout.strip() == "True", r.stderr
+        children = [int(p) for p in os.listdir("/proc") if p.isdigit() and _ppid(int(p)) == proc.pid]
+        assert children  # the MicroPython process
     finally:
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGTERM)  # as `kill PID`: MicroPython must stop with it
         proc.wait(10)
     assert proc.returncode == 0
+    assert "virtual board on" in proc.stderr.read()
+    time.sleep(0.2)
+    assert not [c for c in children if os.path.exists("/proc/%d" % c) and _ppid(c) in (proc.pid, 1)]
+
+
+def _ppid(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def test_bad_heap_is_a_clear_error(tmp_path):

@@ -41,6 +41,15 @@ def run_sim(args):
         board.start()
     except BoardError as e:
         raise CommandError(str(e)) from None
+    import signal
+
+    def stop(signum, frame):  # kill PID / a closed terminal: stop MicroPython too (it has its own session)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGHUP, stop)
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:  # started in the background by a script
+        signal.signal(signal.SIGINT, stop)
     print(board.port, flush=True)
     print("virtual board on %s (heap %s, filesystem %s); try: mpremote connect %s repl   (Ctrl-C here stops it)"
           % (board.port, args.heap or DEFAULT_HEAP, os.path.abspath(args.folder), board.port), file=sys.stderr, flush=True)
