@@ -42,4 +42,8 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # run as `python -m microrl_host.cli`: use the package's module, so that commands' CommandError
+    # (imported from microrl_host.cli) is the class main() catches, not a copy in __main__
+    from microrl_host.cli import main as package_main
+
+    sys.exit(package_main())
