@@ -40,7 +40,7 @@ FAMILIES = {
 }
 _LATEST = {}
 for _id in FAMILIES:
-    _base = _id.rsplit("-", 1)[0].lower()
+    _base = _id.rsplit("-", 1)[0].lower()  # the families' names have no "-" or "_"
     _LATEST[_base] = max(_LATEST.get(_base, _id), _id)
 
 
@@ -56,14 +56,24 @@ def task_names():
     return sorted(FAMILIES)
 
 
+def _key(name):
+    # "Half_Cheetah-v4", "half-cheetah-v4", "halfcheetah" -> ("halfcheetah", "4" or None)
+    import re
+
+    m = re.match(r"^(.*?)(?:-v(\d+))?$", str(name).strip().lower())
+    return re.sub(r"[-_ ]", "", m.group(1)), m.group(2)
+
+
 def resolve_task(name):
-    """The gymnasium id for a task name: exact ids ("Ant-v4"), any case ("ant-v4"), or a bare name
-    for the newest version ("ant" -> "Ant-v5"). Raises UnknownTaskError naming the choices."""
+    """The gymnasium id for a task name: exact ids ("Ant-v4"), any case or spelling ("ant-v4",
+    "half_cheetah"), a bare name meaning the newest version ("ant" -> "Ant-v5").
+    Raises UnknownTaskError naming the choices."""
+    base, version = _key(name)
+    if version is None and base in _LATEST:
+        return _LATEST[base]
     for known in FAMILIES:
-        if known.lower() == str(name).lower():
+        if _key(known) == (base, version):
             return known
-    if str(name).lower() in _LATEST:
-        return _LATEST[str(name).lower()]
     raise UnknownTaskError("unknown MuJoCo task %r; supported: %s (or a bare name such as 'ant' for the newest version)" % (name, ", ".join(task_names())))
 
 

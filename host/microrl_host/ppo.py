@@ -241,10 +241,12 @@ class PPO:
     def value(self, obs_n):
         return self.critic.forward(obs_n)[:, 0].copy()
 
-    def deterministic(self, obs):
-        """The deployed policy: mean action for raw observations, in environment units (clipped)."""
+    def deterministic(self, obs, clip=True):
+        """The deployed policy: mean action for raw observations, in environment units; clipped to
+        the bounds unless clip=False (the saved Policy does not clip: clamp on the board)."""
         obs = np.asarray(obs, np.float64).reshape(-1, self.obs_dim)
-        return self.to_env(self.actor.forward(self.normalize(obs)))
+        mean = self.actor.forward(self.normalize(obs))
+        return self.to_env(mean) if clip else mean * self.act_scale + self.act_offset
 
     # -- learning
     def update(self, batch):
