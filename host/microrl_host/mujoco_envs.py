@@ -94,6 +94,16 @@ def make_gymnasium_env(task, **kwargs):
     return gym.make(resolve_task(task), **kwargs)
 
 
+def _clip(x, lo, hi):
+    # np.clip's result through two ufuncs, without its Python wrapper (a few us a call)
+    return np.minimum(np.maximum(x, lo), hi)
+
+
+def _row_sum(x):
+    # np.sum(x, axis=1) (the same pairwise summation per row), without the wrapper
+    return np.add.reduce(x, axis=1)
+
+
 class _Formulas:
     """Observation, reward and termination of one task family for a batch of copies, read from
     gymnasium's environment object so that its keyword arguments are honoured."""
@@ -156,15 +166,14 @@ class _Formulas:
             return np.concatenate([qpos, qvel], axis=1)
         if f in ("cheetah", "hopper", "walker"):
             pos = qpos[:, 1:] if self.exclude_positions else qpos
-            vel = np.clip(qvel, -10, 10) if f != "cheetah" else qvel
+            vel = _clip(qvel, -10, 10) if f != "cheetah" else qvel
             return np.concatenate((pos, vel), axis=1)
         pos = qpos[:, 2:] if self.exclude_positions else qpos
         n = qpos.shape[0]
         if f == "ant":
             parts = [pos, qvel]
             if self.obs_cfrc:
-                lo, hi = self.contact_force_range
-                cf = np.clip(s["cfrc_ext"], lo, hi)
+                cf = s["cfrc_clipped"] = _clip(s["cfrc_ext"], *self.contact_force_range)  # reused by the contact cost
                 parts.append((cf[:, 1:] if self.version >= 5 else cf).reshape(n, -1))
             return np.concatenate(parts, axis=1)
         # humanoid
@@ -198,15 +207,15 @@ class _Formulas:
         velocity = (after - before) / self.dt
         x_velocity = velocity[:, 0] if velocity.ndim == 2 else velocity
         if f == "humanoid":
-            ctrl_cost = self.ctrl_cost_weight * np.sum(np.square(s["ctrl"]), axis=1)
+            ctrl_cost = self.ctrl_cost_weight * _row_sum(np.square(s["ctrl"]))
         else:
-            ctrl_cost = self.ctrl_cost_weight * np.sum(np.square(actions), axis=1)
+            ctrl_cost = self.ctrl_cost_weight * _row_sum(np.square(actions))
         if f == "cheetah":
             return self.forward_reward_weight * x_velocity - ctrl_cost, np.zeros(n, dtype=bool)
         if f == "ant":
-            state = np.concatenate([qpos, qvel], axis=1)
             lo, hi = self.healthy_z_range
-            healthy = np.isfinite(state).all(axis=1) & (lo <= state[:, 2]) & (state[:, 2] <= hi)
+            z = qpos[:, 2]
+            healthy = np.isfinite(qpos).all(axis=1) & np.isfinite(qvel).all(axis=1) & (lo <= z) & (z <= hi)
         elif f == "hopper":
             state = np.concatenate([qpos, qvel], axis=1)[:, 2:]
             slo, shi = self.healthy_state_range
@@ -226,11 +235,10 @@ class _Formulas:
         rewards = forward + self._healthy_reward(healthy)
         costs = ctrl_cost
         if f == "ant" and self.contact_cost_on:
-            lo, hi = self.contact_force_range
-            cf = np.clip(s["cfrc_ext"], lo, hi)
-            costs = ctrl_cost + self.contact_cost_weight * np.sum(np.square(cf).reshape(n, -1), axis=1)
+            cf = s["cfrc_clipped"] if "cfrc_clipped" in s else _clip(s["cfrc_ext"], *self.contact_force_range)
+            costs = ctrl_cost + self.contact_cost_weight * _row_sum(np.square(cf).reshape(n, -1))
         elif f == "humanoid":
-            contact = self.contact_cost_weight * np.sum(np.square(s["cfrc_ext"]).reshape(n, -1), axis=1)
+            contact = self.contact_cost_weight * _row_sum(np.square(s["cfrc_ext"]).reshape(n, -1))
             lo, hi = self.contact_cost_range
             costs = ctrl_cost + np.clip(contact, lo, hi)
         terminated = ~healthy & bool(self.terminate_when_unhealthy)
@@ -241,7 +249,7 @@ class MujocoVectorEnv:
     """num_envs copies of a gymnasium MuJoCo task stepped together (see the module's docstring).
 
     task: a gymnasium id or name (resolve_task); threads: worker threads including the caller's
-    (default: one per CPU, at most num_envs); max_episode_steps: the time limit (default
+    (default: one per 4 copies, at most one per CPU); max_episode_steps: the time limit (default
     gymnasium's, 1000); other keyword arguments go to the gymnasium environment (e.g.
     ctrl_cost_weight=0.1) and are honoured the same way."""
 
@@ -290,8 +298,8 @@ class MujocoVectorEnv:
         self._episode_return = np.zeros(n)
         self._episode_length = np.zeros(n, dtype=np.int64)
         self._needs_reset = True
-        if threads is None:
-            threads = os.cpu_count() or 1
+        if threads is None:  # as the paper: a thread for every 4 or more copies, at most one per CPU
+            threads = min(os.cpu_count() or 1, max(1, n // 4))
         self.threads = max(1, min(int(threads), n))
         bounds = np.linspace(0, n, self.threads + 1).astype(int)
         self._chunks = [(bounds[k], bounds[k + 1]) for k in range(self.threads)]
