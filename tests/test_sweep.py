@@ -69,7 +69,7 @@ def test_ray_missing_or_present(tmp_path):
         import ray  # noqa: F401
     except ImportError:
         proc = sweep("inverted_pendulum", "--seeds", "1", "--run-dir", str(tmp_path), "--ray", "local", "--quiet")
-        assert proc.returncode == 2 and "pip install 'ray[default]'" in proc.stderr
+        assert proc.returncode == 2 and "pip install 'microrl[ray]'" in proc.stderr
         return
     pytest.importorskip("mujoco", reason="mujoco not installed: pip install 'microrl[mujoco]'")
     proc = sweep("inverted_pendulum", "--seeds", "1,2", "--steps", "1024", "--run-dir", str(tmp_path), "--ray", "local", "--quiet",

@@ -14,7 +14,8 @@ import time
 from .. import atomic
 
 # how a job runs `microrl train ARGS...`; tests may point it at a stand-in
-TRAIN_COMMAND = [sys.executable, "-m", "microrl_host.cli", "train"]
+DEFAULT_TRAIN_COMMAND = [sys.executable, "-m", "microrl_host.cli", "train"]
+TRAIN_COMMAND = DEFAULT_TRAIN_COMMAND
 
 
 def register(sub):
@@ -33,7 +34,7 @@ def register(sub):
     p.add_argument("--steps", type=int, default=None, help="environment steps per run (default: train's)")
     p.add_argument("--run-dir", default=None, help="folder of the sweep (default sweeps/TASK-ALGO-TIME)")
     p.add_argument("--workers", type=int, default=None, help="local runs at once (default: one per CPU)")
-    p.add_argument("--ray", metavar="ADDRESS", default=None, help="run the jobs on a Ray cluster: 'auto', 'ray://HOST:10001', or 'local' to start Ray here (pip install 'ray[default]')")
+    p.add_argument("--ray", metavar="ADDRESS", default=None, help="run the jobs on a Ray cluster: 'auto', 'ray://HOST:10001', or 'local' to start Ray here (pip install 'microrl[ray]')")
     p.add_argument("--dry-run", action="store_true", help="print the jobs' commands and stop")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--set", action="append", default=[], metavar="OPTION=VALUE", help="a train option for every run, e.g. envs=32 or hidden=64,64 or no-obs-norm=true (repeatable)")
@@ -201,7 +202,7 @@ def _run_ray(jobs, address):
     try:
         import ray
     except ImportError:
-        raise CommandError("--ray needs Ray, which is not installed: pip install 'ray[default]' (or run without --ray for local processes)") from None
+        raise CommandError("--ray needs Ray, which is not installed: pip install 'microrl[ray]' (or run without --ray for local processes)") from None
     import microrl
     import microrl_host
 
@@ -212,7 +213,7 @@ def _run_ray(jobs, address):
     except Exception as e:  # connection refused, bad address...
         raise CommandError("cannot connect to the Ray cluster at %s: %s" % (address, e)) from None
     remote = ray.remote(num_cpus=1)(_ray_job)
-    command = None if TRAIN_COMMAND[0] == sys.executable else TRAIN_COMMAND
+    command = None if TRAIN_COMMAND is DEFAULT_TRAIN_COMMAND else TRAIN_COMMAND  # None: the worker's own python
     pending = {remote.remote(job["argv"], command): job for job in jobs}
     try:
         while pending:
