@@ -85,21 +85,27 @@ def bench_physics(task, n, calls):
     return result
 
 
-def bench_ours(task, n, calls, threads=None):
-    from microrl_host.mujoco_envs import MujocoVectorEnv
-
-    envs = MujocoVectorEnv(task, n, threads=threads)
-    envs.reset(seed=0)
-    a = actions(n, envs.act_dim)
+def time_vector_env(envs, n, calls, act_dim, dtype=np.float32):
+    """Step a reset vector env `calls` times with the shared random actions; close it."""
+    a = actions(n, act_dim).astype(dtype)
     state = {"t": 0}
 
     def step():
         state["t"] += 1
         envs.step(a[state["t"] % len(a)])
 
-    result = timed(step, calls, n)
-    envs.close()
-    return result
+    try:
+        return timed(step, calls, n)
+    finally:
+        envs.close()
+
+
+def bench_ours(task, n, calls, threads=None):
+    from microrl_host.mujoco_envs import MujocoVectorEnv
+
+    envs = MujocoVectorEnv(task, n, threads=threads)
+    envs.reset(seed=0)
+    return time_vector_env(envs, n, calls, envs.act_dim)
 
 
 def bench_gymnasium(task, n, calls):
@@ -107,16 +113,7 @@ def bench_gymnasium(task, n, calls):
 
     envs = gym.vector.SyncVectorEnv([lambda: gym.make(task) for _ in range(n)], autoreset_mode="SameStep")
     envs.reset(seed=0)
-    a = actions(n, envs.single_action_space.shape[0])
-    state = {"t": 0}
-
-    def step():
-        state["t"] += 1
-        envs.step(a[state["t"] % len(a)])
-
-    result = timed(step, calls, n)
-    envs.close()
-    return result
+    return time_vector_env(envs, n, calls, envs.single_action_space.shape[0])
 
 
 def bench_envpool(task, n, calls, threads):
@@ -124,16 +121,7 @@ def bench_envpool(task, n, calls, threads):
 
     envs = envpool.make(task, env_type="gymnasium", num_envs=n, batch_size=n, num_threads=min(n, threads), seed=0)
     envs.reset()
-    a = actions(n, envs.action_space.shape[0]).astype(np.float64)
-    state = {"t": 0}
-
-    def step():
-        state["t"] += 1
-        envs.step(a[state["t"] % len(a)])
-
-    result = timed(step, calls, n)
-    envs.close()
-    return result
+    return time_vector_env(envs, n, calls, envs.action_space.shape[0], np.float64)
 
 
 def main(argv=None):
