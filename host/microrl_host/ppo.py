@@ -32,14 +32,16 @@ POLICY = "policy.mrlp"
 
 
 class PPOConfig:
-    """Defaults are the paper's for Ant (64 envs x 64 steps, 256-256 ReLU, target KL 0.008)."""
+    """Defaults are the paper's for Ant (64 envs x 64 steps, 256-256 ReLU, target KL 0.008) and
+    those of its public Ant configuration (minibatches of 2048, 4 epochs, initial action std 0.5,
+    no entropy bonus, no advantage normalisation, Adam at 1e-3, no gradient clipping)."""
 
     FIELDS = {
         "steps": 10_240_000,
         "envs": 64,
         "rollout_steps": 64,
         "epochs": 4,
-        "minibatches": 4,
+        "minibatches": 2,
         "hidden": (256, 256),
         "activation": "relu",
         "gamma": 0.99,
@@ -47,15 +49,16 @@ class PPOConfig:
         "clip_coef": 0.2,
         "ent_coef": 0.0,
         "vf_coef": 0.5,
-        "max_grad_norm": 0.5,
-        "lr": 3e-4,
+        "max_grad_norm": 0.0,
+        "adv_norm": False,
+        "lr": 1e-3,
         "kl_adaptive": True,
         "target_kl": 0.008,
         "kl_factor": 1.5,
         "lr_min": 1e-6,
         "lr_max": 1e-2,
         "obs_norm": True,
-        "init_log_std": 0.0,
+        "init_log_std": math.log(0.5),
         "threads": None,
         "seed": 0,
     }
@@ -209,7 +212,9 @@ class PPO:
         self.critic.init_orthogonal(self.rng, math.sqrt(2.0), 1.0)
         self.log_std = np.full(act_dim, c.init_log_std, np.float32)
         self.log_std_grad = np.zeros(act_dim, np.float32)
-        self.optimizer = Adam([self.actor.params, self.log_std, self.critic.params])
+        # the adaptive learning rate steers the policy only; the critic keeps the initial one
+        self.actor_optimizer = Adam([self.actor.params, self.log_std])
+        self.critic_optimizer = Adam([self.critic.params])
         self.obs_rms = RunningMeanStd(obs_dim)
         self.lr = c.lr
         low, high = np.asarray(action_low, np.float64), np.asarray(action_high, np.float64)
@@ -280,7 +285,8 @@ class PPO:
         adv = batch["advantages"][idx]
         ret = batch["returns"][idx]
         m = obs.shape[0]
-        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+        if c.adv_norm:
+            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
         # policy
         mean = self.actor.forward(obs)
         log_std = self.log_std.astype(np.float64)
@@ -316,7 +322,8 @@ class PPO:
                 if norm > c.max_grad_norm:
                     for g in group:
                         g *= c.max_grad_norm / (norm + 1e-6)
-        self.optimizer.step(grads, self.lr)
+        self.actor_optimizer.step(grads[:2], self.lr)
+        self.critic_optimizer.step(grads[2:], c.lr)
         return kl, clipfrac, pg_loss, v_loss, entropy
 
     # -- export and checkpoints
@@ -331,24 +338,24 @@ class PPO:
         return Policy(self.actor.sizes, self.actor.acts, params=array_of(self.actor.params.tolist()), act_scale=self.act_scale.tolist(), act_offset=self.act_offset.tolist(), **kwargs)
 
     def state(self):
-        o = self.optimizer
+        a, c = self.actor_optimizer, self.critic_optimizer
         return {
             "actor": self.actor.params, "critic": self.critic.params, "log_std": self.log_std,
-            "adam_m0": o.m[0], "adam_m1": o.m[1], "adam_m2": o.m[2], "adam_v0": o.v[0], "adam_v1": o.v[1], "adam_v2": o.v[2],
-            "adam_step": np.array(o.step_count), "lr": np.array(self.lr),
+            "adam_m0": a.m[0], "adam_m1": a.m[1], "adam_m2": c.m[0], "adam_v0": a.v[0], "adam_v1": a.v[1], "adam_v2": c.v[0],
+            "adam_step": np.array(a.step_count), "lr": np.array(self.lr),
             "obs_mean": self.obs_rms.mean, "obs_var": self.obs_rms.var, "obs_count": np.array(self.obs_rms.count),
             "rng": np.array(json.dumps(self.rng.bit_generator.state)),
         }
 
     def load_state(self, s):
-        o = self.optimizer
+        a, c = self.actor_optimizer, self.critic_optimizer
         self.actor.params[:] = s["actor"]
         self.critic.params[:] = s["critic"]
         self.log_std[:] = s["log_std"]
-        for k in range(3):
-            o.m[k][:] = s["adam_m%d" % k]
-            o.v[k][:] = s["adam_v%d" % k]
-        o.step_count = int(s["adam_step"])
+        for k, (m, v) in enumerate(zip(a.m + c.m, a.v + c.v)):
+            m[:] = s["adam_m%d" % k]
+            v[:] = s["adam_v%d" % k]
+        a.step_count = c.step_count = int(s["adam_step"])
         self.lr = float(s["lr"])
         self.obs_rms.mean = np.array(s["obs_mean"], np.float64)
         self.obs_rms.var = np.array(s["obs_var"], np.float64)
@@ -541,6 +548,7 @@ def add_arguments(parser):
     g.add_argument("--target-kl", type=float, default=None, help="KL the adaptive learning rate aims for (default %g)" % d["target_kl"])
     g.add_argument("--no-kl-adaptive", action="store_true", help="keep the learning rate fixed (ablation of the paper's Appendix G)")
     g.add_argument("--no-obs-norm", action="store_true", help="no observation normalisation (ablation)")
+    g.add_argument("--adv-norm", action="store_true", help="normalise advantages per minibatch (common PPO practice; off in the paper's setting)")
     g.add_argument("--threads", type=int, default=None, help="threads stepping the environments (default: one per CPU)")
 
 
@@ -560,7 +568,7 @@ def config_from_args(args):
         envs=g("envs"), rollout_steps=g("rollout_steps"), epochs=g("epochs"), minibatches=g("minibatches"),
         clip_coef=g("clip_coef"), ent_coef=g("ent_coef"), vf_coef=g("vf_coef"), gae_lambda=g("gae_lambda"),
         max_grad_norm=g("max_grad_norm"), lr=g("lr"), target_kl=g("target_kl"), threads=g("threads"),
-        kl_adaptive=False if g("no_kl_adaptive") else None, obs_norm=False if g("no_obs_norm") else None,
+        kl_adaptive=False if g("no_kl_adaptive") else None, obs_norm=False if g("no_obs_norm") else None, adv_norm=True if g("adv_norm") else None,
     )
 
 
