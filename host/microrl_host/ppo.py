@@ -3,9 +3,10 @@
 KL-adaptive learning rate. Each can be switched off for ablation.
 
 Plain PPO here: a Gaussian policy (mean from an MLP, a learned state-independent log std), a
-separate value MLP, GAE(lambda), the clipped surrogate objective with per-minibatch advantage
-normalisation, a squared-error value loss, an entropy bonus, several epochs of minibatch Adam
-(PyTorch semantics, the device core's numpy kernel) and global gradient-norm clipping.
+separate value MLP, GAE(lambda) (a time-limit cut bootstraps from the last observation's value),
+the clipped surrogate objective, a squared-error value loss, an entropy bonus, several epochs of
+minibatch Adam (PyTorch semantics, the device core's numpy kernel); optional advantage
+normalisation and gradient-norm clipping.
 Networks use the device core's layout (microrl.nn.layout) and kernels (microrl._numpy), so the
 actor's parameters drop into microrl.policy.Policy unchanged: the saved policy is the
 deterministic mean action, scaled to the environment's action bounds, with the observation
@@ -544,7 +545,7 @@ def add_arguments(parser):
     g.add_argument("--vf-coef", type=float, default=None, help="value loss weight (default %g)" % d["vf_coef"])
     g.add_argument("--gae-lambda", type=float, default=None, help="GAE lambda (default %g)" % d["gae_lambda"])
     g.add_argument("--max-grad-norm", type=float, default=None, help="clip each network's gradient norm; 0 disables (default %g)" % d["max_grad_norm"])
-    g.add_argument("--lr", type=float, default=None, help="(initial) Adam learning rate (default %g)" % d["lr"])
+    g.add_argument("--lr", type=float, default=None, help="Adam learning rate: the critic's, and the actor's initial one (default %g)" % d["lr"])
     g.add_argument("--target-kl", type=float, default=None, help="KL the adaptive learning rate aims for (default %g)" % d["target_kl"])
     g.add_argument("--no-kl-adaptive", action="store_true", help="keep the learning rate fixed (ablation of the paper's Appendix G)")
     g.add_argument("--no-obs-norm", action="store_true", help="no observation normalisation (ablation)")
