@@ -519,6 +519,11 @@ def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_epi
                 if callback:
                     callback(step, learner)
             save_checkpoint()
+        except KeyboardInterrupt:
+            if ckpt_path:  # keep what was learned: the run continues with --resume
+                save_checkpoint()
+                progress.write("interrupted at step %d; checkpoint saved in %s (continue with --resume)" % (step, run_dir))
+            raise
         finally:
             progress.close()
             if log:
