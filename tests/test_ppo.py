@@ -146,3 +146,16 @@ def test_ppo_learns_inverted_pendulum(tmp_path):
     first = ppo.evaluate_policy(ppo.PPO(4, 1, [-3.0], [3.0], config).to_policy(), "InvertedPendulum-v5", 5)[0]
     assert first < 50
     assert evals[-1][1] >= 500, evals
+
+
+def test_interrupt_keeps_a_checkpoint(tmp_path):
+    def stop(step, learner):
+        if step >= 1024:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        ppo.train("InvertedPendulum-v5", small_config(steps=4096), run_dir=str(tmp_path), quiet=True, callback=stop)
+    with np.load(tmp_path / ppo.CHECKPOINT) as ckpt:
+        assert int(ckpt["step"]) == 1024
+    learner, _ = ppo.train("InvertedPendulum-v5", small_config(steps=2048), run_dir=str(tmp_path), quiet=True, resume=True)
+    assert learner.actor_optimizer.step_count == 4 * 4 * 2  # 4 iterations of 512 steps, 4 epochs x 2 minibatches
