@@ -55,6 +55,21 @@ def test_identical_to_gymnasium(task):
     assert ends > 0, "the check must cover at least one reset"
 
 
+@pytest.mark.parametrize("task, kwargs", [
+    ("Ant-v4", {"use_contact_forces": True}),
+    ("Ant-v5", {"include_cfrc_ext_in_observation": False, "ctrl_cost_weight": 0.1, "healthy_z_range": (0.3, 0.9)}),
+    ("Hopper-v5", {"exclude_current_positions_from_observation": False, "terminate_when_unhealthy": False}),
+    ("Walker2d-v4", {"terminate_when_unhealthy": False, "reset_noise_scale": 0.1}),
+])
+def test_gymnasium_keyword_arguments_are_honoured(task, kwargs):
+    gen = run_both(task, steps=80, **kwargs)
+    o1, o2 = next(gen)
+    np.testing.assert_array_equal(o1, o2)
+    for r1, r2 in gen:
+        for k in range(4):
+            np.testing.assert_array_equal(np.asarray(r1[k], np.float64), np.asarray(r2[k], np.float64))
+
+
 def test_terminations_and_episode_statistics():
     """Hopper falls under random actions: terminations (not truncations), resets in the same step,
     and infos['episode'] carries each finished episode's return and length."""
