@@ -104,6 +104,10 @@ def _row_sum(x):
     return np.add.reduce(x, axis=1)
 
 
+def _row_all(x):
+    return np.logical_and.reduce(x, axis=1)
+
+
 class _Formulas:
     """Observation, reward and termination of one task family for a batch of copies, read from
     gymnasium's environment object so that its keyword arguments are honoured."""
@@ -194,15 +198,15 @@ class _Formulas:
         return s["qpos"][:, 0].copy()
 
     def reward_done(self, before, s, actions):
-        """(reward, terminated) per copy after a step; before = x_progress before it."""
+        """(reward, terminated, x_progress now) per copy after a step; before = x_progress before it."""
         f = self.family
         qpos, qvel = s["qpos"], s["qvel"]
         n = qpos.shape[0]
         if f == "pendulum":
             obs = self.observe(s)
-            terminated = ~np.isfinite(obs).all(axis=1) | (np.abs(obs[:, 1]) > 0.2)
+            terminated = ~_row_all(np.isfinite(obs)) | (np.abs(obs[:, 1]) > 0.2)
             reward = (~terminated).astype(np.float64) if self.version >= 5 else np.ones(n)
-            return reward, terminated
+            return reward, terminated, None
         after = self.x_progress(s)
         velocity = (after - before) / self.dt
         x_velocity = velocity[:, 0] if velocity.ndim == 2 else velocity
@@ -211,18 +215,18 @@ class _Formulas:
         else:
             ctrl_cost = self.ctrl_cost_weight * _row_sum(np.square(actions))
         if f == "cheetah":
-            return self.forward_reward_weight * x_velocity - ctrl_cost, np.zeros(n, dtype=bool)
+            return self.forward_reward_weight * x_velocity - ctrl_cost, np.zeros(n, dtype=bool), after
         if f == "ant":
             lo, hi = self.healthy_z_range
             z = qpos[:, 2]
-            healthy = np.isfinite(qpos).all(axis=1) & np.isfinite(qvel).all(axis=1) & (lo <= z) & (z <= hi)
+            healthy = _row_all(np.isfinite(qpos)) & _row_all(np.isfinite(qvel)) & (lo <= z) & (z <= hi)
         elif f == "hopper":
             state = np.concatenate([qpos, qvel], axis=1)[:, 2:]
             slo, shi = self.healthy_state_range
             zlo, zhi = self.healthy_z_range
             alo, ahi = self.healthy_angle_range
             z, angle = qpos[:, 1], qpos[:, 2]
-            healthy = np.all((slo < state) & (state < shi), axis=1) & (zlo < z) & (z < zhi) & (alo < angle) & (angle < ahi)
+            healthy = _row_all((slo < state) & (state < shi)) & (zlo < z) & (z < zhi) & (alo < angle) & (angle < ahi)
         elif f == "walker":
             zlo, zhi = self.healthy_z_range
             alo, ahi = self.healthy_angle_range
@@ -242,7 +246,7 @@ class _Formulas:
             lo, hi = self.contact_cost_range
             costs = ctrl_cost + np.clip(contact, lo, hi)
         terminated = ~healthy & bool(self.terminate_when_unhealthy)
-        return rewards - costs, terminated
+        return rewards - costs, terminated, after
 
 
 class MujocoVectorEnv:
@@ -332,6 +336,7 @@ class MujocoVectorEnv:
                 self._rngs[i], _ = seeding.np_random(s)
         self._reset_copies(range(n))
         self._needs_reset = False
+        self._progress = self.formulas.x_progress(self._state)
         return self.formulas.observe(self._state), {}
 
     def step(self, actions):
@@ -343,17 +348,17 @@ class MujocoVectorEnv:
         if actions.shape != (self.num_envs, self.act_dim):
             raise ValueError("actions must have shape (%d, %d) (num_envs, action size), got %s" % (self.num_envs, self.act_dim, actions.shape))
         f = self.formulas
-        before = f.x_progress(self._state) if f.family != "pendulum" else None
+        before = self._progress
         self._ctrl[:] = actions  # float64, as MjData.ctrl holds them
         self._run_all(self._step_chunk)
         obs = f.observe(self._state)
-        rewards, terminated = f.reward_done(before, self._state, actions)
+        rewards, terminated, self._progress = f.reward_done(before, self._state, actions)
         self._episode_return += rewards
         self._episode_length += 1
         truncated = (self._episode_length >= self.max_episode_steps) & ~terminated
         done = terminated | truncated
         infos = {}
-        if done.any():
+        if done.any():  # rare: the Python below does not run on most steps
             idx = np.flatnonzero(done)
             infos["final_obs"] = obs.copy()
             infos["_final_obs"] = done.copy()
@@ -361,6 +366,7 @@ class MujocoVectorEnv:
             infos["_episode"] = done.copy()
             self._reset_copies(idx)
             obs[idx] = f.observe({k: v[idx] for k, v in self._state.items()})
+            self._progress = f.x_progress(self._state)
         return obs, rewards, terminated, truncated, infos
 
     def close(self, **kwargs):
