@@ -539,8 +539,16 @@ def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_epi
 # ------------------------------------------------------------------- the `microrl train` seam
 def add_arguments(parser):
     """PPO's own options for `microrl train --algo ppo` (the shared ones are train's)."""
-    g = parser.add_argument_group("PPO (--algo ppo)")
+    group = parser.add_argument_group("PPO (--algo ppo)")
     d = PPOConfig.FIELDS
+    taken = getattr(parser, "_option_string_actions", {})
+
+    class Adder:  # an option another algorithm already added (say --lr) is shared, not redefined
+        def add_argument(self, flag, **kwargs):
+            if flag not in taken:
+                group.add_argument(flag, **kwargs)
+
+    g = Adder()
     g.add_argument("--envs", type=int, default=None, help="parallel environments (default %d)" % d["envs"])
     g.add_argument("--rollout-steps", type=int, default=None, help="steps per environment per rollout (default %d)" % d["rollout_steps"])
     g.add_argument("--epochs", type=int, default=None, help="passes over each rollout (default %d)" % d["epochs"])
@@ -555,7 +563,7 @@ def add_arguments(parser):
     g.add_argument("--no-kl-adaptive", action="store_true", help="keep the learning rate fixed (ablation of the paper's Appendix G)")
     g.add_argument("--no-obs-norm", action="store_true", help="no observation normalisation (ablation)")
     g.add_argument("--adv-norm", action="store_true", help="normalise advantages per minibatch (common PPO practice; off in the paper's setting)")
-    g.add_argument("--threads", type=int, default=None, help="threads stepping the environments (default: one per CPU)")
+    g.add_argument("--threads", type=int, default=None, help="threads stepping the environments (default: one per 4 envs, at most one per CPU)")
 
 
 def _hidden(value):
