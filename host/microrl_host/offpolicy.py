@@ -28,6 +28,21 @@ CHECKPOINT_FORMAT = "microrl-checkpoint"
 CHECKPOINT_VERSION = 1
 # options every algorithm shares, defined by commands/train.py; the rest come from add_arguments
 SHARED = ("hidden", "gamma", "activation", "steps")
+HELP = {
+    "batch": "transitions per update",
+    "tau": "Polyak rate of the target networks",
+    "actor_lr": "actor learning rate (Adam)",
+    "critic_lr": "critic learning rate (Adam)",
+    "alpha_lr": "entropy temperature learning rate (Adam)",
+    "exploration_noise": "std of the Gaussian action noise while training, in units of the [-1, 1] action range",
+    "policy_delay": "critic updates per actor and target update",
+    "target_noise": "std of the target policy smoothing noise",
+    "target_noise_clip": "clip of the target policy smoothing noise",
+    "replay_capacity": "transitions the replay buffer keeps (default: all steps, up to 1,000,000)",
+    "warmup": "uniform random steps before the actor acts and training starts",
+    "initial_alpha": "starting entropy temperature",
+    "target_entropy": "entropy the temperature is tuned towards (default: -action_dim)",
+}
 EXAMPLE_ENVS = ("Pendulum-v1", "MountainCarContinuous-v0", "LunarLanderContinuous-v3", "BipedalWalker-v3")
 
 
@@ -197,16 +212,17 @@ class Algorithm:
 
     def add_arguments(self, parser):
         """Options for this algorithm's hyperparameters (the shared ones are train.py's)."""
-        group = parser.add_argument_group("%s hyperparameters (defaults: the paper's)" % self.m.NAME.upper())
-        helps = getattr(self.m, "HELP", {})
+        group = parser.add_argument_group("%s hyperparameters" % self.m.NAME.upper())
         for k, default in sorted(self.settings().items()):
             if k in SHARED:
                 continue
             kind = int if isinstance(default, int) and not isinstance(default, bool) else float
             if k == "replay_capacity":
                 kind = int
-            shown = "all steps" if default is None else default
-            group.add_argument("--" + k.replace("_", "-"), dest=k, type=kind, default=None, metavar=kind.__name__.upper(), help="%s (default %s)" % (helps.get(k, k.replace("_", " ")), shown))
+            text = HELP.get(k, k.replace("_", " "))
+            if default is not None:
+                text += " (default %s)" % (default,)
+            group.add_argument("--" + k.replace("_", "-"), dest=k, type=kind, default=None, metavar=kind.__name__.upper(), help=text)
 
     # training ----------------------------------------------------------
     def train_pendulum(self, steps=10000, seed=0, **kwargs):

@@ -50,12 +50,6 @@ class SACConfig:
             setattr(self, k, overrides[k])
 
 
-HELP = {
-    "target_entropy": "entropy the temperature is tuned towards; default -action_dim",
-    "initial_alpha": "starting entropy temperature",
-    "warmup": "uniform random steps before the actor acts and training starts",
-}
-
 HP = ("gamma", "tau", "actor_lr", "critic_lr", "alpha_lr", "target_entropy", "warmup")
 GAMMA, TAU, ACTOR_LR, CRITIC_LR, ALPHA_LR, TARGET_ENTROPY, WARMUP = range(len(HP))
 STEPS, UPDATES, EPISODES = 0, 1, 2
