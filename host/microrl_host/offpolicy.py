@@ -24,6 +24,9 @@ from microrl.policy import Policy
 from . import atomic, nets
 
 PENDULUM = "pendulum"
+# the paper keeps 10,000 transitions for 10,000 steps, i.e. all of them; the host keeps up to
+# a million (memory is only used as the buffer fills, and checkpoints hold the filled part)
+REPLAY_CAPACITY = 1000000
 CHECKPOINT_FORMAT = "microrl-checkpoint"
 CHECKPOINT_VERSION = 1
 # options every algorithm shares, defined by commands/train.py; the rest come from add_arguments
@@ -38,7 +41,7 @@ HELP = {
     "policy_delay": "critic updates per actor and target update",
     "target_noise": "std of the target policy smoothing noise",
     "target_noise_clip": "clip of the target policy smoothing noise",
-    "replay_capacity": "transitions the replay buffer keeps (default: all steps, up to 1,000,000)",
+    "replay_capacity": "transitions the replay buffer keeps",
     "warmup": "uniform random steps before the actor acts and training starts",
     "initial_alpha": "starting entropy temperature",
     "target_entropy": "entropy the temperature is tuned towards (default: -action_dim)",
@@ -134,9 +137,15 @@ def flatten(state, prefix=""):
     return out
 
 
+REPLAY_ROWS = ("replay.obs", "replay.act", "replay.rew", "replay.next_obs", "replay.done")
+
+
 def save_checkpoint(path, state, meta):
     """Everything needed to continue training, written atomically (one .npz)."""
     arrays = dict(flatten(state))
+    size = int(state.replay.count[1])
+    for k in REPLAY_ROWS:  # only the filled part of the replay buffer
+        arrays[k] = arrays[k][:size]
     arrays["__meta__"] = np.frombuffer(json.dumps(meta, sort_keys=True).encode(), dtype=np.uint8)
     buf = io.BytesIO()
     np.savez(buf, **arrays)  # uncompressed: a replay buffer of random floats does not compress
@@ -166,9 +175,14 @@ def restore(state, arrays, path):
         raise CheckpointError("checkpoint %s lacks %s; it was written by another version" % (path, ", ".join(missing[:5])))
     for k, dst in flat.items():
         src = arrays[k]
+        if k in REPLAY_ROWS and src.shape[1:] == dst.shape[1:] and src.shape[0] <= dst.shape[0] and src.dtype == dst.dtype:
+            dst[: src.shape[0]] = src
+            continue
         if src.shape != dst.shape or src.dtype != dst.dtype:
             raise CheckpointError("checkpoint %s: %s is %s %s, expected %s %s" % (path, k, src.dtype, src.shape, dst.dtype, dst.shape))
         dst[...] = src
+    if state.replay.count[1] != arrays["replay.rew"].shape[0]:
+        raise CheckpointError("checkpoint %s: replay buffer size does not match its contents" % path)
 
 
 # ---------------------------------------------------------------- the algorithm front end
@@ -256,8 +270,6 @@ class Algorithm:
         else:
             config = self.config(**settings)
         config.steps = int(steps)
-        if getattr(config, "replay_capacity", 1) is None:
-            config.replay_capacity = max(1, min(int(steps), 1000000))
         state = m.new_state(config, env.obs_dim, env.act_dim, int(seed))
         if resume:
             restore(state, arrays, ckpt_path)

@@ -17,6 +17,7 @@ from microrl.activations import TANH
 from microrl.nn import layout
 
 from . import nets, offpolicy
+from .offpolicy import REPLAY_CAPACITY
 from .nets import MAX_TORQUE, backward, forward, normal, polyak, replay_add, replay_sample, uniform
 
 NAME = "sac"
@@ -42,7 +43,7 @@ class SACConfig:
         self.initial_alpha = 1.0
         self.target_entropy = None  # None: -action_dim
         self.warmup = 100
-        self.replay_capacity = None  # None: every step
+        self.replay_capacity = REPLAY_CAPACITY
         self.steps = 10000
         for k in overrides:
             if not hasattr(self, k):

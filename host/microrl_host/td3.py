@@ -14,6 +14,7 @@ from numba import njit
 from microrl.td3 import TD3Config
 
 from . import nets, offpolicy
+from .offpolicy import REPLAY_CAPACITY
 from .nets import MAX_TORQUE, backward, forward, normal, polyak, replay_add, replay_sample, uniform
 
 NAME = "td3"
@@ -34,7 +35,7 @@ State = namedtuple(
 
 def default_config():
     c = TD3Config()
-    c.replay_capacity = None  # host default: keep every step (the paper's 10,000 for 10,000 steps)
+    c.replay_capacity = REPLAY_CAPACITY
     return c
 
 
