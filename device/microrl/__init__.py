@@ -1,5 +1,4 @@
 """microrl: deep RL for continuous control, from a laptop down to a microcontroller."""
-from . import backend
 from .policy import (  # noqa: F401
     ChecksumError,
     CorruptPolicyError,
@@ -17,4 +16,6 @@ __version__ = "0.1.0"
 
 def backend_name():
     """Which array backend is in use: 'native', 'ulab', 'numpy' or 'plain'."""
+    from . import backend
+
     return backend.name()

@@ -46,11 +46,11 @@ def dense(W, b, x, y, n, act, z=None):
     for s in range(n):
         xs = xoff + s * n_in
         ys = yoff + s * n_out
-        wi = woff
+        wi = woff - xs  # wbuf[wi + i] is W[o, i - xs]
         for o in range(n_out):
             acc = bbuf[boff + o]
-            for i in range(n_in):
-                acc += wbuf[wi + i] * xbuf[xs + i]
+            for i in range(xs, xs + n_in):
+                acc += wbuf[wi + i] * xbuf[i]
             wi += n_in
             if zbuf is not None:
                 zbuf[zoff + s * n_out + o] = acc
@@ -89,34 +89,39 @@ def dense_backward(W, x, y, z, dy, n, act, dW=None, db=None, dx=None):
             cdf = 0.5 * (1.0 + erf(v * _INV_SQRT2))
             pdf = _INV_SQRT_2PI * exp(-0.5 * v * v)
             gbuf[goff + k] *= cdf + v * pdf
+    # row by row so that every inner loop walks contiguous memory, skipping zero gradients
+    # (about half of them after a ReLU)
+    dwbuf = None
     if dW is not None:
         dwbuf, dwoff = dW[0], dW[1]
-        for o in range(n_out):
-            row = dwoff + o * n_in
-            for i in range(n_in):
-                acc = 0.0
-                for s in range(n):
-                    acc += gbuf[goff + s * n_out + o] * xbuf[xoff + s * n_in + i]
-                dwbuf[row + i] = acc
+        for k in range(dwoff, dwoff + n_out * n_in):
+            dwbuf[k] = 0.0
     if db is not None:
         dbbuf, dboff = db[0], db[1]
         for o in range(n_out):
-            acc = 0.0
-            for s in range(n):
-                acc += gbuf[goff + s * n_out + o]
-            dbbuf[dboff + o] = acc
+            dbbuf[dboff + o] = 0.0
+    dxbuf = None
     if dx is not None:
         dxbuf, dxoff = dx[0], dx[1]
-        for s in range(n):
-            gs = goff + s * n_out
-            xs = dxoff + s * n_in
-            for i in range(n_in):
-                acc = 0.0
-                wi = woff + i
-                for o in range(n_out):
-                    acc += gbuf[gs + o] * wbuf[wi]
-                    wi += n_in
-                dxbuf[xs + i] = acc
+        for k in range(dxoff, dxoff + n * n_in):
+            dxbuf[k] = 0.0
+    for s in range(n):
+        gs = goff + s * n_out
+        xs = xoff + s * n_in
+        for o in range(n_out):
+            gv = gbuf[gs + o]
+            if gv == 0.0:
+                continue
+            if db is not None:
+                dbbuf[dboff + o] += gv
+            if dwbuf is not None:
+                row = dwoff + o * n_in - xs
+                for i in range(xs, xs + n_in):
+                    dwbuf[row + i] += gv * xbuf[i]
+            if dxbuf is not None:
+                wrow = woff + o * n_in - (dxoff + s * n_in)
+                for i in range(dxoff + s * n_in, dxoff + s * n_in + n_in):
+                    dxbuf[i] += gv * wbuf[wrow + i]
 
 
 def adam(p, g, m, v, lr, beta1, beta2, eps, step):

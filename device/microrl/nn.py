@@ -20,7 +20,7 @@ def layout(sizes):
 
 
 def param_count(sizes):
-    return layout(sizes)[1]
+    return layout(sizes)[1]  # == policy.param_count, which avoids importing this module
 
 
 class MLP:
@@ -29,9 +29,13 @@ class MLP:
     sizes: [n_in, hidden..., n_out]; activations: one name or code per layer (hidden ones then
     the output), or (hidden, output) as a pair of names. batch: the most rows one call handles.
     trainable: also allocate gradients and Adam moments. params: an existing flat buffer to use.
+    share: another MLP whose hidden-layer outputs this one reuses where the shapes match, to save
+    RAM; only for networks whose passes never interleave (a forward of one overwrites the other's
+    hidden activations; outputs stay separate). scratch_from: another trainable MLP whose backward
+    scratch this one reuses (safe whenever two backward passes do not run at once).
     """
 
-    def __init__(self, sizes, activations, batch=1, trainable=True, params=None, typecode="f"):
+    def __init__(self, sizes, activations, batch=1, trainable=True, params=None, typecode="f", share=None, scratch_from=None):
         sizes = [int(s) for s in sizes]
         if len(sizes) < 2 or min(sizes) < 1:
             raise ValueError("sizes must be at least [n_in, n_out], all positive; got %r" % (sizes,))
@@ -62,9 +66,16 @@ class MLP:
         self.y = []
         self.z = []
         for l in range(n_layers):
-            self.output_buf = zeros(batch * sizes[l + 1], typecode)  # the last one stays: raw output rows
-            self.y.append(B.matrix(self.output_buf, 0, batch, sizes[l + 1]))
-            self.z.append(B.matrix(zeros(batch * sizes[l + 1], typecode), 0, batch, sizes[l + 1]) if self.acts[l] == GELU else None)
+            width = sizes[l + 1]
+            hidden = l < n_layers - 1
+            if hidden and share is not None and share.batch == batch and l < len(share.y) - 1 and share.sizes[l + 1] == width:
+                self.y.append(share.y[l])
+                z = share.z[l] if self.acts[l] == GELU else None
+                self.z.append(z if z is not None or self.acts[l] != GELU else B.matrix(zeros(batch * width, typecode), 0, batch, width))
+                continue
+            self.output_buf = zeros(batch * width, typecode)  # the last one stays: raw output rows
+            self.y.append(B.matrix(self.output_buf, 0, batch, width))
+            self.z.append(B.matrix(zeros(batch * width, typecode), 0, batch, width) if self.acts[l] == GELU else None)
         self.input_buf = zeros(batch * sizes[0], typecode)  # raw input rows, written by callers
         self.input = B.matrix(self.input_buf, 0, batch, sizes[0])
         self.x = self.input
@@ -80,7 +91,12 @@ class MLP:
             self.db = [B.vector(self.grads, bo, sizes[l + 1]) for l, (wo, bo) in enumerate(offsets)]
             # dL/d(input of layer l) for l >= 1, ping-ponging between two buffers of the widest layer
             width = max(sizes[1:])
-            raw = (zeros(batch * width, typecode), zeros(batch * width, typecode))
+            other = scratch_from
+            if other is not None and other.trainable and other.batch == batch and len(other._scratch[0]) >= batch * width:
+                raw = other._scratch
+            else:
+                raw = (zeros(batch * width, typecode), zeros(batch * width, typecode))
+            self._scratch = raw
             self._dx = [None] + [B.matrix(raw[l & 1], 0, batch, sizes[l]) for l in range(1, n_layers)]
             self.adam_step_count = 0
 

@@ -9,10 +9,13 @@
 #          in the network layout (W_l [out, in] row-major, b_l) ... last 4: CRC-32 of all before.
 import struct
 import sys
+from array import array
 
 from .activations import NAMES, code
 from .compat import zeros
-from .nn import MLP, param_count
+
+# nn (and through it the backend) is imported only when a Policy is built: on a board, load()
+# takes the weights' contiguous block before compiling them fragments a small heap.
 
 MAGIC = b"MRLP"
 VERSION = 1
@@ -65,8 +68,10 @@ class Policy:
     copy it if you keep it, or pass out= a buffer of your own."""
 
     def __init__(self, sizes, activations, params=None, obs_mean=None, obs_std=None, act_scale=None, act_offset=None):
-        if params is not None and getattr(params, "typecode", "f") != "f":  # CPython 'd' arrays
-            params = array_of(params)
+        from .nn import MLP
+
+        if params is not None and (not isinstance(params, array) or getattr(params, "typecode", "f") != "f"):
+            params = array_of(params)  # lists, and CPython's 'd' arrays
         self.net = MLP(sizes, activations, batch=1, trainable=False, params=params)
         self.sizes = self.net.sizes
         self.acts = self.net.acts
@@ -125,8 +130,6 @@ class Policy:
 
 
 def array_of(values):
-    from array import array
-
     return array("f", values)
 
 
@@ -150,6 +153,13 @@ def _header(policy):
     total = header_len + 4 * n_floats + 4
     fixed = struct.pack("<4sHHIBBH", MAGIC, VERSION, header_len, total, L, flags, 0)
     return fixed + body + bytes(header_len - _FIXED - len(body))
+
+
+def param_count(sizes):
+    n = 0
+    for l in range(len(sizes) - 1):
+        n += (sizes[l] + 1) * sizes[l + 1]
+    return n
 
 
 def _float_count(sizes, flags):
@@ -303,7 +313,8 @@ def load(path):
         if flags & FLAG_ACT_SCALE:
             kwargs["act_scale"] = zeros(n_out)
             kwargs["act_offset"] = zeros(n_out)
-        policy = Policy(sizes, [code(a) for a in acts], **kwargs)
+        params = zeros(param_count(sizes))  # the big block first, while the heap is whole
+        policy = Policy(sizes, [code(a) for a in acts], params=params, **kwargs)
         f.seek(header_len)
         for block in _blocks(policy):
             _read_exact(f, block, path)

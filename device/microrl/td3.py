@@ -21,7 +21,9 @@ class TD3Config:
         self.exploration_noise = 0.1  # std, in units of the [-1, 1] action range
         self.target_noise = 0.2
         self.target_noise_clip = 0.5
-        self.warmup = 100  # uniform random actions before the actor acts and training starts
+        # uniform random actions before the actor acts and training starts: with 1,000 (five
+        # episodes) 8 of 8 seeds solved Pendulum in 10,000 steps here, with 100 only 6 of 8
+        self.warmup = 1000
         self.replay_capacity = 10000
         self.steps = 10000
         for k in overrides:
@@ -47,14 +49,17 @@ class TD3:
         hidden = list(c.hidden)
         actor_sizes = [od] + hidden + [ad]
         critic_sizes = [od + ad] + hidden + [1]
+        # RAM: networks that never run interleaved share hidden activations and backward scratch:
+        # the three targets (forward only), and the two critics (trained one after the other).
+        # The actor keeps its own: its activations must outlive critic 1's forward and backward.
         self.actor = MLP(actor_sizes, (c.activation, "tanh"), n).init(self.rng)
         self.actor_target = MLP(actor_sizes, (c.activation, "tanh"), n, trainable=False)
         self.actor_target.copy_from(self.actor)
         self.critics = []
         self.critic_targets = []
-        for _ in range(2):
-            critic = MLP(critic_sizes, (c.activation, "identity"), n).init(self.rng)
-            target = MLP(critic_sizes, (c.activation, "identity"), n, trainable=False)
+        for k in range(2):
+            critic = MLP(critic_sizes, (c.activation, "identity"), n, share=self.critics[0] if k else None, scratch_from=self.actor).init(self.rng)
+            target = MLP(critic_sizes, (c.activation, "identity"), n, trainable=False, share=self.actor_target)
             target.copy_from(critic)
             self.critics.append(critic)
             self.critic_targets.append(target)
@@ -213,3 +218,30 @@ class TD3:
         ad = self.act_dim
         return Policy(self.actor.sizes, self.actor.acts, params=self.actor.params, act_scale=[self.scale] * ad, act_offset=[self.offset] * ad)
 
+
+
+def estimate_bytes(obs_dim, act_dim, config=None):
+    """RAM that TD3(env, config) allocates for its buffers (networks, Adam, activations, batch,
+    replay), in bytes, from the same sizes the constructor uses, plus about 16 KB of objects."""
+    c = config or TD3Config()
+    n = c.batch
+    hidden = list(c.hidden)
+    p_actor = _params([obs_dim] + hidden + [act_dim])
+    p_critic = _params([obs_dim + act_dim] + hidden + [1])
+    h = n * sum(hidden) * (2 if c.activation == "gelu" else 1)  # one set of hidden outputs (GELU keeps z too)
+    width = max(hidden + [act_dim, 1])
+    floats = 4 * p_actor + p_actor + 2 * (4 * p_critic + p_critic)  # trainable: params, grads, m, v
+    floats += 3 * h  # hidden sets: actor; actor target + critic targets; the two critics
+    floats += 2 * n * width  # backward scratch, shared
+    floats += 2 * n * obs_dim + 2 * n * act_dim  # actor and actor target inputs and outputs
+    floats += 4 * n * (obs_dim + act_dim) + 4 * n  # critics' and targets' inputs and outputs
+    floats += 4 * n + n * (obs_dim + act_dim) + n * act_dim + 2 * act_dim + obs_dim  # batch buffers
+    floats += c.replay_capacity * (2 * obs_dim + act_dim + 2)
+    return 4 * floats + _OBJECT_OVERHEAD
+
+
+_OBJECT_OVERHEAD = 16384  # measured on MicroPython: 13-18 KB of objects, views and tuples
+
+
+def _params(sizes):
+    return sum((sizes[l] + 1) * sizes[l + 1] for l in range(len(sizes) - 1))
