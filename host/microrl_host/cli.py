@@ -42,4 +42,8 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # `python -m microrl_host.cli`: run the package's copy of this module, whose CommandError
+    # is the one the commands raise (this file as __main__ has a class of its own)
+    from microrl_host.cli import main as package_main
+
+    sys.exit(package_main())

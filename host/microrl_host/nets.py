@@ -181,7 +181,7 @@ def polyak(target, source, tau):
 
 
 def new_rng(seed):
-    return np.array([np.uint64(int(seed) & 0xFFFFFFFFFFFFFFFF) * np.uint64(0x2545F4914F6CDD1D) + np.uint64(1)], dtype=np.uint64)
+    return np.array([(int(seed) * 0x2545F4914F6CDD1D + 1) & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64)
 
 
 @njit(cache=True)
