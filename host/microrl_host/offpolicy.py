@@ -310,6 +310,7 @@ class Algorithm:
 
         evals = []
         train_s = 0.0
+        train_cpu_s = 0.0
         eval_s = 0.0
         step = start
         last_eval = None
@@ -322,11 +323,13 @@ class Algorithm:
                         n = min(n, every - step % every)
                 n = min(n, 1000)
                 t0 = time.perf_counter()
+                c0 = time.process_time()
                 if env.compiled:
                     ended = m.run_pendulum(state, hp, n, ep_step, ep_return)
                 else:
                     ended = self._run_gym(env, state, hp, n, ep_step, ep_return)
                 train_s += time.perf_counter() - t0
+                train_cpu_s += time.process_time() - c0
                 step = int(state.counters[0])
                 if log:
                     for k in range(ended):
@@ -365,6 +368,7 @@ class Algorithm:
             "resumed_from": start if resume else None,
             "compile_s": compile_s,
             "train_s": train_s,
+            "train_cpu_s": train_cpu_s,
             "eval_s": eval_s,
             "wall_s": time.perf_counter() - wall0,
             "steps_per_s": done / train_s if train_s > 0 else None,
