@@ -18,6 +18,10 @@ from microrl.activations import GELU, IDENTITY, RELU, SIGMOID, TANH, code
 from microrl.nn import MLP, layout
 from microrl.rng import Rng
 
+# Compiled functions are cached on disk (only the first run compiles). numpy's error model: a
+# float division needs no zero check, so loops such as Adam's vectorise (5x faster).
+jit = njit(cache=True, error_model="numpy")
+
 # ---------------------------------------------------------------- Pendulum, from the device core
 # dynamics() calls angle_normalize(); registering it lets numba compile dynamics() unchanged.
 register_jitable(pendulum.angle_normalize)
@@ -70,21 +74,21 @@ _INV_SQRT2 = 0.7071067811865476
 _INV_SQRT_2PI = 0.3989422804014327
 
 
-@njit(cache=True)
+@jit
 def _weights(net, l):
     n_in, n_out = net.sizes[l], net.sizes[l + 1]
     wo, bo = net.offsets[l, 0], net.offsets[l, 1]
     return net.params[wo:bo].reshape((n_out, n_in)), net.params[bo : bo + n_out]
 
 
-@njit(cache=True)
+@jit
 def layer_output(net, l, n):
     """Output rows of layer l from the last forward of n rows."""
     w = net.sizes[l + 1]
     return net.ys[net.yoff[l] : net.yoff[l] + n * w].reshape((n, w))
 
 
-@njit(cache=True)
+@jit
 def forward(net, x, n):
     """y = net(x[:n]); x is (n, n_in) C-contiguous float32. Returns the output rows (a view
     into the network's buffers, valid until its next forward)."""
@@ -111,7 +115,7 @@ def forward(net, x, n):
     return x
 
 
-@njit(cache=True)
+@jit
 def backward(net, x, n, dy, param_grads, dx):
     """Backward of the last forward(net, x, n) from dy = dL/d(output) (overwritten). Writes the
     parameter gradients into net.grads when param_grads, and dL/dx into dx when dx.size > 0."""
@@ -155,21 +159,25 @@ def backward(net, x, n, dy, param_grads, dx):
             np.dot(g, W, dx)
 
 
-@njit(cache=True)
+@jit
 def adam(net, lr, step, beta1=0.9, beta2=0.999, eps=1e-8):
     """One Adam step (torch.optim.Adam semantics) from net.grads; step counts from 1."""
     p, g, m, v = net.params, net.grads, net.m, net.v
-    bc1 = 1.0 - beta1**step
-    bc2_sqrt = sqrt(1.0 - beta2**step)
-    a = lr / bc1
+    f32 = np.float32
+    b1, b2, c1, c2 = f32(beta1), f32(beta2), f32(1.0 - beta1), f32(1.0 - beta2)
+    a = f32(lr / (1.0 - beta1**step))
+    inv_bc2_sqrt = f32(1.0 / sqrt(1.0 - beta2**step))
+    e = f32(eps)
     for k in range(p.shape[0]):
         gk = g[k]
-        m[k] = beta1 * m[k] + (1.0 - beta1) * gk
-        v[k] = beta2 * v[k] + (1.0 - beta2) * gk * gk
-        p[k] -= a * m[k] / (sqrt(v[k]) / bc2_sqrt + eps)
+        mk = b1 * m[k] + c1 * gk
+        vk = b2 * v[k] + c2 * gk * gk
+        m[k] = mk
+        v[k] = vk
+        p[k] -= a * mk / (np.sqrt(vk) * inv_bc2_sqrt + e)
 
 
-@njit(cache=True)
+@jit
 def polyak(target, source, tau):
     t, s = target.params, source.params
     for k in range(t.shape[0]):
@@ -184,7 +192,7 @@ def new_rng(seed):
     return np.array([(int(seed) * 0x2545F4914F6CDD1D + 1) & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64)
 
 
-@njit(cache=True)
+@jit
 def next_u64(s):
     s[0] += np.uint64(0x9E3779B97F4A7C15)
     z = s[0]
@@ -193,18 +201,18 @@ def next_u64(s):
     return z ^ (z >> np.uint64(31))
 
 
-@njit(cache=True)
+@jit
 def uniform(s, lo, hi):
     u = (next_u64(s) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
     return lo + (hi - lo) * u
 
 
-@njit(cache=True)
+@jit
 def randint(s, n):
     return np.int64(next_u64(s) % np.uint64(n))
 
 
-@njit(cache=True)
+@jit
 def normal(s, mean, std):
     u1 = 1.0 - uniform(s, 0.0, 1.0)
     u2 = uniform(s, 0.0, 1.0)
@@ -227,7 +235,7 @@ def new_replay(capacity, obs_dim, act_dim):
     )
 
 
-@njit(cache=True)
+@jit
 def replay_add(r, obs, act, rew, next_obs, terminated):
     k = r.count[0]
     r.obs[k, :] = obs
@@ -241,7 +249,7 @@ def replay_add(r, obs, act, rew, next_obs, terminated):
         r.count[1] += 1
 
 
-@njit(cache=True)
+@jit
 def replay_sample(r, rng, n, obs_act, rew, next_obs, done):
     """n random transitions: (obs, action) side by side into obs_act rows (a critic's input),
     next observations into next_obs rows."""
@@ -263,7 +271,7 @@ def replay_sample(r, rng, n, obs_act, rew, next_obs, done):
 # env[0] theta, env[1] theta_dot, env[2] steps into the episode, env[3] episode return so far
 
 
-@njit(cache=True)
+@jit
 def pendulum_reset(env, rng, obs):
     env[0] = uniform(rng, -RESET_THETA, RESET_THETA)
     env[1] = uniform(rng, -RESET_THETADOT, RESET_THETADOT)
@@ -272,7 +280,7 @@ def pendulum_reset(env, rng, obs):
     pendulum_observe(env[0], env[1], obs, 0)
 
 
-@njit(cache=True)
+@jit
 def pendulum_step(env, torque, next_obs):
     """Advance one step; returns (reward, truncated). next_obs gets the new observation."""
     th, thdot, reward = pendulum_dynamics(env[0], env[1], torque)
@@ -284,7 +292,7 @@ def pendulum_step(env, torque, next_obs):
     return reward, env[2] >= PENDULUM_STEPS
 
 
-@njit(cache=True)
+@jit
 def greedy_action(net, obs, squash, out):
     """Deterministic action in [-1, 1] for one observation: the network's first len(out) outputs,
     through tanh when squash (SAC's mean head) or clipped (TD3's tanh output)."""
@@ -297,7 +305,7 @@ def greedy_action(net, obs, squash, out):
         out[i] = -1.0 if v < -1.0 else (1.0 if v > 1.0 else v)
 
 
-@njit(cache=True)
+@jit
 def evaluate_pendulum(net, squash, episodes, seed):
     """Returns of `episodes` deterministic Pendulum episodes (random starts from seed)."""
     rng = np.zeros(1, np.uint64)

@@ -11,14 +11,13 @@ from collections import namedtuple
 from math import exp, log, pi
 
 import numpy as np
-from numba import njit
 
 from microrl.activations import TANH
 from microrl.nn import layout
 
 from . import nets, offpolicy
 from .offpolicy import REPLAY_CAPACITY
-from .nets import MAX_TORQUE, backward, forward, normal, polyak, replay_add, replay_sample, uniform
+from .nets import MAX_TORQUE, jit, backward, forward, normal, polyak, replay_add, replay_sample, uniform
 
 NAME = "sac"
 SQUASH = True  # the deterministic action is tanh(mean)
@@ -134,7 +133,7 @@ def actor_export(state):
     return sizes[:-1] + [ad], acts[:-1] + [TANH], params
 
 
-@njit(cache=True)
+@jit
 def _sample(S, x, n):
     """Squashed Gaussian actions for n rows of x into S.a_pi, log-probabilities into S.logp,
     the noise into S.eps (the actor keeps its activations for the backward pass)."""
@@ -155,7 +154,7 @@ def _sample(S, x, n):
     return out
 
 
-@njit(cache=True)
+@jit
 def update(S, hp):
     n = S.reward.shape[0]
     od = S.obs.shape[0]
@@ -236,7 +235,7 @@ def update(S, hp):
     polyak(S.critic2_target, S.critic2, tau)
 
 
-@njit(cache=True)
+@jit
 def explore(S, hp, obs, out):
     """Training-time action in [-1, 1]: uniform during warm-up, then a sample of the policy."""
     ad = out.shape[0]
@@ -253,7 +252,7 @@ def explore(S, hp, obs, out):
         out[i] = np.tanh(y[0, i] + exp(ls) * normal(S.rng, 0.0, 1.0))
 
 
-@njit(cache=True)
+@jit
 def observe(S, hp, obs, action, reward, next_obs, terminated):
     """Store a transition, count the step, and train once the warm-up is over."""
     replay_add(S.replay, obs, action, reward, next_obs, terminated)
@@ -262,7 +261,7 @@ def observe(S, hp, obs, action, reward, next_obs, terminated):
         update(S, hp)
 
 
-@njit(cache=True)
+@jit
 def run_pendulum(S, hp, n_steps, ep_step, ep_return):
     """n_steps of training on the compiled Pendulum; episode ends into ep_step/ep_return."""
     ended = 0

@@ -9,13 +9,12 @@ algorithm as the device core's microrl.td3 (same defaults, TD3Config), at host s
 from collections import namedtuple
 
 import numpy as np
-from numba import njit
 
 from microrl.td3 import TD3Config
 
 from . import nets, offpolicy
 from .offpolicy import REPLAY_CAPACITY
-from .nets import MAX_TORQUE, backward, forward, normal, polyak, replay_add, replay_sample, uniform
+from .nets import MAX_TORQUE, jit, backward, forward, normal, polyak, replay_add, replay_sample, uniform
 
 NAME = "td3"
 SQUASH = False  # the actor ends in tanh already
@@ -93,7 +92,7 @@ def actor_export(state):
     return list(a.sizes), list(a.acts), a.params.copy()
 
 
-@njit(cache=True)
+@jit
 def update(S, hp):
     """One TD3 update from a sampled batch: both critics, and every policy_delay updates the
     actor and the three targets."""
@@ -157,7 +156,7 @@ def update(S, hp):
     polyak(S.critic2_target, S.critic2, tau)
 
 
-@njit(cache=True)
+@jit
 def explore(S, hp, obs, out):
     """Training-time action in [-1, 1]: uniform during warm-up, then actor plus Gaussian noise."""
     if S.counters[STEPS] < hp[WARMUP]:
@@ -170,7 +169,7 @@ def explore(S, hp, obs, out):
         out[i] = -1.0 if v < -1.0 else (1.0 if v > 1.0 else v)
 
 
-@njit(cache=True)
+@jit
 def observe(S, hp, obs, action, reward, next_obs, terminated):
     """Store a transition, count the step, and train once the warm-up is over."""
     replay_add(S.replay, obs, action, reward, next_obs, terminated)
@@ -179,7 +178,7 @@ def observe(S, hp, obs, action, reward, next_obs, terminated):
         update(S, hp)
 
 
-@njit(cache=True)
+@jit
 def run_pendulum(S, hp, n_steps, ep_step, ep_return):
     """n_steps of training on the compiled Pendulum. Episode ends go to ep_step/ep_return;
     returns how many."""
