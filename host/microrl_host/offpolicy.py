@@ -189,9 +189,11 @@ def restore(state, arrays, path):
 
 
 class Run:
-    """What a training run returns: the policy, evaluations [(step, mean, std)] and figures."""
+    """What a training run returns: the policy, evaluations [(step, mean, std)], figures, and the
+    final training state (networks, optimiser, replay: the arrays a checkpoint holds)."""
 
-    def __init__(self, policy, evals, stats):
+    def __init__(self, policy, evals, stats, state=None):
+        self.state = state
         self.policy = policy
         self.evals = evals
         self.stats = stats
@@ -377,7 +379,7 @@ class Algorithm:
             "out": out,
             "run_dir": run_dir,
         }
-        return Run(policy, evals, stats)
+        return Run(policy, evals, stats, state)
 
     def _run_gym(self, env, state, hp, n, ep_step, ep_return):
         """n steps of a gymnasium env from Python; networks and updates stay compiled."""
