@@ -98,19 +98,29 @@ def forward(net, x, n):
         np.dot(x, W.T, y)
         act = net.acts[l]
         w = y.shape[1]
-        for i in range(n):
-            for j in range(w):
-                v = y[i, j] + b[j]
-                if act == RELU:
-                    v = v if v > 0.0 else 0.0
-                elif act == TANH:
-                    v = tanh(v)
-                elif act == SIGMOID:
-                    v = 0.5 * (1.0 + tanh(0.5 * v))
-                elif act == GELU:
-                    net.zs[net.yoff[l] + i * w + j] = v
-                    v = v * 0.5 * (1.0 + erf(v * _INV_SQRT2))
-                y[i, j] = v
+        zero = np.float32(0.0)
+        # the common activations get loops of their own, which the compiler vectorises
+        if act == RELU:
+            for i in range(n):
+                for j in range(w):
+                    v = y[i, j] + b[j]
+                    y[i, j] = v if v > zero else zero
+        elif act == IDENTITY:
+            for i in range(n):
+                for j in range(w):
+                    y[i, j] += b[j]
+        else:
+            for i in range(n):
+                for j in range(w):
+                    v = y[i, j] + b[j]
+                    if act == TANH:
+                        v = tanh(v)
+                    elif act == SIGMOID:
+                        v = 0.5 * (1.0 + tanh(0.5 * v))
+                    elif act == GELU:
+                        net.zs[net.yoff[l] + i * w + j] = v
+                        v = v * 0.5 * (1.0 + erf(v * _INV_SQRT2))
+                    y[i, j] = v
         x = y
     return x
 
@@ -126,13 +136,15 @@ def backward(net, x, n, dy, param_grads, dx):
         y = layer_output(net, l, n)
         act = net.acts[l]
         w = y.shape[1]
-        if act != IDENTITY:
+        zero = np.float32(0.0)
+        if act == RELU:
             for i in range(n):
                 for j in range(w):
-                    if act == RELU:
-                        if y[i, j] <= 0.0:
-                            g[i, j] = 0.0
-                    elif act == TANH:
+                    g[i, j] = g[i, j] if y[i, j] > zero else zero
+        elif act != IDENTITY:
+            for i in range(n):
+                for j in range(w):
+                    if act == TANH:
                         g[i, j] *= 1.0 - y[i, j] * y[i, j]
                     elif act == SIGMOID:
                         g[i, j] *= y[i, j] * (1.0 - y[i, j])
