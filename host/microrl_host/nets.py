@@ -196,6 +196,48 @@ def polyak(target, source, tau):
         t[k] = (1.0 - tau) * t[k] + tau * s[k]
 
 
+# ---------------------------------------------------------------- pieces of actor-critic updates
+
+
+@jit
+def twin_min(target1, target2, x, n, out):
+    """out[s] = min(target1(x[s]), target2(x[s])): the clipped double-Q estimate."""
+    q1 = forward(target1, x, n)
+    for s in range(n):
+        out[s] = q1[s, 0]
+    q2 = forward(target2, x, n)
+    for s in range(n):
+        if q2[s, 0] < out[s]:
+            out[s] = q2[s, 0]
+
+
+@jit
+def regress(critic, x, y, n, scale, lr, step, dq):
+    """One Adam step of critic towards y on loss scale/2 * mean((critic(x) - y)^2)."""
+    q = forward(critic, x, n)
+    for s in range(n):
+        dq[s, 0] = scale / n * (q[s, 0] - y[s])
+    backward(critic, x, n, dq, True, dq[:0])
+    adam(critic, lr, step)
+
+
+@jit
+def copy_columns(src, dst, start):
+    """dst[:, :] = src[:, start:start + dst.shape[1]] (observations out of a critic's input rows
+    and back)."""
+    for s in range(dst.shape[0]):
+        for i in range(dst.shape[1]):
+            dst[s, i] = src[s, start + i]
+
+
+def target_of(net):
+    """A forward-only copy of net (a target network)."""
+    sizes = [int(v) for v in net.sizes]
+    t = new_net(sizes, [int(a) for a in net.acts], net.ys.size // sum(sizes[1:]), trainable=False)
+    t.params[:] = net.params
+    return t
+
+
 # ---------------------------------------------------------------- random numbers (splitmix64)
 # One uint64 of state, so a checkpoint holds it exactly; the device core's Rng is for boards.
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from microrl.activations import TANH
 from microrl.nn import layout
+from microrl.td3 import TD3Config
 
 from . import nets, offpolicy
 from .offpolicy import REPLAY_CAPACITY
@@ -31,13 +32,9 @@ class SACConfig:
     1, target entropy -action_dim)."""
 
     def __init__(self, **overrides):
-        self.hidden = (64, 64)
-        self.activation = "relu"
-        self.batch = 100
-        self.gamma = 0.99
-        self.tau = 0.005
-        self.actor_lr = 1e-3
-        self.critic_lr = 1e-3
+        paper = TD3Config()  # the settings SAC shares with TD3, defined once
+        for k in ("hidden", "activation", "batch", "gamma", "tau", "actor_lr", "critic_lr"):
+            setattr(self, k, getattr(paper, k))
         self.alpha_lr = 1e-3
         self.initial_alpha = 1.0
         self.target_entropy = None  # None: -action_dim
@@ -80,11 +77,7 @@ def new_state(config, obs_dim, act_dim, seed):
     actor = nets.new_net([obs_dim] + hidden + [2 * act_dim], (c.activation, "identity"), n, seed=seed * 4 + 1)
     critic_sizes = [obs_dim + act_dim] + hidden + [1]
     critics = [nets.new_net(critic_sizes, (c.activation, "identity"), n, seed=seed * 4 + k) for k in (2, 3)]
-    targets = []
-    for critic in critics:
-        t = nets.new_net(critic_sizes, (c.activation, "identity"), n, trainable=False)
-        t.params[:] = critic.params
-        targets.append(t)
+    targets = [nets.target_of(critic) for critic in critics]
     f32 = np.float32
     alpha = np.zeros(3)  # log alpha, and its Adam moments
     alpha[0] = log(c.initial_alpha)
@@ -171,29 +164,16 @@ def update(S, hp):
             S.next_in[s, i] = S.actor_in[s, i]
         for i in range(ad):
             S.next_in[s, od + i] = S.a_pi[s, i]
-    q1t = forward(S.critic1_target, S.next_in, n)
+    nets.twin_min(S.critic1_target, S.critic2_target, S.next_in, n, S.y)
     for s in range(n):
-        S.y[s] = q1t[s, 0]
-    q2t = forward(S.critic2_target, S.next_in, n)
-    gamma = hp[GAMMA]
-    for s in range(n):
-        q = S.y[s] if S.y[s] < q2t[s, 0] else q2t[s, 0]
-        S.y[s] = S.reward[s] + gamma * (1.0 - S.done[s]) * (q - alpha * S.logp[s])
+        S.y[s] = S.reward[s] + hp[GAMMA] * (1.0 - S.done[s]) * (S.y[s] - alpha * S.logp[s])
     S.counters[UPDATES] += 1
     step = S.counters[UPDATES]
-    no_dx = S.dx[:0]
     # critics: 0.5 * mean squared error each (Stable-Baselines3's loss)
-    for k in range(2):
-        critic = S.critic1 if k == 0 else S.critic2
-        q = forward(critic, S.critic_in, n)
-        for s in range(n):
-            S.dq[s, 0] = (q[s, 0] - S.y[s]) / n
-        backward(critic, S.critic_in, n, S.dq, True, no_dx)
-        nets.adam(critic, hp[CRITIC_LR], step)
+    nets.regress(S.critic1, S.critic_in, S.y, n, 1.0, hp[CRITIC_LR], step, S.dq)
+    nets.regress(S.critic2, S.critic_in, S.y, n, 1.0, hp[CRITIC_LR], step, S.dq)
     # actor: minimise mean(alpha log pi(a|s) - min Q(s, a)), a reparameterised
-    for s in range(n):
-        for i in range(od):
-            S.actor_in[s, i] = S.critic_in[s, i]
+    nets.copy_columns(S.critic_in, S.actor_in, 0)
     out = _sample(S, S.actor_in, n)
     for s in range(n):
         for i in range(ad):
@@ -223,7 +203,7 @@ def update(S, hp):
                 S.dout[s, ad + i] = 0.0
             else:
                 S.dout[s, ad + i] = du * exp(ls) * S.eps[s, i] - c
-    backward(S.actor, S.actor_in, n, S.dout, True, no_dx)
+    backward(S.actor, S.actor_in, n, S.dout, True, S.dx[:0])
     nets.adam(S.actor, hp[ACTOR_LR], step)
     # temperature: Adam on log alpha for the loss -log_alpha * mean(log pi + target entropy)
     b1, b2 = 0.9, 0.999
@@ -250,6 +230,10 @@ def explore(S, hp, obs, out):
         ls = y[0, ad + i]
         ls = LOG_STD_MIN if ls < LOG_STD_MIN else (LOG_STD_MAX if ls > LOG_STD_MAX else ls)
         out[i] = np.tanh(y[0, i] + exp(ls) * normal(S.rng, 0.0, 1.0))
+
+
+# observe() and run_pendulum() mirror td3.py's: numba binds the update() and explore() they call
+# when compiling, and a shared version (a closure, or functions passed in) would miss the disk cache
 
 
 @jit

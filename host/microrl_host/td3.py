@@ -54,11 +54,7 @@ def new_state(config, obs_dim, act_dim, seed):
     actor = nets.new_net(actor_sizes, actor_acts, n, seed=seed * 4 + 1)
     critic1 = nets.new_net(critic_sizes, critic_acts, n, seed=seed * 4 + 2)
     critic2 = nets.new_net(critic_sizes, critic_acts, n, seed=seed * 4 + 3)
-    targets = []
-    for net, sizes, acts in ((actor, actor_sizes, actor_acts), (critic1, critic_sizes, critic_acts), (critic2, critic_sizes, critic_acts)):
-        t = nets.new_net(sizes, acts, n, trainable=False)
-        t.params[:] = net.params
-        targets.append(t)
+    targets = [nets.target_of(net) for net in (actor, critic1, critic2)]
     f32 = np.float32
     return State(
         actor=actor,
@@ -111,32 +107,19 @@ def update(S, hp):
             e = -clip if e < -clip else (clip if e > clip else e)
             v = a_next[s, i] + e
             S.next_in[s, od + i] = -1.0 if v < -1.0 else (1.0 if v > 1.0 else v)
-    q1t = forward(S.critic1_target, S.next_in, n)
+    nets.twin_min(S.critic1_target, S.critic2_target, S.next_in, n, S.y)
     for s in range(n):
-        S.y[s] = q1t[s, 0]
-    q2t = forward(S.critic2_target, S.next_in, n)
-    gamma = hp[GAMMA]
-    for s in range(n):
-        q = S.y[s] if S.y[s] < q2t[s, 0] else q2t[s, 0]
-        S.y[s] = S.reward[s] + gamma * (1.0 - S.done[s]) * q
+        S.y[s] = S.reward[s] + hp[GAMMA] * (1.0 - S.done[s]) * S.y[s]
     # critics: mean squared error to the shared target
     S.counters[UPDATES] += 1
     step = S.counters[UPDATES]
-    no_dx = S.dx[:0]
-    for k in range(2):
-        critic = S.critic1 if k == 0 else S.critic2
-        q = forward(critic, S.critic_in, n)
-        for s in range(n):
-            S.dq[s, 0] = 2.0 / n * (q[s, 0] - S.y[s])
-        backward(critic, S.critic_in, n, S.dq, True, no_dx)
-        nets.adam(critic, hp[CRITIC_LR], step)
+    nets.regress(S.critic1, S.critic_in, S.y, n, 2.0, hp[CRITIC_LR], step, S.dq)
+    nets.regress(S.critic2, S.critic_in, S.y, n, 2.0, hp[CRITIC_LR], step, S.dq)
     delay = np.int64(hp[POLICY_DELAY])
     if step % delay:
         return
     # actor: maximise Q1(s, pi(s)); dL/dQ = -1/n back through critic 1 to the action inputs
-    for s in range(n):
-        for i in range(od):
-            S.actor_in[s, i] = S.critic_in[s, i]
+    nets.copy_columns(S.critic_in, S.actor_in, 0)
     a = forward(S.actor, S.actor_in, n)
     for s in range(n):
         for i in range(ad):
@@ -145,10 +128,8 @@ def update(S, hp):
     for s in range(n):
         S.dq[s, 0] = -1.0 / n
     backward(S.critic1, S.critic_in, n, S.dq, False, S.dx)
-    for s in range(n):
-        for i in range(ad):
-            S.da[s, i] = S.dx[s, od + i]
-    backward(S.actor, S.actor_in, n, S.da, True, no_dx)
+    nets.copy_columns(S.dx, S.da, od)
+    backward(S.actor, S.actor_in, n, S.da, True, S.dx[:0])
     nets.adam(S.actor, hp[ACTOR_LR], step // delay)
     tau = hp[TAU]
     polyak(S.actor_target, S.actor, tau)

@@ -46,24 +46,19 @@ def parse_hidden(text):
     return sizes
 
 
-def _positive(text):
-    try:
-        v = int(text)
-    except ValueError:
-        v = 0
-    if v < 1:
-        raise argparse.ArgumentTypeError("expected a positive whole number, got %r" % text)
-    return v
+def _whole(minimum):
+    """An argparse type: a whole number >= minimum."""
 
+    def parse(text):
+        try:
+            v = int(text)
+        except ValueError:
+            v = minimum - 1
+        if v < minimum:
+            raise argparse.ArgumentTypeError("expected a whole number >= %d, got %r" % (minimum, text))
+        return v
 
-def _count(text):
-    try:
-        v = int(text)
-    except ValueError:
-        v = -1
-    if v < 0:
-        raise argparse.ArgumentTypeError("expected a whole number >= 0, got %r" % text)
-    return v
+    return parse
 
 
 def register(sub):
@@ -81,16 +76,16 @@ def register(sub):
     p.add_argument("task", help="'pendulum' (simulated inside the compiled training loop: fastest) or a gymnasium id with continuous actions, e.g. Pendulum-v1, MountainCarContinuous-v0")
     missing = ", ".join("%s (%s)" % (n, _load(n)) for n in ALGOS if n not in algos)
     p.add_argument("--algo", default=DEFAULT_ALGO, metavar="NAME", help="algorithm: %s (default %s)%s" % (", ".join(ALGOS), DEFAULT_ALGO, "; unavailable here: " + missing if missing else ""))
-    p.add_argument("--steps", type=_positive, default=10000, help="environment steps in total, counting those before a --resume (default 10000)")
-    p.add_argument("--seed", type=_count, default=0, help="random seed: same seed, same run (default 0)")
+    p.add_argument("--steps", type=_whole(1), default=10000, help="environment steps in total, counting those before a --resume (default 10000)")
+    p.add_argument("--seed", type=_whole(0), default=0, help="random seed: same seed, same run (default 0)")
     p.add_argument("--out", metavar="FILE", help="policy file to write (default <task>-<algo>.mrl)")
     p.add_argument("--run-dir", metavar="DIR", help="run folder for run.json, progress.csv, checkpoint.npz (default: --out without .mrl, plus .run)")
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     p.add_argument("--json", action="store_true", help="print one JSON object of results (implies --quiet)")
     p.add_argument("--resume", action="store_true", help="continue from the run folder's checkpoint up to --steps")
-    p.add_argument("--checkpoint-every", type=_count, default=1000, metavar="N", help="checkpoint every N steps and at the end; 0: at the end only (default 1000)")
-    p.add_argument("--eval-every", type=_count, default=1000, metavar="N", help="evaluate the deterministic policy every N steps and at the end (default 1000)")
-    p.add_argument("--eval-episodes", type=_count, default=10, metavar="N", help="episodes per evaluation (default 10)")
+    p.add_argument("--checkpoint-every", type=_whole(0), default=1000, metavar="N", help="checkpoint every N steps and at the end; 0: at the end only (default 1000)")
+    p.add_argument("--eval-every", type=_whole(0), default=1000, metavar="N", help="evaluate the deterministic policy every N steps and at the end (default 1000)")
+    p.add_argument("--eval-episodes", type=_whole(0), default=10, metavar="N", help="episodes per evaluation (default 10)")
     p.add_argument("--hidden", type=parse_hidden, metavar="SIZES", help="hidden layer sizes, e.g. 64,64 (default: the algorithm's)")
     p.add_argument("--gamma", type=float, help="discount factor (default: the algorithm's, 0.99)")
     p.add_argument("--activation", choices=NAMES[1:], help="hidden activation (default: the algorithm's, relu)")
