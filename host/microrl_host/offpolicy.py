@@ -336,7 +336,7 @@ class Algorithm:
                 if log:
                     for k in range(ended):
                         log.row(int(ep_step[k]), episode_return=float(ep_return[k]))
-                if (eval_every and step % eval_every == 0) or step == steps:
+                if eval_episodes and ((eval_every and step % eval_every == 0) or step == steps):
                     t0 = time.perf_counter()
                     mean, std = self.evaluate_state(env, state, eval_episodes, seed=10000 + int(seed))
                     eval_s += time.perf_counter() - t0
