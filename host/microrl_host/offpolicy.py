@@ -249,10 +249,12 @@ class Algorithm:
         run = self.run(task, steps=steps, seed=seed, **kwargs)
         return run.policy, run.evals
 
-    def run(self, task, steps=10000, seed=0, eval_every=1000, eval_episodes=10, out=None, run_dir=None, checkpoint_every=0, resume=False, quiet=True, **settings):
+    def run(self, task, steps=10000, seed=0, eval_every=1000, eval_episodes=10, out=None, run_dir=None, checkpoint_every=0, resume=False, quiet=True, progress=None, **settings):
         """Train; returns a Run. out: policy file to write; run_dir: folder for run.json,
         progress.csv and checkpoint.npz (checkpoints every checkpoint_every steps and at the end);
-        resume: continue from run_dir's checkpoint."""
+        resume: continue from run_dir's checkpoint; quiet=False shows a progress bar;
+        progress(step, state, last_eval) is called after every chunk of up to 1000 steps, as
+        microrl.train.train_pendulum calls it (last_eval: (step, mean, std) or None)."""
         from .progress import Progress
         from .runlog import RunLog
 
@@ -316,7 +318,7 @@ class Algorithm:
         eval_s = 0.0
         step = start
         last_eval = None
-        progress = Progress(steps, desc="%s %s" % (m.NAME, env.name), quiet=quiet, initial=start)
+        bar = Progress(steps, desc="%s %s" % (m.NAME, env.name), quiet=quiet, initial=start)
         try:
             while step < steps:
                 n = steps - step
@@ -347,9 +349,11 @@ class Algorithm:
                 if ckpt_path and ((checkpoint_every and step % checkpoint_every == 0) or step == steps):
                     save_checkpoint(ckpt_path, state, dict(meta, step=step))
                 postfix = {"eval": "%.1f" % last_eval} if last_eval is not None else {}
-                progress.update(n, **postfix)
+                bar.update(n, **postfix)
+                if progress is not None:
+                    progress(step, state, evals[-1] if evals else None)
         finally:
-            progress.close()
+            bar.close()
             if log:
                 log.close()
             if not env.compiled:
