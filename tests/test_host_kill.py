@@ -19,6 +19,15 @@ def command(out, resume):
     return cmd + (["--resume"] if resume else [])
 
 
+def wait_for_training(proc, log, size0, timeout=120):
+    """Until the run logs its first episode (progress.csv grows past its size at launch)."""
+    end = time.time() + timeout
+    while time.time() < end and proc.poll() is None:
+        if os.path.exists(log) and os.path.getsize(log) > max(size0, 60):
+            return
+        time.sleep(0.02)
+
+
 def check_whole(out, ckpt):
     """Whatever is on disk after a kill loads completely."""
     from microrl.policy import load
@@ -44,9 +53,12 @@ def test_sigkill_at_random_moments_always_resumes(tmp_path):
         for attempt in range(10):
             resume = os.path.exists(ckpt)
             resumed += resume
+            log = tmp_path / ("t%d.run" % trial) / "progress.csv"
+            size0 = os.path.getsize(log) if resume and os.path.exists(log) else 0
             p = subprocess.Popen(command(out, resume), env=repo_env(), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             if attempt < 2:
-                time.sleep(rnd.uniform(0.3, 2.0))
+                wait_for_training(p, log, size0)  # however long start-up takes on a loaded machine
+                time.sleep(rnd.uniform(0.0, 0.8))
                 if p.poll() is None:
                     p.send_signal(signal.SIGKILL)
                     kills += 1
