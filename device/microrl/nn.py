@@ -4,23 +4,9 @@
 from math import sqrt
 
 from . import backend
-from .activations import GELU, code
+from .activations import GELU
 from .compat import zeros
-
-
-def layout(sizes):
-    """[(weight_offset, bias_offset), ...] per layer, and the total parameter count."""
-    offsets = []
-    k = 0
-    for l in range(len(sizes) - 1):
-        n_in, n_out = sizes[l], sizes[l + 1]
-        offsets.append((k, k + n_in * n_out))
-        k += n_in * n_out + n_out
-    return offsets, k
-
-
-def param_count(sizes):
-    return layout(sizes)[1]  # == policy.param_count, which avoids importing this module
+from .layout import layout, param_count, shape  # noqa: F401  (nn.layout: the one layout)
 
 
 class MLP:
@@ -36,18 +22,9 @@ class MLP:
     """
 
     def __init__(self, sizes, activations, batch=1, trainable=True, params=None, typecode="f", share=None, scratch_from=None):
-        sizes = [int(s) for s in sizes]
-        if len(sizes) < 2 or min(sizes) < 1:
-            raise ValueError("sizes must be at least [n_in, n_out], all positive; got %r" % (sizes,))
+        sizes, self.acts = shape(sizes, activations)
         n_layers = len(sizes) - 1
-        if isinstance(activations, str):
-            activations = [activations] * n_layers
-        elif len(activations) == 2 and n_layers != 2:
-            activations = [activations[0]] * (n_layers - 1) + [activations[1]]
-        if len(activations) != n_layers:
-            raise ValueError("need %d activations, one per layer; got %d" % (n_layers, len(activations)))
         self.sizes = sizes
-        self.acts = [code(a) for a in activations]
         self.batch = batch
         self.typecode = typecode
         offsets, n = layout(sizes)

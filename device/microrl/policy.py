@@ -11,11 +11,14 @@ import struct
 import sys
 from array import array
 
-from .activations import NAMES, code
+from .activations import GELU, NAMES, code
 from .compat import zeros
+from .layout import layout, param_count, shape
 
-# nn (and through it the backend) is imported only when a Policy is built: on a board, load()
-# takes the weights' contiguous block before compiling them fragments a small heap.
+# The backend is imported only when a Policy is built: on a board, load() takes the weights'
+# contiguous block before compiling it fragments a small heap. A Policy runs its layers with the
+# backend's dense kernel itself, without nn.MLP: a board that only runs policies does not load
+# the training code (8 KB of heap on the unix port), which lets the 13-64-64-4 policy run in 48K.
 
 MAGIC = b"MRLP"
 VERSION = 1
@@ -68,14 +71,35 @@ class Policy:
     copy it if you keep it, or pass out= a buffer of your own."""
 
     def __init__(self, sizes, activations, params=None, obs_mean=None, obs_std=None, act_scale=None, act_offset=None):
-        from .nn import MLP
+        from . import backend
 
         if params is not None and (not isinstance(params, array) or getattr(params, "typecode", "f") != "f"):
             params = array_of(params)  # lists, and CPython's 'd' arrays
-        self.net = MLP(sizes, activations, batch=1, trainable=False, params=params)
-        self.sizes = self.net.sizes
-        self.acts = self.net.acts
-        self.params = self.net.params
+        sizes, self.acts = shape(sizes, activations)
+        L = len(sizes) - 1
+        self.sizes = sizes
+        offsets, n = layout(sizes)
+        if params is None:
+            params = zeros(n)
+        elif len(params) != n:
+            raise ValueError("params has %d values, the layout needs %d" % (len(params), n))
+        self.params = params
+        self.n_params = n
+        self._net = None
+        # one row through each layer: (W, b, x, y, activation, z) views, made once
+        B = backend.impl()
+        self._dense = B.dense
+        self.input_buf = zeros(sizes[0])
+        x = B.matrix(self.input_buf, 0, 1, sizes[0])
+        self.layers = []
+        for l in range(L):
+            wo, bo = offsets[l]
+            n_out = sizes[l + 1]
+            self.output_buf = zeros(n_out)  # the last one stays: the raw network output
+            y = B.matrix(self.output_buf, 0, 1, n_out)
+            z = B.matrix(zeros(n_out), 0, 1, n_out) if self.acts[l] == GELU else None
+            self.layers.append((B.matrix(params, wo, n_out, sizes[l]), B.vector(params, bo, n_out), x, y, self.acts[l], z))
+            x = y
         n_in, n_out = self.sizes[0], self.sizes[-1]
         self.obs_mean = _floats(obs_mean, n_in, "obs_mean")
         self.obs_std = _floats(obs_std, n_in, "obs_std")
@@ -90,6 +114,15 @@ class Policy:
         self.out = zeros(n_out)
 
     @property
+    def net(self):
+        """The network as an nn.MLP over the same parameters (built on first use: host tools)."""
+        if self._net is None:
+            from .nn import MLP
+
+            self._net = MLP(self.sizes, self.acts, batch=1, trainable=False, params=self.params)
+        return self._net
+
+    @property
     def obs_dim(self):
         return self.sizes[0]
 
@@ -98,8 +131,7 @@ class Policy:
         return self.sizes[-1]
 
     def __call__(self, obs, out=None):
-        net = self.net
-        x = net.input_buf
+        x = self.input_buf
         n_in = self.sizes[0]
         if len(obs) != n_in:
             raise ValueError("observation has %d values, the policy takes %d" % (len(obs), n_in))
@@ -111,8 +143,10 @@ class Policy:
             std = self.obs_std
             for i in range(n_in):
                 x[i] = (obs[i] - mean[i]) / std[i]
-        net.forward(1)
-        y = net.output_buf
+        dense = self._dense
+        for W, b, xin, yout, act, z in self.layers:
+            dense(W, b, xin, yout, 1, act, z)
+        y = self.output_buf
         if out is None:
             out = self.out
         scale = self.act_scale
@@ -126,7 +160,7 @@ class Policy:
         return out
 
     def describe(self):
-        return "%s (%s), %d parameters" % ("-".join(str(s) for s in self.sizes), ", ".join(NAMES[a] for a in self.acts), self.net.n_params)
+        return "%s (%s), %d parameters" % ("-".join(str(s) for s in self.sizes), ", ".join(NAMES[a] for a in self.acts), self.n_params)
 
 
 def array_of(values):
@@ -153,13 +187,6 @@ def _header(policy):
     total = header_len + 4 * n_floats + 4
     fixed = struct.pack("<4sHHIBBH", MAGIC, VERSION, header_len, total, L, flags, 0)
     return fixed + body + bytes(header_len - _FIXED - len(body))
-
-
-def param_count(sizes):
-    n = 0
-    for l in range(len(sizes) - 1):
-        n += (sizes[l] + 1) * sizes[l + 1]
-    return n
 
 
 def _float_count(sizes, flags):
@@ -286,13 +313,23 @@ def _read_exact(f, block, where):
 
 
 def load(path):
-    """Read a policy file; returns a Policy. Raises a PolicyFileError subclass naming the problem:
+    """Read a policy file; returns a Policy (or a fixedpoint.QuantisedPolicy for an int16 file). Raises a PolicyFileError subclass naming the problem:
     NotAPolicyError, TruncatedPolicyError, UnsupportedVersionError, ChecksumError, CorruptPolicyError."""
     size = _file_size(path)
     with open(path, "rb") as f:
         head = f.read(_FIXED)
+        if head[:4] == b"MRLQ":  # an int16 policy (microrl export --int16): same call, integer network
+            from .fixedpoint import load as load_int16
+
+            return load_int16(path)
         header_len, total, L, flags, = check_header(head, size, path)
         _checksum_file(f, size, path)
+        if sys.implementation.name == "micropython":
+            # free the checksum's temporaries now, so that the small objects below fill the low
+            # holes and the weights' block finds the heap's top unsplit (48K heap, 13-64-64-4)
+            import gc
+
+            gc.collect()
         # past the checksum: a mismatch below is a file written wrong, not damaged in transit
         if L < 1 or header_len != ((_FIXED + 3 * L + 2 + 3) & ~3) or flags & ~(FLAG_OBS_NORM | FLAG_ACT_SCALE):
             raise CorruptPolicyError("%s: inconsistent header (%d layers, %d header bytes, flags %d)" % (path, L, header_len, flags))

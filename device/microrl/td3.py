@@ -49,6 +49,8 @@ class TD3:
         hidden = list(c.hidden)
         actor_sizes = [od] + hidden + [ad]
         critic_sizes = [od + ad] + hidden + [1]
+        # the replay buffer is the largest block: take it while a board's heap is still whole
+        self.replay = ReplayBuffer(c.replay_capacity, od, ad)
         # RAM: networks that never run interleaved share hidden activations and backward scratch:
         # the three targets (forward only), and the two critics (trained one after the other).
         # The actor keeps its own: its activations must outlive critic 1's forward and backward.
@@ -63,7 +65,6 @@ class TD3:
             target.copy_from(critic)
             self.critics.append(critic)
             self.critic_targets.append(target)
-        self.replay = ReplayBuffer(c.replay_capacity, od, ad)
         # batch buffers, allocated once
         self.reward = zeros(n)
         self.done = zeros(n)

@@ -42,8 +42,8 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    # `python -m microrl_host.cli`: run the package's copy of this module, whose CommandError
-    # is the one the commands raise (this file as __main__ has a class of its own)
+    # run as `python -m microrl_host.cli`: use the package's module, so that commands' CommandError
+    # (imported from microrl_host.cli) is the class main() catches, not a copy in __main__
     from microrl_host.cli import main as package_main
 
     sys.exit(package_main())

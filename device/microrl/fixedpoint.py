@@ -1,0 +1,426 @@
+# Fixed-point policies: int16 weights and activations with per-layer power-of-two scales, run
+# with integer arithmetic only -- by @micropython.viper code on MicroPython (_fixedpoint_viper.py),
+# by the plain integer code below elsewhere (CPython, ports without viper). Both give the same
+# integers bit for bit. No native module, no ulab, no float math inside the network.
+#
+# Numbers: a value v with F fractional bits is stored as round(v * 2**F). Layer l has weights with
+# Fw[l] fractional bits, inputs with Fx[l], outputs with Fx[l + 1]; its accumulator
+# b + sum(W * x) has Fa = Fw + Fx bits and stays below 2**31 for ANY int16 input (the quantiser
+# bounds each row's sum of |W|), so 32-bit boards cannot overflow. relu and identity rescale by a
+# shift; tanh, sigmoid and gelu go through two 513-entry Q14 tables (tanh and the normal CDF on
+# [0, 8], step 1/64, linear interpolation).
+#
+# File format (little-endian; CRC and errors as the float policy file, docs/fixedpoint.md):
+#   0  4 magic b"MRLQ"   4 2 version (1)   6 2 header bytes H   8 4 file bytes, CRC included
+#  12  1 layers L       13 1 flags (1 obs normalisation, 2 action scaling as the float format)
+#  14  2 zero           16 2*(L+1) sizes, L activation codes, L+1 int8 Fx, L int8 Fw, zero pad to H
+#   H  float32 [obs mean, obs std], [action scale, action offset]; then per layer int32 b[out],
+#      int16 W[out, in] row-major, zero pad to 4; last 4 bytes: CRC-32 of all before.
+import struct
+import sys
+from array import array
+
+from .activations import GELU, IDENTITY, NAMES, RELU, SIGMOID, TANH
+from .layout import layout
+
+MAGIC = b"MRLQ"
+VERSION = 1
+Q = 14  # fractional bits of the tables and of the table-activations' arguments
+TABLE_STEP_BITS = 6  # table step 1/64
+TABLE_N = 513  # [0, 8] inclusive
+_FIXED = 16
+_ACC_LIMIT = 2**31 - 1
+_INT16_MAX = 32767
+
+# @micropython.viper kernels where the port has the viper emitter
+try:
+    from . import _fixedpoint_viper as _viper
+except Exception:  # CPython (no viper), ports without the viper emitter
+    _viper = None
+
+
+def implementation():
+    """'viper' or 'plain': which integer kernel runs here."""
+    return "viper" if _viper is not None else "plain"
+
+
+def _tables():
+    """(tanh, normal CDF) on [0, 8] with step 1/64, in Q14, as array('h')."""
+    from math import erf, tanh
+
+    t = array("h", range(TABLE_N))
+    p = array("h", range(TABLE_N))
+    for k in range(TABLE_N):
+        x = k / 64.0
+        t[k] = int(tanh(x) * 16384 + 0.5)
+        p[k] = int(0.5 * (1.0 + erf(x * 0.7071067811865476)) * 16384 + 0.5)
+    return t, p
+
+
+_TABLES = None
+
+
+def tables():
+    global _TABLES
+    if _TABLES is None:
+        _TABLES = _tables()
+    return _TABLES
+
+
+# ---- the plain integer kernel: the reference; the viper one must give the same integers ----
+
+
+def _shift_round(v, s, limit):
+    # v * 2**-s, rounded half up when s > 0; saturated at +-limit when s < 0 (a left shift)
+    if s > 0:
+        return (v + (1 << (s - 1))) >> s
+    if s < 0:
+        m = limit >> -s
+        if v > m:
+            return limit
+        if v < -m:
+            return -limit
+        return v << -s
+    return v
+
+
+def _lookup(T, a):
+    # table value at a >= 0 (Q14), linear interpolation between the 1/64 steps
+    k = a >> (Q - TABLE_STEP_BITS)
+    if k >= TABLE_N - 1:
+        return T[TABLE_N - 1]
+    frac = a & ((1 << (Q - TABLE_STEP_BITS)) - 1)
+    t0 = T[k]
+    return t0 + (((T[k + 1] - t0) * frac) >> (Q - TABLE_STEP_BITS))
+
+
+def _act14(act, x14, T, P):
+    # f(x) in Q14 for x in Q14 (|x14| < 2**21 by the caller's clamp)
+    if act == TANH:
+        if x14 >= 0:
+            return _lookup(T, x14)
+        return -_lookup(T, -x14)
+    if act == SIGMOID:  # (1 + tanh(x / 2)) / 2
+        h = x14 >> 1
+        t = _lookup(T, h) if h >= 0 else -_lookup(T, -h)
+        return (16384 + t) >> 1
+    # GELU: x * Phi(x)
+    if x14 >= 8 << Q:
+        return x14
+    if x14 <= -(8 << Q):
+        return 0
+    p = _lookup(P, x14) if x14 >= 0 else 16384 - _lookup(P, -x14)
+    return ((x14 >> 1) * p) >> (Q - 1)
+
+
+def layer_plain(W, b, x, y, n_in, n_out, act, s_out, s_14, s_14_out, T, P):
+    """One quantised dense layer: y = sat16(act(b + W @ x) rescaled). s_out = Fa - Fy (relu and
+    identity), s_14 = Fa - 14 and s_14_out = 14 - Fy (table activations); a negative shift is a
+    saturating left shift."""
+    k = 0
+    for o in range(n_out):
+        acc = b[o]
+        for i in range(n_in):
+            acc += W[k + i] * x[i]
+        k += n_in
+        if act == RELU or act == IDENTITY:
+            if act == RELU and acc < 0:
+                acc = 0
+            v = _shift_round(acc, s_out, _INT16_MAX)
+        else:
+            x14 = _shift_round(acc, s_14, 1 << 21)
+            if x14 > 1 << 21:
+                x14 = 1 << 21
+            elif x14 < -(1 << 21):
+                x14 = -(1 << 21)
+            v = _shift_round(_act14(act, x14, T, P), s_14_out, _INT16_MAX)
+        if v > _INT16_MAX:
+            v = _INT16_MAX
+        elif v < -_INT16_MAX:
+            v = -_INT16_MAX
+        y[o] = v
+
+
+class QuantisedPolicy:
+    """A policy with int16 weights: obs -> action like Policy, with integer arithmetic inside.
+
+    Build one with quantise(policy, calibration_observations) or load(path). Calling it returns
+    an array('f') reused by the next call."""
+
+    def __init__(self, sizes, acts, weights, biases, fx, fw, obs_mean=None, obs_std=None, act_scale=None, act_offset=None):
+        self.sizes = [int(s) for s in sizes]
+        self.acts = [int(a) for a in acts]
+        L = len(self.acts)
+        if len(self.sizes) != L + 1 or len(weights) != L or len(biases) != L or len(fx) != L + 1 or len(fw) != L:
+            raise ValueError("quantised policy: sizes, activations, weights, biases and scales disagree on the number of layers")
+        self.W = weights  # array('h') per layer
+        self.b = biases  # array('i') per layer
+        self.fx = [int(f) for f in fx]
+        self.fw = [int(f) for f in fw]
+        self.obs_mean, self.obs_std, self.act_scale, self.act_offset = obs_mean, obs_std, act_scale, act_offset
+        self.shifts = []
+        for l in range(L):
+            fa = self.fw[l] + self.fx[l]
+            fy = self.fx[l + 1]
+            if not (-24 <= fa <= 46 and -8 <= fy <= 15) or fy > Q and self.acts[l] not in (RELU, IDENTITY):
+                raise ValueError("layer %d: scales out of range (Fw %d, Fx %d, Fy %d)" % (l, self.fw[l], self.fx[l], fy))
+            self.shifts.append((fa - fy, fa - Q, Q - fy))
+        width = max(self.sizes)
+        self._a = array("h", range(width))  # ping-pong activations, int16
+        self._b = array("h", range(width))
+        self.out = array("f", range(self.sizes[-1]))
+        self.T, self.P = tables()
+        self._layer = _viper.layer if _viper is not None else layer_plain
+        self._in_scale = float(1 << self.fx[0])
+        self._out_scale = 1.0 / (1 << self.fx[L])
+        self.n_params = sum(len(w) + len(b) for w, b in zip(self.W, self.b))
+
+    @property
+    def obs_dim(self):
+        return self.sizes[0]
+
+    @property
+    def act_dim(self):
+        return self.sizes[-1]
+
+    def forward_int(self, xq):
+        """The integer network on an int16 input (array('h') of sizes[0]); returns the int16 output
+        array (reused)."""
+        layer = self._layer
+        x, y = xq, self._a
+        for l in range(len(self.acts)):
+            s_out, s_14, s_14_out = self.shifts[l]
+            layer(self.W[l], self.b[l], x, y, self.sizes[l], self.sizes[l + 1], self.acts[l], s_out, s_14, s_14_out, self.T, self.P)
+            x, y = y, (self._b if y is self._a else self._a)
+        return x
+
+    def __call__(self, obs, out=None):
+        n_in = self.sizes[0]
+        if len(obs) != n_in:
+            raise ValueError("observation has %d values, the policy takes %d" % (len(obs), n_in))
+        xq = self._b
+        scale = self._in_scale
+        mean, std = self.obs_mean, self.obs_std
+        for i in range(n_in):
+            v = obs[i] if mean is None else (obs[i] - mean[i]) / std[i]
+            v = v * scale
+            q = int(v + 0.5) if v >= 0 else -int(0.5 - v)
+            xq[i] = _INT16_MAX if q > _INT16_MAX else (-_INT16_MAX if q < -_INT16_MAX else q)
+        y = self.forward_int(xq)
+        if out is None:
+            out = self.out
+        k = self._out_scale
+        a_scale, a_offset = self.act_scale, self.act_offset
+        for i in range(self.sizes[-1]):
+            v = y[i] * k
+            out[i] = v if a_scale is None else a_scale[i] * v + a_offset[i]
+        return out
+
+    def describe(self):
+        return "%s (%s), int16, %d parameters" % ("-".join(str(s) for s in self.sizes), ", ".join(NAMES[a] for a in self.acts), self.n_params)
+
+
+# ---- quantisation (host or board; plain Python) ----
+
+
+def _frac_bits(max_abs, limit, cap=15):
+    # the most fractional bits F with max_abs * 2**F <= limit, capped
+    f = cap
+    while f > -8 and max_abs * (1 << f if f >= 0 else 1.0 / (1 << -f)) > limit:
+        f -= 1
+    return f
+
+
+def _first_row(view, n):
+    # the first row of a backend's matrix view: (buf, offset, rows, cols) tuples, or numpy arrays
+    if isinstance(view, tuple):
+        buf, off = view[0], view[1]
+        return [buf[off + i] for i in range(n)]
+    return [float(v) for v in view[0][:n]]
+
+
+def quantise(policy, observations, headroom=1.25):
+    """A QuantisedPolicy from a float Policy, with activation scales set from the largest values
+    seen (times headroom) on the calibration observations (raw, as the policy receives them)."""
+    from math import floor
+
+    sizes, acts = policy.sizes, policy.acts
+    L = len(acts)
+    # the int arrays first, while a board's heap is still whole: calibration churns floats
+    weights = [array("h", range(sizes[l] * sizes[l + 1])) for l in range(L)]
+    biases = [array("i", range(sizes[l + 1])) for l in range(L)]
+    peaks = [0.0] * (L + 1)
+    x = policy.input_buf
+    count = 0
+    for obs in observations:
+        count += 1
+        policy(obs)  # normalises into input_buf and runs every layer
+        for i in range(sizes[0]):
+            peaks[0] = max(peaks[0], abs(x[i]))
+        for l in range(L):
+            for v in _first_row(policy.layers[l][3], sizes[l + 1]):
+                peaks[l + 1] = max(peaks[l + 1], abs(v))
+    if count == 0:
+        raise ValueError("quantise needs calibration observations")
+    fx = []
+    for l in range(L + 1):
+        cap = Q if (l == L or acts[l - 1] not in (RELU, IDENTITY)) and l > 0 else 15
+        fx.append(_frac_bits(peaks[l] * headroom, _INT16_MAX, cap))
+    params = policy.params
+    offsets, _ = layout(sizes)
+    fw = []
+    for l, (wo, bo) in enumerate(offsets):
+        n_in, n_out = sizes[l], sizes[l + 1]
+        w_max = 0.0
+        row_max = 0.0
+        b_max = 0.0
+        for o in range(n_out):
+            row = 0.0
+            for i in range(n_in):
+                a = abs(params[wo + o * n_in + i])
+                row += a
+                w_max = max(w_max, a)
+            row_max = max(row_max, row)
+            b_max = max(b_max, abs(params[bo + o]))
+        # any int16 input: |acc| <= row_max * 2**Fw * 32767 + b_max * 2**(Fw + Fx) < 2**31
+        bound = row_max * _INT16_MAX + b_max * (2.0**fx[l])
+        # Fa = Fw + Fx <= 30: every rescaling shift stays below a 32-bit word's width
+        f = _frac_bits(w_max, _INT16_MAX, min(24, 30 - fx[l]))
+        while f > -8 and bound * 2.0**f + 2 * n_in * _INT16_MAX >= _ACC_LIMIT:
+            f -= 1
+        if f <= -8:
+            raise ValueError("layer %d cannot be quantised to int16 with 32-bit sums (weights too large for its inputs' range); retrain with smaller weights or normalise observations" % l)
+        W, B = weights[l], biases[l]
+        scale = 2.0**f
+        for k in range(n_in * n_out):
+            W[k] = int(floor(params[wo + k] * scale + 0.5))
+        scale = 2.0 ** (f + fx[l])
+        for o in range(n_out):
+            B[o] = int(floor(params[bo + o] * scale + 0.5))
+        fw.append(f)
+    return QuantisedPolicy(sizes, acts, weights, biases, fx, fw, policy.obs_mean, policy.obs_std, policy.act_scale, policy.act_offset)
+
+
+# ---- file format ----
+
+
+def _header(q):
+    from .policy import FLAG_ACT_SCALE, FLAG_OBS_NORM
+
+    L = len(q.acts)
+    flags = (FLAG_OBS_NORM if q.obs_mean is not None else 0) | (FLAG_ACT_SCALE if q.act_scale is not None else 0)
+    body = struct.pack("<%dH%dB%db%db" % (L + 1, L, L + 1, L), *(list(q.sizes) + list(q.acts) + list(q.fx) + list(q.fw)))
+    header_len = (_FIXED + len(body) + 3) & ~3
+    total = header_len + _data_bytes(q.sizes, flags) + 4
+    return struct.pack("<4sHHIBBH", MAGIC, VERSION, header_len, total, L, flags, 0) + body + bytes(header_len - _FIXED - len(body))
+
+
+def _data_bytes(sizes, flags):
+    n = 0
+    if flags & 1:
+        n += 8 * sizes[0]
+    if flags & 2:
+        n += 8 * sizes[-1]
+    for l in range(len(sizes) - 1):
+        n += 4 * sizes[l + 1] + ((2 * sizes[l] * sizes[l + 1] + 3) & ~3)
+    return n
+
+
+def _blocks(q):
+    """(array, bytes per item) in file order."""
+    blocks = []
+    if q.obs_mean is not None:
+        blocks += [(q.obs_mean, 4), (q.obs_std, 4)]
+    if q.act_scale is not None:
+        blocks += [(q.act_scale, 4), (q.act_offset, 4)]
+    for l in range(len(q.acts)):
+        blocks += [(q.b[l], 4), (q.W[l], 2)]
+    return blocks
+
+
+def _pad(n_items, itemsize):
+    return (4 - (n_items * itemsize) % 4) % 4
+
+
+def to_bytes(q):
+    from .policy import crc32
+
+    if sys.byteorder != "little":  # pragma: no cover - every supported board is little-endian
+        raise OSError("quantised policy files are written on little-endian machines only")
+    parts = [_header(q)]
+    for block, itemsize in _blocks(q):
+        parts.append(bytes(memoryview(block)))
+        parts.append(bytes(_pad(len(block), itemsize)))
+    data = b"".join(parts)
+    return data + struct.pack("<I", crc32(data) & 0xFFFFFFFF)
+
+
+def save(path, q):
+    """Write a quantised policy atomically (the float policy file's way)."""
+    from .policy import _replace
+
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(to_bytes(q))
+    _replace(tmp, path)
+    return path
+
+
+def load(path):
+    """Read a quantised policy file; PolicyFileError subclasses as microrl.load raises them."""
+    from .policy import ChecksumError, CorruptPolicyError, NotAPolicyError, TruncatedPolicyError, UnsupportedVersionError, _checksum_file, _file_size
+
+    size = _file_size(path)
+    with open(path, "rb") as f:
+        head = f.read(_FIXED)
+        if size == 0:
+            raise TruncatedPolicyError("%s: empty file, not a whole policy" % path)
+        n = min(len(head), 4)
+        if head[:n] != MAGIC[:n]:
+            raise NotAPolicyError("%s: not a microrl quantised policy file (its first bytes are %r, expected %r)" % (path, bytes(head[:4]), MAGIC))
+        if len(head) < _FIXED:
+            raise TruncatedPolicyError("%s: truncated: %d bytes, shorter than the %d-byte header" % (path, size, _FIXED))
+        magic, version, header_len, total, L, flags, zero = struct.unpack("<4sHHIBBH", head)
+        if version != VERSION:
+            raise UnsupportedVersionError("%s: quantised policy format version %d; this microrl reads version %d (update microrl or re-export the policy)" % (path, version, VERSION))
+        if size < total:
+            raise TruncatedPolicyError("%s: truncated: %d bytes of %d" % (path, size, total))
+        if size > total:
+            raise CorruptPolicyError("%s: %d bytes where the header says %d (extra data after the policy)" % (path, size, total))
+        _checksum_file(f, size, path)
+        meta_len = 2 * (L + 1) + L + (L + 1) + L
+        if L < 1 or header_len != ((_FIXED + meta_len + 3) & ~3) or flags & ~3:
+            raise CorruptPolicyError("%s: inconsistent header (%d layers, %d header bytes, flags %d)" % (path, L, header_len, flags))
+        f.seek(_FIXED)
+        fields = struct.unpack("<%dH%dB%db%db" % (L + 1, L, L + 1, L), f.read(meta_len))
+        sizes = list(fields[: L + 1])
+        acts = list(fields[L + 1 : 2 * L + 1])
+        fx = list(fields[2 * L + 1 : 3 * L + 2])
+        fw = list(fields[3 * L + 2 :])
+        if min(sizes) < 1 or max(acts) >= len(NAMES):
+            raise CorruptPolicyError("%s: invalid layer sizes %r or activation codes %r" % (path, sizes, acts))
+        if header_len + _data_bytes(sizes, flags) + 4 != total:
+            raise CorruptPolicyError("%s: header sizes do not add up to the file length" % path)
+        f.seek(header_len)
+        floats = {}
+        for name, n_items, on in (("obs_mean", sizes[0], flags & 1), ("obs_std", sizes[0], flags & 1), ("act_scale", sizes[-1], flags & 2), ("act_offset", sizes[-1], flags & 2)):
+            if on:
+                floats[name] = _read(f, array("f", range(n_items)), 4, path)
+        weights, biases = [], []
+        for l in range(L):
+            biases.append(_read(f, array("i", range(sizes[l + 1])), 4, path))
+            W = _read(f, array("h", range(sizes[l] * sizes[l + 1])), 2, path)
+            f.read(_pad(len(W), 2))
+            weights.append(W)
+    try:
+        return QuantisedPolicy(sizes, acts, weights, biases, fx, fw, **floats)
+    except ValueError as e:
+        raise CorruptPolicyError("%s: %s" % (path, e))
+
+
+def _read(f, block, itemsize, path):
+    from .policy import TruncatedPolicyError
+
+    if f.readinto(memoryview(block)) != len(block) * itemsize:
+        raise TruncatedPolicyError("%s: file ended early while reading weights" % path)
+    return block

@@ -1,0 +1,158 @@
+# The serial protocol between the host and microrl.serve() on a board, defined once: the board's
+# server and the host's client (microrl_host/serial_link.py) both encode and decode with this.
+#
+# Frame (little-endian):
+#   0  2  magic b"\xa5\x5a"
+#   2  1  type       requests < 0x80; a reply has the request's type | 0x80; ERROR = 0x7f
+#   3  1  seq        a reply carries its request's seq
+#   4  2  payload length n (at most MAX_PAYLOAD)
+#   6  1  header check: low byte of CRC-32 of bytes 2..5, so a damaged length is caught at once
+#   7  n  payload
+#   7+n 4 CRC-32 of bytes 2 .. 6+n (type, seq, length, check, payload)
+import struct
+
+from .policy import crc32
+
+MAGIC = b"\xa5\x5a"
+HEADER = 7
+TRAILER = 4
+OVERHEAD = HEADER + TRAILER
+MAX_PAYLOAD = 1024
+VERSION = 1
+
+# requests (replies are type | REPLY)
+PING = 0x01  # -> version u8, free heap u32, then the board's description (utf-8)
+INFER = 0x02  # float32 observation -> compute time u32 (us), float32 action
+LOAD = 0x03  # policy path (utf-8) -> n_in u16, n_out u16, description (utf-8)
+ROLLOUT = 0x04  # seed u32, episodes u16 -> steps u32, compute us u32 (sum), float32 returns
+EXIT = 0x05  # -> empty reply, then the server returns to the REPL
+REPLY = 0x80
+HELLO = 0x7E  # sent once by the server when it starts: as PING's reply
+ERROR = 0x7F  # code u8, message (utf-8)
+
+# error codes
+E_CRC = 1  # frame checksum wrong
+E_HEADER = 2  # header check wrong (damaged type/seq/length)
+E_TOO_LONG = 3  # declared payload longer than MAX_PAYLOAD
+E_TIMEOUT = 4  # a frame started but did not finish in time
+E_GARBAGE = 5  # bytes outside any frame were skipped
+E_TYPE = 6  # unknown request type
+E_PAYLOAD = 7  # payload of the wrong size or content
+E_NO_POLICY = 8  # INFER/ROLLOUT before a policy is loaded
+E_FAILED = 9  # the request raised on the board (message says what)
+
+ERROR_NAMES = {
+    E_CRC: "bad checksum",
+    E_HEADER: "bad header",
+    E_TOO_LONG: "payload too long",
+    E_TIMEOUT: "partial frame timed out",
+    E_GARBAGE: "garbage skipped",
+    E_TYPE: "unknown request type",
+    E_PAYLOAD: "bad payload",
+    E_NO_POLICY: "no policy loaded",
+    E_FAILED: "request failed",
+}
+
+
+def header_check(type_, seq, n):
+    return crc32(bytes((type_, seq, n & 0xFF, n >> 8))) & 0xFF
+
+
+def encode(type_, seq, payload=b""):
+    n = len(payload)
+    if n > MAX_PAYLOAD:
+        raise ValueError("payload of %d bytes exceeds %d" % (n, MAX_PAYLOAD))
+    head = bytes((type_ & 0xFF, seq & 0xFF, n & 0xFF, n >> 8, header_check(type_ & 0xFF, seq & 0xFF, n)))
+    crc = crc32(payload, crc32(head)) & 0xFFFFFFFF
+    return MAGIC + head + payload + struct.pack("<I", crc)
+
+
+def error_payload(code, message=""):
+    return bytes((code,)) + message.encode()[: MAX_PAYLOAD - 1]
+
+
+def parse_error(payload):
+    """(code, message) of an ERROR frame's payload."""
+    if not payload:
+        return 0, "empty error frame"
+    return payload[0], bytes(payload[1:]).decode("utf-8", "replace")
+
+
+class Decoder:
+    """Byte-at-a-time frame decoder with resynchronisation on the magic bytes.
+
+    feed(byte) returns None while a frame is incomplete, a tuple (type, seq, payload) for a
+    whole good frame, or an int error code (E_CRC, E_HEADER, E_TOO_LONG) for a damaged one, after
+    which it is hunting for the next magic again. `skipped` counts bytes dropped outside frames
+    since the last take_skipped(); in_frame() says whether a frame is partly read (for timeouts).
+    Preallocated: decoding allocates only the payload handed out (a memoryview of its buffer
+    when zero_copy is set: valid until the next feed)."""
+
+    def __init__(self, max_payload=MAX_PAYLOAD, zero_copy=False):
+        self.buf = bytearray(HEADER + max_payload + TRAILER)
+        self.mv = memoryview(self.buf)
+        self.max_payload = max_payload
+        self.zero_copy = zero_copy
+        self.pos = 0
+        self.need = 0
+        self.skipped = 0
+        self.seq = 0  # seq of the last header read (for error replies)
+
+    def in_frame(self):
+        return self.pos > 0
+
+    def reset(self):
+        self.pos = 0
+
+    def take_skipped(self):
+        n = self.skipped
+        self.skipped = 0
+        return n
+
+    def feed(self, b):
+        pos = self.pos
+        buf = self.buf
+        if pos < 2:
+            if b == MAGIC[pos]:
+                buf[pos] = b
+                self.pos = pos + 1
+            elif b == MAGIC[0]:  # a0 a0 5a: the second a5 may start the frame
+                self.skipped += pos
+                buf[0] = b
+                self.pos = 1
+            else:
+                self.skipped += pos + 1
+                self.pos = 0
+            return None
+        buf[pos] = b
+        pos += 1
+        self.pos = pos
+        if pos == HEADER:
+            self.seq = buf[3]
+            n = buf[4] | (buf[5] << 8)
+            if header_check(buf[2], buf[3], n) != buf[6]:
+                self.pos = 0
+                return E_HEADER
+            if n > self.max_payload:
+                self.pos = 0
+                return E_TOO_LONG
+            self.need = HEADER + n + TRAILER
+            return None
+        if pos > HEADER and pos == self.need:
+            self.pos = 0
+            end = pos - TRAILER
+            crc = crc32(self.mv[2:end]) & 0xFFFFFFFF
+            if crc != (buf[end] | (buf[end + 1] << 8) | (buf[end + 2] << 16) | (buf[end + 3] << 24)):
+                return E_CRC
+            payload = self.mv[HEADER:end] if self.zero_copy else bytes(self.mv[HEADER:end])
+            return (buf[2], buf[3], payload)
+        return None
+
+    def feed_bytes(self, data):
+        """Feed many bytes; returns the list of results that are not None."""
+        out = []
+        for b in data:
+            r = self.feed(b)
+            if r is not None:
+                out.append(r)
+        return out

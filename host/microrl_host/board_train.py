@@ -1,0 +1,211 @@
+"""Train TD3 on Pendulum on the board itself (the device core's TD3, in MicroPython), with the
+progress streamed to the host, and the trained policy copied back.
+
+The memory a run needs is estimated from the sizes before it starts (parameters, gradients and
+Adam moments of the actor and both critics, the three target networks, activations of a batch,
+the replay buffer), and a run that would not fit the board's free heap is refused."""
+import time
+
+from microrl.nn import param_count
+from microrl.pendulum import ACT_DIM, OBS_DIM
+from microrl.replay import bytes_per_transition
+
+# Python objects around the buffers (networks, views, lists): measured on the unix port (x64)
+# as 19-20 kB whatever the sizes; 32-bit boards need less. Plus room for the garbage a step makes.
+OBJECT_OVERHEAD = 20 * 1024
+WORKING_MARGIN = 16 * 1024
+# Measured on the virtual board (x64, 160K heap, replay reserved first): runs fitted while their
+# estimate was up to about 84% of the free heap and failed at 88% (the heap fragments as the
+# networks are initialised). Above this share a run starts with a warning.
+SAFE_SHARE = 0.8
+
+
+def _mlp_floats(sizes, batch, trainable):
+    p = param_count(sizes)
+    n = p + batch * sizes[0] + batch * sum(sizes[1:])  # params, input rows, outputs of each layer
+    if trainable:
+        n += 3 * p + 2 * batch * max(sizes[1:])  # grads, Adam m and v, backward ping-pong buffers
+    return n
+
+
+def estimate_bytes(hidden, batch, replay, obs_dim=OBS_DIM, act_dim=ACT_DIM):
+    """Bytes of RAM a TD3 run of these sizes allocates (see the module docstring), as a dict
+    of parts and 'total'."""
+    hidden = list(hidden)
+    actor = [obs_dim] + hidden + [act_dim]
+    critic = [obs_dim + act_dim] + hidden + [1]
+    parts = {
+        "actor": 4 * (_mlp_floats(actor, batch, True) + _mlp_floats(actor, batch, False)),
+        "critics": 4 * 2 * (_mlp_floats(critic, batch, True) + _mlp_floats(critic, batch, False)),
+        "replay": replay * bytes_per_transition(obs_dim, act_dim),
+        "batch buffers": 4 * batch * (4 + obs_dim + 2 * act_dim),
+        "objects": OBJECT_OVERHEAD,
+        "margin": WORKING_MARGIN,
+    }
+    parts["total"] = sum(parts.values())
+    return parts
+
+
+class BoardTrainError(Exception):
+    pass
+
+
+def largest_array_bytes(hidden, batch, replay, obs_dim=OBS_DIM, act_dim=ACT_DIM):
+    """The biggest single buffer of the run: it needs one contiguous free block of the heap."""
+    critic = [obs_dim + act_dim] + list(hidden) + [1]
+    return max(replay * bytes_per_transition(obs_dim, act_dim), 4 * param_count(critic), 4 * batch * max(critic))
+
+
+# free heap, and the largest free block (micropython.mem_info's "max free sz", in GC blocks of
+# 4 words): a heap fragmented by compiling .py files can have room in total but no block big
+# enough for the replay buffer
+_PREPARE = """
+import gc, sys
+from microrl.td3 import TD3, TD3Config
+from microrl.pendulum import Pendulum
+from microrl.policy import save
+gc.collect()
+try:
+    import micropython
+    micropython.mem_info()
+except (ImportError, AttributeError):
+    pass
+print('F', gc.mem_free(), 16 if sys.maxsize < 2 ** 32 else 32)
+"""
+
+# The replay buffer is the biggest block and TD3 allocates it last, when the heap is already cut
+# up by the networks: reserve its room first, build the networks, then put the buffer in that room.
+_RUN = """
+from microrl.replay import ReplayBuffer
+gc.collect()
+hold = bytearray(%(replay_bytes)d)
+agent = TD3(Pendulum(), TD3Config(hidden=%(hidden)r, batch=%(batch)d, replay_capacity=1, warmup=%(warmup)d, steps=%(steps)d), %(seed)d)
+del hold
+gc.collect()
+agent.replay = ReplayBuffer(%(replay)d, agent.obs_dim, agent.act_dim)
+gc.collect()
+print('M', gc.mem_free())
+last = None
+for step in range(1, %(steps)d + 1):
+    r = agent.step()
+    if r is not None:
+        last = r
+    if r is not None or step %% %(every)d == 0 or step == %(steps)d:
+        print('P', step, 'nan' if last is None else last, gc.mem_free())
+save(%(out)r, agent.policy())
+print('D')
+"""
+
+
+def train_on_board(transport, steps, hidden=(16, 16), batch=32, replay=2000, warmup=None, seed=0, board_out="trained.mrlp", progress=None, every=None, warn=None):
+    """Run training on the board over an mpremote transport in the raw REPL (microrl deployed).
+    progress(step, latest_return, mem_free) is called as lines arrive. Returns a dict with
+    'policy_bytes' (the trained policy file), 'mem_free_start', 'seconds', 'returns'."""
+    from .deploy import _exec
+
+    est = estimate_bytes(hidden, batch, replay)
+    out, err = _exec(transport, _PREPARE, 60)
+    if err:
+        raise BoardTrainError("importing microrl on the board failed: %s" % _last_line(err))
+    text = out.decode("ascii", "replace")
+    fields = text.split("F ")[-1].split()
+    free, block = int(fields[0]), int(fields[1])
+    largest_free = int(text.split("max free sz:")[1].split()[0]) * block if "max free sz:" in text else free
+    biggest = largest_array_bytes(hidden, batch, replay)
+    if est["total"] > free or biggest > largest_free:
+        detail = ", ".join("%s %.1f kB" % (k, v / 1024.0) for k, v in est.items() if k != "total")
+        raise BoardTrainError(
+            "this run needs about %.1f kB of RAM (%s), with %.1f kB in one block, but the board has %.1f kB free after "
+            "importing microrl, %.1f kB in its largest block: use a smaller --replay (%d bytes per transition), --batch or "
+            "--hidden (deploying with --mpy leaves the heap less fragmented)"
+            % (est["total"] / 1024.0, detail, biggest / 1024.0, free / 1024.0, largest_free / 1024.0, bytes_per_transition(OBS_DIM, ACT_DIM))
+        )
+    warning = None
+    if est["total"] > SAFE_SHARE * free:
+        warning = ("this run needs about %.1f kB, %.0f%% of the %.1f kB free: it may still fail when the heap fragments; "
+                   "if it does, use a smaller --replay, --batch or --hidden" % (est["total"] / 1024.0, 100.0 * est["total"] / free, free / 1024.0))
+        if warn:
+            warn(warning)
+    every = every or max(1, min(50, steps // 100))
+    warmup_steps = batch if warmup is None else warmup
+    code = _RUN % {"hidden": tuple(hidden), "batch": batch, "replay": replay, "warmup": warmup_steps, "steps": steps, "seed": seed, "every": every, "out": board_out,
+                   "replay_bytes": replay * bytes_per_transition(OBS_DIM, ACT_DIM)}
+    # timestamps of progress lines after warm-up: the speed of steps that train, not of random play
+    state = {"buf": b"", "returns": [], "mem": None, "step": 0, "done": False, "train_start": None, "train_end": None}
+
+    def consume(data):
+        state["buf"] += data
+        while b"\n" in state["buf"]:
+            line, state["buf"] = state["buf"].split(b"\n", 1)
+            parts = line.decode("ascii", "replace").split()
+            if not parts:
+                continue
+            if parts[0] == "M" and len(parts) == 2:
+                state["mem_after_alloc"] = int(parts[1])
+            elif parts[0] == "P" and len(parts) == 4:
+                step, ret, mem = int(parts[1]), float(parts[2]), int(parts[3])
+                if ret == ret and (not state["returns"] or state["returns"][-1][1] != ret):
+                    state["returns"].append((step, ret))
+                state["mem"] = mem if state["mem"] is None else min(mem, state["mem"])
+                if progress:
+                    progress(step - state["step"], ret, mem)
+                state["step"] = step
+                if step >= warmup_steps:
+                    now = time.perf_counter()
+                    if state["train_start"] is None:
+                        state["train_start"] = (step, now)
+                    state["train_end"] = (step, now)
+            elif parts[0] == "D":
+                state["done"] = True
+
+    t0 = time.perf_counter()
+    try:
+        transport.exec_raw_no_follow(code)
+        # a step can take seconds on a slow board: allow 120 s of silence before giving up
+        out, err = transport.follow(120, consume)
+    except KeyboardInterrupt:
+        transport.serial.write(b"\r\x03")  # stop the run on the board too
+        raise
+    except Exception as e:
+        raise BoardTrainError("lost the board during training at step %d: %s" % (state["step"], str(e) or type(e).__name__)) from None
+    seconds = time.perf_counter() - t0
+    if err:
+        msg = _last_line(err)
+        if "MemoryError" in msg:
+            raise BoardTrainError(
+                "the board ran out of memory at step %d (%s; the run was estimated at %.1f kB of %.1f kB free, and a fragmented "
+                "heap has less room than it shows): use a smaller --replay, --batch or --hidden" % (state["step"], msg, est["total"] / 1024.0, free / 1024.0)
+            )
+        raise BoardTrainError("training on the board failed at step %d: %s" % (state["step"], msg))
+    if not state["done"]:
+        raise BoardTrainError("training on the board stopped at step %d without finishing" % state["step"])
+    from mpremote.transport import TransportError
+
+    try:
+        data = transport.fs_readfile(board_out)
+    except (OSError, TransportError) as e:
+        raise BoardTrainError("could not copy %s back from the board: %s" % (board_out, e)) from None
+    return {
+        "policy_bytes": data,
+        "warning": warning,
+        "mem_free_start": free,
+        "largest_free_block": largest_free,
+        "mem_free_min": state["mem"],
+        "estimate_bytes": est["total"],
+        "seconds": seconds,
+        "steps_per_second": steps / seconds if seconds > 0 else 0.0,
+        "returns": state["returns"],
+        "train_steps_per_second": _rate(state["train_start"], state["train_end"]),
+    }
+
+
+def _rate(start, end):
+    """Steps per second between two (step, time) progress marks, or None if too few."""
+    if start is None or end is None or end[0] <= start[0] or end[1] <= start[1]:
+        return None
+    return (end[0] - start[0]) / (end[1] - start[1])
+
+
+def _last_line(err):
+    lines = err.decode("utf-8", "replace").strip().splitlines()
+    return lines[-1] if lines else "?"

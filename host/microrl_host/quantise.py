@@ -1,0 +1,66 @@
+"""Host side of the fixed-point path: calibration observations for quantising a policy, and the
+closed-loop comparison of an int16 policy against its float original on Pendulum (returns, not
+only action differences). Used by `microrl export --int16`, the tests and bench/."""
+from microrl.evaluate import evaluate
+from microrl.pendulum import Pendulum
+from microrl.rng import Rng
+
+
+def fits_pendulum(policy):
+    return policy.obs_dim == Pendulum.obs_dim and policy.act_dim == Pendulum.act_dim
+
+
+def calibration_observations(policy, episodes=5, seed=1, obs_range=None, samples=2000):
+    """Observations to set the activation scales from. A Pendulum-shaped policy is rolled out
+    in closed loop (the states it will meet); otherwise, or when obs_range is given, uniform
+    samples in +-obs_range per observation (in the units the policy receives)."""
+    rng = Rng(seed)
+    if obs_range is None and fits_pendulum(policy):
+        env = Pendulum()
+        seen = []
+        for _ in range(episodes):
+            obs = env.reset(rng)
+            for _ in range(env.max_steps):
+                seen.append(list(obs))
+                obs, _, terminated, truncated = env.step(policy(obs))
+                if terminated or truncated:
+                    break
+        return seen
+    r = 10.0 if obs_range is None else float(obs_range)
+    return [[rng.uniform(-r, r) for _ in range(policy.obs_dim)] for _ in range(samples)]
+
+
+def action_error(policy, quantised, observations):
+    """Largest and mean absolute difference of the actions over observations."""
+    worst = 0.0
+    total = 0.0
+    count = 0
+    for obs in observations:
+        a = policy(obs)
+        b = quantised(obs)
+        for i in range(policy.act_dim):
+            d = abs(a[i] - b[i])
+            worst = max(worst, d)
+            total += d
+            count += 1
+    return worst, total / max(1, count)
+
+
+def closed_loop(policy, quantised, episodes=10, seed=12345):
+    """Pendulum returns of both policies from the same initial states: a dict with the means,
+    standard deviations, per-episode returns and the largest per-episode difference."""
+    env = Pendulum()
+    f_mean, f_std, f_returns = evaluate(policy, env, episodes, seed)
+    q_mean, q_std, q_returns = evaluate(quantised, env, episodes, seed)
+    return {
+        "episodes": episodes,
+        "seed": seed,
+        "float_mean": f_mean,
+        "float_std": f_std,
+        "int16_mean": q_mean,
+        "int16_std": q_std,
+        "mean_difference": q_mean - f_mean,
+        "worst_episode_difference": max(abs(a - b) for a, b in zip(f_returns, q_returns)),
+        "float_returns": f_returns,
+        "int16_returns": q_returns,
+    }

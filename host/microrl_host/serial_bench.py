@@ -1,0 +1,85 @@
+"""Round-trip latency of policy inference over the serial protocol, beside the same policy on
+the host. Used by `microrl bench serial`, `microrl demo` and bench/board_serial.py."""
+import math
+import time
+
+from .serial_link import LinkError, SerialLink
+
+
+def percentile(sorted_values, q):
+    """Nearest-rank percentile of an ascending list (q in 0..100)."""
+    if not sorted_values:
+        return float("nan")
+    k = max(0, min(len(sorted_values) - 1, math.ceil(q / 100.0 * len(sorted_values)) - 1))
+    return sorted_values[k]
+
+
+def summarise(round_trips_us, compute_us, elapsed_s):
+    rt = sorted(round_trips_us)
+    cu = sorted(compute_us)
+    return {
+        "completed": len(rt),
+        "p50_us": percentile(rt, 50),
+        "p90_us": percentile(rt, 90),
+        "p99_us": percentile(rt, 99),
+        "max_us": rt[-1] if rt else float("nan"),
+        "board_compute_us": percentile(cu, 50),
+        "board_compute_max_us": cu[-1] if cu else float("nan"),
+        "per_second": len(rt) / elapsed_s if elapsed_s > 0 and rt else 0.0,
+    }
+
+
+def host_latency(policy, n, seed=0):
+    """Median and p99 microseconds of policy(obs) on the host, for n calls."""
+    from microrl.rng import Rng
+
+    rng = Rng(seed)
+    obs = [[rng.uniform(-1.0, 1.0) for _ in range(policy.obs_dim)] for _ in range(64)]
+    times = []
+    for i in range(n):
+        o = obs[i & 63]
+        t0 = time.perf_counter_ns()
+        policy(o)
+        times.append((time.perf_counter_ns() - t0) / 1000.0)
+    times.sort()
+    return {"host_p50_us": percentile(times, 50), "host_p99_us": percentile(times, 99)}
+
+
+def run_requests(link, obs_dim, n, seed=0, progress=None):
+    """n INFER requests on an open SerialLink. Returns (summary dict, error or None): a link
+    failure (board reset, timeout) stops the run and the results so far are kept."""
+    from microrl.rng import Rng
+
+    rng = Rng(seed)
+    rts, cus = [], []
+    error = None
+    t_start = time.perf_counter()
+    try:
+        for i in range(n):
+            obs = [rng.uniform(-1.0, 1.0) for _ in range(obs_dim)]
+            t0 = time.perf_counter_ns()
+            _, compute = link.infer(obs)
+            rts.append((time.perf_counter_ns() - t0) / 1000.0)
+            cus.append(compute)
+            if progress:
+                progress(1)
+    except LinkError as e:
+        error = str(e)
+    summary = summarise(rts, cus, time.perf_counter() - t_start)
+    summary["requested"] = n
+    return summary, error
+
+
+def bench_serial(port, board_policy, n, seed=0, warmup=20, progress=None, timeout=5.0):
+    """Open the link, load board_policy (a path on the board), warm up, time n requests."""
+    with SerialLink(port, timeout=timeout) as link:
+        n_in, n_out, described = link.load(board_policy)
+        for _ in range(warmup):
+            link.infer([0.0] * n_in)
+        summary, error = run_requests(link, n_in, n, seed, progress)
+        summary["board"] = link.board_info["board"]
+        summary["policy"] = described
+        summary["error"] = error
+        if error is not None:
+            link.serving = False  # do not wait on a server that is gone
+        return summary

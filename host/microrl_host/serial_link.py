@@ -1,0 +1,221 @@
+"""The host end of the serial protocol (microrl/protocol.py): talks to microrl.serve on a board.
+
+Every wait has a deadline: a board that stops answering, resets or sends garbage ends in a
+LinkError naming what happened, never a hang. The raw REPL is driven by mpremote's transport
+(the same code `mpremote` uses); frames go over its pyserial port.
+
+    with SerialLink(port) as link:
+        link.load("policy.mrlp")
+        action, compute_us = link.infer([1.0, 0.0, 0.0])
+"""
+import struct
+import time
+
+from microrl import protocol as P
+
+
+class LinkError(Exception):
+    """The link failed: the message says what happened and what to do."""
+
+
+class BoardResetError(LinkError):
+    pass
+
+
+class DeviceError(LinkError):
+    """The board answered a request with an ERROR frame."""
+
+    def __init__(self, code, message):
+        self.code = code
+        super().__init__("board error %d (%s): %s" % (code, P.ERROR_NAMES.get(code, "?"), message))
+
+
+# what boards print when they restart (MicroPython's banner, ESP32's ROM boot messages)
+RESET_SIGNS = (b"soft reboot", b"MicroPython ", b'Type "help()"', b"rst:0x", b"ets ")
+
+
+def connect(port, timeout=10, soft_reset=False):
+    """An mpremote SerialTransport on port in the raw REPL, or LinkError saying why not."""
+    from mpremote.transport import TransportError
+    from mpremote.transport_serial import SerialTransport
+    import os
+
+    if not port.startswith(("socket://", "rfc2217://")) and not os.path.exists(port):
+        raise LinkError("no such port %s (is the board plugged in? list ports with `mpremote connect list`)" % port)
+    try:
+        # a read timeout, so that no read in mpremote's transport can block for ever
+        transport = SerialTransport(port, baudrate=115200, timeout=timeout)
+    except TransportError as e:
+        raise LinkError("cannot open %s: %s (in use by another program, or no permission?)" % (port, e)) from None
+    except Exception as e:  # serial.SerialException and the like
+        raise LinkError("cannot open %s: %s" % (port, e)) from None
+    try:
+        transport.enter_raw_repl(soft_reset=soft_reset, timeout_overall=timeout)
+    except Exception as e:
+        transport.close()
+        raise LinkError(
+            "%s does not answer as a MicroPython board (no raw REPL: %s). Flash MicroPython on it first "
+            "(see the README's Boards section), and close other programs using the port." % (port, str(e).strip() or type(e).__name__)
+        ) from None
+    return transport
+
+
+class SerialLink:
+    """Starts microrl.serve on the board (which must have microrl deployed) and sends requests.
+
+    timeout: seconds to wait for each reply (a ROLLOUT waits longer, see rollout())."""
+
+    def __init__(self, port, policy_path=None, timeout=5.0, transport=None, soft_reset=True):
+        self.port = port
+        self.timeout = timeout
+        self.transport = transport
+        self._own_transport = transport is None
+        self.policy_path = policy_path
+        self.decoder = P.Decoder()
+        self.seq = 0
+        self.board_info = None
+        self.noise = bytearray()  # non-frame bytes seen (REPL text, boot messages)
+        self.errors = []  # unsolicited error frames (garbage reports)
+        self.serving = False
+        self.soft_reset = soft_reset  # start from a clean heap (what an earlier session left is freed)
+
+    # --- setup / teardown
+    def open(self):
+        if self.transport is None:
+            self.transport = connect(self.port, soft_reset=self.soft_reset)
+        self.serial = self.transport.serial
+        code = "from microrl.serve import serve\nserve(%r)\n" % (self.policy_path or "")
+        try:
+            self.transport.exec_raw_no_follow(code)
+        except Exception as e:
+            raise LinkError("could not start microrl.serve on %s: %s" % (self.port, e)) from None
+        self.serial.timeout = 0.05  # reads return within 50 ms; every wait below has its own deadline
+        hello = self._wait_frame(lambda f: f[0] == P.HELLO, 10.0, "the server's hello")
+        self.serving = True
+        self.board_info = parse_info(hello[2])
+        return self
+
+    def close(self):
+        if self.transport is None:
+            return
+        try:
+            if self.serving:
+                try:
+                    self.request(P.EXIT, b"", timeout=2.0)
+                    self.transport.follow(2.0)  # the raw REPL's end-of-output markers
+                except Exception:
+                    pass
+                self.serving = False
+            if self._own_transport:
+                try:
+                    self.transport.exit_raw_repl()
+                except Exception:
+                    pass
+                self.transport.close()
+        finally:
+            if self._own_transport:
+                self.transport = None
+
+    def __enter__(self):
+        return self.open()
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # --- frames
+    def send(self, type_, payload=b""):
+        self.seq = (self.seq + 1) & 0xFF
+        self.write(P.encode(type_, self.seq, payload))
+        return self.seq
+
+    def write(self, data):
+        try:
+            self.serial.write(data)
+        except Exception as e:
+            raise LinkError("writing to %s failed: %s (board unplugged?)" % (self.port, e)) from None
+
+    def read_frames(self, timeout):
+        """Frames (and error codes of damaged ones) that arrive within timeout seconds; returns
+        as soon as at least one did."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                ser = self.serial
+                n = ser.in_waiting
+                data = ser.read(n if n else 1)
+            except Exception as e:
+                raise LinkError("reading from %s failed: %s (board unplugged?)" % (self.port, e)) from None
+            if data:
+                out = self.decoder.feed_bytes(data)
+                if self.decoder.skipped:
+                    self.decoder.take_skipped()
+                    self._note_noise(data)
+                if out:
+                    return out
+            if time.monotonic() > deadline:
+                return []
+
+    def _note_noise(self, data):
+        self.noise += data
+        del self.noise[:-512]
+        text = bytes(self.noise)
+        if b"no module named 'microrl" in text:
+            raise LinkError("microrl is not on the board at %s (or not complete): run `microrl deploy --port %s` first" % (self.port, self.port))
+        if not self.serving and b"Traceback" in text and text.rstrip().endswith(b"\x04>"):
+            raise LinkError("microrl.serve failed to start on the board: %s" % text.decode("utf-8", "replace").strip().splitlines()[-1].strip("\x04>"))
+        for sign in RESET_SIGNS:
+            if sign in text:
+                self.serving = False
+                raise BoardResetError("the board on %s reset (it printed %r, a boot message) and its server stopped" % (self.port, sign.decode()))
+
+    def _wait_frame(self, match, timeout, what):
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise LinkError("no answer from %s within %.1f s while waiting for %s (board busy, reset, or not running microrl.serve)" % (self.port, timeout, what))
+            for f in self.read_frames(min(left, 0.2)):
+                if isinstance(f, int):
+                    continue  # a frame damaged on the way to us; the request times out or is answered again
+                if match(f):
+                    return f
+                if f[0] == P.ERROR:
+                    self.errors.append(P.parse_error(f[2]))
+
+    def request(self, type_, payload=b"", timeout=None):
+        """Send one request and return the reply's payload; DeviceError on an error reply."""
+        seq = self.send(type_, payload)
+        f = self._wait_frame(lambda f: f[1] == seq and f[0] in (type_ | P.REPLY, P.ERROR), timeout or self.timeout, "the reply to request %d" % seq)
+        if f[0] == P.ERROR:
+            raise DeviceError(*P.parse_error(f[2]))
+        return f[2]
+
+    # --- requests
+    def ping(self):
+        return parse_info(self.request(P.PING))
+
+    def load(self, path):
+        payload = self.request(P.LOAD, path.encode(), timeout=max(self.timeout, 10.0))
+        n_in, n_out = struct.unpack("<HH", payload[:4])
+        self.n_in, self.n_out = n_in, n_out
+        return n_in, n_out, payload[4:].decode("utf-8", "replace")
+
+    def infer(self, obs):
+        """(action list, on-board compute time in microseconds)."""
+        payload = self.request(P.INFER, struct.pack("<%df" % len(obs), *obs))
+        n = (len(payload) - 4) // 4
+        values = struct.unpack("<I%df" % n, payload)
+        return list(values[1:]), values[0]
+
+    def rollout(self, seed, episodes, timeout=120.0):
+        """Closed loop on the board: the policy against the board's Pendulum.
+        Returns (returns list, steps, compute us summed over steps)."""
+        payload = self.request(P.ROLLOUT, struct.pack("<IH", seed, episodes), timeout=timeout)
+        n = (len(payload) - 8) // 4
+        values = struct.unpack("<II%df" % n, payload)
+        return list(values[2:]), values[0], values[1]
+
+
+def parse_info(payload):
+    version, mem_free = struct.unpack("<BI", payload[:5])
+    return {"protocol": version, "mem_free": mem_free, "board": bytes(payload[5:]).decode("utf-8", "replace")}

@@ -1,0 +1,237 @@
+/* The few math functions the kernels need, self-contained: a native module cannot link glibc's
+ * libm (it needs errno and CPU-feature tables), and newlib's differs by port. Float versions use
+ * float arithmetic only (Cortex-M4F has no double FPU); double versions are for host-side gradient
+ * checks. Accuracy: float within a few ulp; double within about 1e-14 relative (erf: 1e-13). */
+#ifndef MRL_MATH_H
+#define MRL_MATH_H
+
+#include <stdint.h>
+
+/* 2^k as a float/double, for k inside the normal exponent range */
+static inline float mrl_pow2f(int k) {
+    union { uint32_t u; float f; } v;
+    v.u = (uint32_t)(k + 127) << 23;
+    return v.f;
+}
+
+static inline double mrl_pow2(int k) {
+    union { uint64_t u; double d; } v;
+    v.u = (uint64_t)(k + 1023) << 52;
+    return v.d;
+}
+
+static inline float mrl_inff(void) {
+    union { uint32_t u; float f; } v;
+    v.u = 0x7f800000u;
+    return v.f;
+}
+
+static inline double mrl_inf(void) {
+    union { uint64_t u; double d; } v;
+    v.u = 0x7ff0000000000000ull;
+    return v.d;
+}
+
+/* x = k ln2 + r with |r| <= ln2/2; returns expm1(r) by Taylor series (no cancellation) */
+static inline float mrl_expm1_reduced_f(float x, int *k_out) {
+    int k = (int)(x * 1.44269504f + (x >= 0.0f ? 0.5f : -0.5f));
+    float r = (x - (float)k * 0.693145751953125f) - (float)k * 1.428606765330187e-06f;
+    float p = r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 + r * (1.0f / 720 + r * (1.0f / 5040)))))));
+    *k_out = k;
+    return p;
+}
+
+static inline double mrl_expm1_reduced(double x, int *k_out) {
+    int k = (int)(x * 1.4426950408889634 + (x >= 0.0 ? 0.5 : -0.5));
+    double r = (x - (double)k * 6.93147180369123816490e-01) - (double)k * 1.90821492927058770002e-10;
+    /* Horner over 1/n! for n = 1..13 */
+    double p = 1.0 / 6227020800.0;
+    static const double inv_fact[12] = {1.0 / 479001600.0, 1.0 / 39916800.0, 1.0 / 3628800.0, 1.0 / 362880.0,
+        1.0 / 40320.0, 1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0};
+    for (int i = 0; i < 12; i++) {
+        p = p * r + inv_fact[i];
+    }
+    *k_out = k;
+    return p * r;
+}
+
+static inline float mrl_expf(float x) {
+    if (x > 88.7f) {
+        return mrl_inff();
+    }
+    if (x < -87.3f) {
+        return 0.0f;
+    }
+    int k;
+    float p = mrl_expm1_reduced_f(x, &k);
+    return (1.0f + p) * mrl_pow2f(k);
+}
+
+static inline double mrl_exp(double x) {
+    if (x > 709.7) {
+        return mrl_inf();
+    }
+    if (x < -708.0) {
+        return 0.0;
+    }
+    int k;
+    double p = mrl_expm1_reduced(x, &k);
+    return (1.0 + p) * mrl_pow2(k);
+}
+
+static inline float mrl_expm1f(float x) {
+    int k;
+    float p = mrl_expm1_reduced_f(x, &k);
+    return k == 0 ? p : (1.0f + p) * mrl_pow2f(k) - 1.0f;
+}
+
+static inline double mrl_expm1(double x) {
+    int k;
+    double p = mrl_expm1_reduced(x, &k);
+    return k == 0 ? p : (1.0 + p) * mrl_pow2(k) - 1.0;
+}
+
+/* tanh(x) = e / (e + 2) with e = expm1(2|x|): accurate near 0 too */
+static inline float mrl_tanhf(float x) {
+    float a = x < 0.0f ? -x : x;
+    float t;
+    if (a > 9.0f) {
+        t = 1.0f;
+    } else {
+        float e = mrl_expm1f(2.0f * a);
+        t = e / (e + 2.0f);
+    }
+    return x < 0.0f ? -t : t;
+}
+
+static inline double mrl_tanh(double x) {
+    double a = x < 0.0 ? -x : x;
+    double t;
+    if (a > 19.0) {
+        t = 1.0;
+    } else {
+        double e = mrl_expm1(2.0 * a);
+        t = e / (e + 2.0);
+    }
+    return x < 0.0 ? -t : t;
+}
+
+/* erfc for x >= 0, float: Numerical Recipes' erfcc (Chebyshev fit), fractional error below
+ * 1.2e-7 everywhere, so GELU keeps its relative accuracy in the far negative tail too */
+static inline float mrl_erfcf_pos(float x) {
+    float t = 1.0f / (1.0f + 0.5f * x);
+    return t * mrl_expf(-x * x - 1.26551223f + t * (1.00002368f + t * (0.37409196f + t * (0.09678418f
+        + t * (-0.18628806f + t * (0.27886807f + t * (-1.13520398f + t * (1.48851587f
+        + t * (-0.82215223f + t * 0.17087277f)))))))));
+}
+
+/* the standard normal CDF, 0.5 * (1 + erf(v / sqrt 2)): GELU's gate */
+static inline float mrl_normal_cdff(float v) {
+    return v < 0.0f ? 0.5f * mrl_erfcf_pos(-v * 0.70710678f) : 1.0f - 0.5f * mrl_erfcf_pos(v * 0.70710678f);
+}
+
+/* erf, double: Maclaurin series below 3 (about 4 digits lost to cancellation at 3), above it
+ * erfc by its continued fraction (modified Lentz). */
+static inline double mrl_erf(double x) {
+    double s = 1.0;
+    if (x < 0.0) {
+        s = -1.0;
+        x = -x;
+    }
+    if (x > 6.0) {
+        return s;
+    }
+    if (x < 3.0) {
+        double x2 = x * x, term = x, sum = x;
+        for (int n = 1; n < 120; n++) {
+            term *= -x2 / n;
+            double add = term / (2 * n + 1);
+            sum += add;
+            if ((add < 0 ? -add : add) < 1e-17 * (sum < 0 ? -sum : sum)) {
+                break;
+            }
+        }
+        return s * 1.1283791670955126 * sum;
+    }
+    /* erfc(x) = exp(-x^2)/sqrt(pi) / (x + (1/2)/(x + 1/(x + (3/2)/(x + 2/(x + ...))))) */
+    double tiny = 1e-300;
+    double f = x, C = x, D = 0.0;
+    for (int n = 1; n < 300; n++) {
+        double a = 0.5 * n;
+        D = x + a * D;
+        D = D == 0.0 ? tiny : D;
+        C = x + a / C;
+        C = C == 0.0 ? tiny : C;
+        D = 1.0 / D;
+        double delta = C * D;
+        f *= delta;
+        if (delta - 1.0 < 1e-16 && 1.0 - delta < 1e-16) {
+            break;
+        }
+    }
+    double erfc = mrl_exp(-x * x) * 0.5641895835477563 / f;
+    return s * (1.0 - erfc);
+}
+
+/* sqrt: one instruction where the FPU has it (with -fno-math-errno), else Newton's method */
+#if defined(__x86_64__) || defined(__i386__) || (defined(__ARM_FP) && (__ARM_FP & 4))
+#define MRL_HW_SQRTF 1
+#endif
+#if defined(__x86_64__) || defined(__i386__) || (defined(__ARM_FP) && (__ARM_FP & 8))
+#define MRL_HW_SQRT 1
+#endif
+
+static inline float mrl_sqrtf(float x) {
+    #ifdef MRL_HW_SQRTF
+    return __builtin_sqrtf(x);
+    #else
+    if (x <= 0.0f) {
+        return 0.0f;
+    }
+    union { uint32_t u; float f; } v;
+    v.f = x;
+    v.u = (v.u >> 1) + 0x1fc00000u; /* halve the exponent: within 6% */
+    float y = v.f;
+    for (int i = 0; i < 4; i++) {
+        y = 0.5f * (y + x / y);
+    }
+    return y;
+    #endif
+}
+
+static inline double mrl_normal_cdf(double v) {
+    return 0.5 * (1.0 + mrl_erf(v * 0.7071067811865476));
+}
+
+static inline double mrl_sqrt(double x) {
+    #ifdef MRL_HW_SQRT
+    return __builtin_sqrt(x);
+    #else
+    if (x <= 0.0) {
+        return 0.0;
+    }
+    union { uint64_t u; double d; } v;
+    v.d = x;
+    v.u = (v.u >> 1) + 0x1ff8000000000000ull;
+    double y = v.d;
+    for (int i = 0; i < 6; i++) {
+        y = 0.5 * (y + x / y);
+    }
+    return y;
+    #endif
+}
+
+/* base^n for n >= 0 by squaring (Adam's bias corrections: no libm pow) */
+static inline double mrl_powi(double base, long n) {
+    double result = 1.0;
+    while (n > 0) {
+        if (n & 1) {
+            result *= base;
+        }
+        base *= base;
+        n >>= 1;
+    }
+    return result;
+}
+
+#endif

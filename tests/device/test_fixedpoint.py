@@ -1,0 +1,116 @@
+# Fixed-point (int16) policies on the device itself: quantise, run, save, load, refuse damage.
+# MicroPython-compatible: runs under tests/device/run.py on micropython (viper kernel) and CPython.
+from array import array
+
+from microrl import fixedpoint as fp
+from microrl.nn import MLP
+from microrl.policy import ChecksumError, Policy, PolicyFileError, TruncatedPolicyError, load
+from microrl.rng import Rng
+from tiny import raises, tmp_path
+
+ACT_PAIRS = (("relu", "tanh"), ("tanh", "sigmoid"), ("gelu", "identity"), ("sigmoid", "gelu"), ("identity", "relu"))
+
+
+def _policy(sizes, acts, seed=1, **kw):
+    net = MLP(sizes, acts, trainable=False).init(Rng(seed))
+    return Policy(sizes, acts, params=net.params, **kw)
+
+
+def _observations(n, dim, r=3.0, seed=2):
+    rng = Rng(seed)
+    return [[rng.uniform(-r, r) for _ in range(dim)] for _ in range(n)]
+
+
+def test_int16_policy_tracks_the_float_policy_for_every_activation():
+    for acts in ACT_PAIRS:
+        p = _policy([3, 16, 16, 2], acts)
+        obs = _observations(40, 3)
+        q = fp.quantise(p, obs)
+        for o in obs:
+            a = p(o)
+            b = q(o)
+            for i in range(2):
+                if abs(a[i] - b[i]) > 2e-3 + 2e-3 * abs(a[i]):
+                    raise AssertionError("%s: action %r vs float %r" % (acts, b[i], a[i]))
+
+
+def test_viper_and_plain_kernels_give_the_same_integers():
+    # on CPython both names are the plain kernel; on MicroPython the viper one runs too
+    for acts, gain in ((("gelu", "tanh"), 1.0), (("relu", "sigmoid"), 40.0), (("tanh", "identity"), 40.0)):
+        p = _policy([5, 24, 24, 3], acts, seed=4)
+        for k in range(len(p.params)):
+            p.params[k] *= gain  # large weights: negative (left) shifts in the rescaling
+        _same_integers(fp.quantise(p, _observations(30, 5)))
+
+
+def _same_integers(q):
+    T, P = fp.tables()
+    rng = Rng(5)
+    for trial in range(20):
+        x = array("h", [int(rng.uniform(-32767, 32767)) for _ in range(5)])
+        if trial == 0:
+            x = array("h", [32767, -32767, 32767, -32767, 32767])  # extremes: the 32-bit bound
+        a = array("h", range(24))
+        b = array("h", range(24))
+        for l in range(3):
+            s_out, s_14, s_14_out = q.shifts[l]
+            args = (q.sizes[l], q.sizes[l + 1], q.acts[l], s_out, s_14, s_14_out, T, P)
+            fp.layer_plain(q.W[l], q.b[l], x, a, *args)
+            q._layer(q.W[l], q.b[l], x, b, *args)
+            for k in range(q.sizes[l + 1]):
+                if a[k] != b[k]:
+                    raise AssertionError("layer %d output %d: viper %d, plain %d" % (l, k, b[k], a[k]))
+            x = array("h", list(a[: q.sizes[l + 1]]))
+
+
+def test_accumulators_stay_within_32_bits_for_any_input():
+    # large weights force smaller weight scales; the bound holds for the worst int16 input
+    p = _policy([13, 32, 32, 4], ("relu", "tanh"), seed=3)
+    for k in range(len(p.params)):
+        p.params[k] *= 40.0
+    q = fp.quantise(p, _observations(20, 13))
+    for l in range(3):
+        n_in, n_out = q.sizes[l], q.sizes[l + 1]
+        for o in range(n_out):
+            total = abs(q.b[l][o])
+            for i in range(n_in):
+                total += abs(q.W[l][o * n_in + i]) * 32767
+            assert total < 2**31 - 1, (l, o, total)
+
+
+def test_save_load_roundtrip_and_microrl_load():
+    p = _policy([13, 24, 24, 4], ("relu", "tanh"), obs_mean=[0.5] * 13, obs_std=[2.0] * 13, act_scale=[2.0] * 4, act_offset=[0.1] * 4)
+    q = fp.quantise(p, _observations(20, 13))
+    path = tmp_path("q.mrlq")
+    fp.save(path, q)
+    r = load(path)  # microrl.load reads int16 files too
+    assert isinstance(r, fp.QuantisedPolicy)
+    assert r.fx == q.fx and r.fw == q.fw and r.sizes == q.sizes and r.acts == q.acts
+    for o in _observations(10, 13, seed=9):
+        a = list(q(o))
+        b = list(r(o))
+        assert a == b, (a, b)
+
+
+def test_damaged_files_are_refused():
+    p = _policy([3, 8, 1], ("relu", "tanh"))
+    q = fp.quantise(p, _observations(10, 3))
+    data = fp.to_bytes(q)
+    path = tmp_path("bad.mrlq")
+    for cut in (0, 3, 10, 16, len(data) // 2, len(data) - 1):
+        with open(path, "wb") as f:
+            f.write(data[:cut])
+        raises(TruncatedPolicyError, load, path)
+    rng = Rng(6)
+    for _ in range(60):
+        k = rng.randint(len(data) * 8)
+        bad = bytearray(data)
+        bad[k >> 3] ^= 1 << (k & 7)
+        with open(path, "wb") as f:
+            f.write(bad)
+        raises(PolicyFileError, load, path)
+    bad = bytearray(data)
+    bad[len(data) - 10] ^= 0xFF  # inside the weights
+    with open(path, "wb") as f:
+        f.write(bad)
+    raises(ChecksumError, load, path)

