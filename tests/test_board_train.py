@@ -24,7 +24,10 @@ def test_run_that_does_not_fit_is_refused_with_the_memory_it_needs(board, tmp_pa
     r = cli("train-on-board", "--port", board.port, "--steps", "10", "--hidden", "64,64", "--batch", "100", "--replay", "10000",
             "--out", tmp_path / "x.mrlp", "--no-deploy", "--quiet")
     assert r.returncode == 2 and "Traceback" not in r.stderr
-    assert "needs about 11" in r.stderr and "kB" in r.stderr and "replay 351.6 kB" in r.stderr
+    from microrl_host.board_train import estimate_bytes
+
+    need = estimate_bytes((64, 64), 100, 10000)["total"] / 1024.0
+    assert "needs about %.1f kB" % need in r.stderr and "replay 351.6 kB" in r.stderr
     assert not os.path.exists(tmp_path / "x.mrlp")
 
 
@@ -32,7 +35,7 @@ def test_memory_estimate_matches_the_board(tmp_path):
     # the estimate (from the sizes) against what the board's allocator reports for the real objects,
     # built the way train-on-board builds them (on a roomy heap: this measures use, not fit)
     from microrl_host.board import VirtualBoard
-    from microrl_host.board_train import _PREPARE, OBJECT_OVERHEAD, WORKING_MARGIN, estimate_bytes
+    from microrl_host.board_train import _PREPARE, WORKING_MARGIN, estimate_bytes
     from microrl_host.deploy import board_exec, deploy
     from microrl_host.serial_link import connect
 
@@ -41,8 +44,7 @@ def test_memory_estimate_matches_the_board(tmp_path):
         transport = connect(big.port, soft_reset=True)
         used = _used(transport, board_exec, _PREPARE)
     est = estimate_bytes((16, 16), 32, 500)["total"] - WORKING_MARGIN
-    assert abs(est - used) < 0.25 * used, (est, used)
-    assert est - OBJECT_OVERHEAD < used  # the buffers alone never exceed what the board allocated
+    assert abs(est - used) < 0.1 * used, (est, used)
 
 
 def _used(transport, board_exec, prepare):

@@ -19,3 +19,11 @@ def backend_name():
     from . import backend
 
     return backend.name()
+
+
+def serve(*args, **kwargs):
+    """Answer framed requests on the serial line until asked to return to the REPL
+    (microrl.server.serve; imported only when called, to keep `import microrl` small)."""
+    from .server import serve as run
+
+    return run(*args, **kwargs)

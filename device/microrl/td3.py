@@ -238,10 +238,10 @@ def estimate_bytes(obs_dim, act_dim, config=None):
     floats += 4 * n * (obs_dim + act_dim) + 4 * n  # critics' and targets' inputs and outputs
     floats += 4 * n + n * (obs_dim + act_dim) + n * act_dim + 2 * act_dim + obs_dim  # batch buffers
     floats += c.replay_capacity * (2 * obs_dim + act_dim + 2)
-    return 4 * floats + _OBJECT_OVERHEAD
+    return 4 * floats + OBJECT_OVERHEAD
 
 
-_OBJECT_OVERHEAD = 16384  # measured on MicroPython: 13-18 KB of objects, views and tuples
+OBJECT_OVERHEAD = 16384  # measured on MicroPython: 13-18 KB of objects, views and tuples
 
 
 def _params(sizes):

@@ -6,43 +6,31 @@ Adam moments of the actor and both critics, the three target networks, activatio
 the replay buffer), and a run that would not fit the board's free heap is refused."""
 import time
 
-from microrl.nn import param_count
+from microrl import td3
+from microrl.layout import param_count
 from microrl.pendulum import ACT_DIM, OBS_DIM
 from microrl.replay import bytes_per_transition
 
-# Python objects around the buffers (networks, views, lists): measured on the unix port (x64)
-# as 19-20 kB whatever the sizes; 32-bit boards need less. Plus room for the garbage a step makes.
-OBJECT_OVERHEAD = 20 * 1024
+# Room for the garbage a training step makes, on top of what TD3 allocates.
 WORKING_MARGIN = 16 * 1024
-# Measured on the virtual board (x64, 160K heap, replay reserved first): runs fitted while their
-# estimate was up to about 84% of the free heap and failed at 88% (the heap fragments as the
-# networks are initialised). Above this share a run starts with a warning.
+# Measured on the virtual board (x64, 160K heap): runs fitted while their estimate was up to
+# about 84% of the free heap and failed at 88% (the heap fragments as the networks are
+# initialised). Above this share a run starts with a warning.
 SAFE_SHARE = 0.8
 
 
-def _mlp_floats(sizes, batch, trainable):
-    p = param_count(sizes)
-    n = p + batch * sizes[0] + batch * sum(sizes[1:])  # params, input rows, outputs of each layer
-    if trainable:
-        n += 3 * p + 2 * batch * max(sizes[1:])  # grads, Adam m and v, backward ping-pong buffers
-    return n
-
-
 def estimate_bytes(hidden, batch, replay, obs_dim=OBS_DIM, act_dim=ACT_DIM):
-    """Bytes of RAM a TD3 run of these sizes allocates (see the module docstring), as a dict
-    of parts and 'total'."""
-    hidden = list(hidden)
-    actor = [obs_dim] + hidden + [act_dim]
-    critic = [obs_dim + act_dim] + hidden + [1]
+    """Bytes of RAM a TD3 run of these sizes allocates (the device core's td3.estimate_bytes,
+    which follows its constructor), as a dict of parts and 'total'."""
+    config = td3.TD3Config(hidden=tuple(hidden), batch=batch, replay_capacity=replay)
+    allocated = td3.estimate_bytes(obs_dim, act_dim, config)
     parts = {
-        "actor": 4 * (_mlp_floats(actor, batch, True) + _mlp_floats(actor, batch, False)),
-        "critics": 4 * 2 * (_mlp_floats(critic, batch, True) + _mlp_floats(critic, batch, False)),
         "replay": replay * bytes_per_transition(obs_dim, act_dim),
-        "batch buffers": 4 * batch * (4 + obs_dim + 2 * act_dim),
-        "objects": OBJECT_OVERHEAD,
+        "objects": td3.OBJECT_OVERHEAD,
         "margin": WORKING_MARGIN,
     }
-    parts["total"] = sum(parts.values())
+    parts["networks, Adam and batch"] = allocated - parts["replay"] - parts["objects"]
+    parts["total"] = allocated + WORKING_MARGIN
     return parts
 
 
@@ -73,16 +61,10 @@ except (ImportError, AttributeError):
 print('F', gc.mem_free(), 16 if sys.maxsize < 2 ** 32 else 32)
 """
 
-# The replay buffer is the biggest block and TD3 allocates it last, when the heap is already cut
-# up by the networks: reserve its room first, build the networks, then put the buffer in that room.
+# TD3 allocates the replay buffer (the biggest block) first, while the heap is still whole.
 _RUN = """
-from microrl.replay import ReplayBuffer
 gc.collect()
-hold = bytearray(%(replay_bytes)d)
-agent = TD3(Pendulum(), TD3Config(hidden=%(hidden)r, batch=%(batch)d, replay_capacity=1, warmup=%(warmup)d, steps=%(steps)d), %(seed)d)
-del hold
-gc.collect()
-agent.replay = ReplayBuffer(%(replay)d, agent.obs_dim, agent.act_dim)
+agent = TD3(Pendulum(), TD3Config(hidden=%(hidden)r, batch=%(batch)d, replay_capacity=%(replay)d, warmup=%(warmup)d, steps=%(steps)d), %(seed)d)
 gc.collect()
 print('M', gc.mem_free())
 last = None
@@ -128,8 +110,7 @@ def train_on_board(transport, steps, hidden=(16, 16), batch=32, replay=2000, war
             warn(warning)
     every = every or max(1, min(50, steps // 100))
     warmup_steps = batch if warmup is None else warmup
-    code = _RUN % {"hidden": tuple(hidden), "batch": batch, "replay": replay, "warmup": warmup_steps, "steps": steps, "seed": seed, "every": every, "out": board_out,
-                   "replay_bytes": replay * bytes_per_transition(OBS_DIM, ACT_DIM)}
+    code = _RUN % {"hidden": tuple(hidden), "batch": batch, "replay": replay, "warmup": warmup_steps, "steps": steps, "seed": seed, "every": every, "out": board_out}
     # timestamps of progress lines after warm-up: the speed of steps that train, not of random play
     state = {"buf": b"", "returns": [], "mem": None, "step": 0, "done": False, "train_start": None, "train_end": None}
 

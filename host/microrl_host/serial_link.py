@@ -84,7 +84,7 @@ class SerialLink:
         if self.transport is None:
             self.transport = connect(self.port, soft_reset=self.soft_reset)
         self.serial = self.transport.serial
-        code = "from microrl.serve import serve\nserve(%r)\n" % (self.policy_path or "")
+        code = "from microrl.server import serve\nserve(%r)\n" % (self.policy_path or "")
         try:
             self.transport.exec_raw_no_follow(code)
         except Exception as e:

@@ -3,8 +3,8 @@
 # waiting: garbage is skipped (and reported), partial frames time out, bad checksums and
 # unknown requests get an ERROR frame, exceptions in a request are answered as errors.
 #
-#   >>> import microrl.serve
-#   >>> microrl.serve.serve("policy.mrlp")
+#   >>> import microrl
+#   >>> microrl.serve("policy.mrlp")   # (the code is in microrl.server)
 import struct
 import sys
 

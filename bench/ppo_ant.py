@@ -1,0 +1,174 @@
+"""PPO on Ant: returns over (training) wall time, ours (microrl_host.ppo) against
+Stable-Baselines3's PPO with one torch thread, on the same budget, same seeds, same settings
+where both have them (64 envs x 64 steps, 4 epochs of 4 minibatches, 256-256 ReLU, lr 3e-4,
+gamma 0.99, GAE 0.95, clip 0.2, observation normalisation). SB3 has no KL-adaptive learning rate
+(ours is the paper's Appendix G); SB3 runs its own vector env over gymnasium's environments.
+
+Every --eval-every steps the deterministic policy is evaluated on gymnasium's own environment
+(--eval-episodes episodes, fixed seeds); the evaluation's time is excluded from the training
+wall time. Reported: the learning curve (steps, training wall seconds, return), the wall time
+to a return of --target (3000 by default) if reached, and steps per second.
+
+    nice -n 5 python bench/ppo_ant.py --steps 10240000 --seeds 1,2,3 --json > ppo_ant.json  # the paper's budget
+    nice -n 5 python bench/ppo_ant.py --steps 200000 --seeds 1 --eval-every 50000          # what fits in minutes
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+import warnings
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.join(HERE, "..", "host"), os.path.join(HERE, "..", "device")]
+
+
+class Clock:
+    """Training wall time: runs except while evaluating."""
+
+    def __init__(self):
+        self.total, self.since = 0.0, time.perf_counter()
+
+    def pause(self):
+        self.total += time.perf_counter() - self.since
+
+    def resume(self):
+        self.since = time.perf_counter()
+
+    def now(self):
+        return self.total + time.perf_counter() - self.since
+
+
+def run_ours(task, steps, seed, eval_every, episodes):
+    from microrl_host import ppo
+
+    config = ppo.PPOConfig(steps=steps, seed=seed)
+    clock, curve = Clock(), []
+    state = {"next": eval_every}
+
+    def on_iteration(step, learner):
+        if step >= state["next"] or step >= steps:
+            clock.pause()
+            mean, std, _ = ppo.evaluate_policy(learner.to_policy(), task, episodes, seed=12345)
+            curve.append((step, clock.total, mean))
+            state["next"] += eval_every
+            clock.resume()
+
+    ppo.train(task, config, quiet=True, callback=on_iteration)
+    return curve, clock.now()
+
+
+def run_sb3(task, steps, seed, eval_every, episodes):
+    import gymnasium as gym
+    import torch
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    from microrl_host.mujoco_envs import resolve_task
+
+    torch.set_num_threads(1)
+    task = resolve_task(task)
+    venv = VecNormalize(make_vec_env(task, n_envs=64, seed=seed), norm_obs=True, norm_reward=False)
+    model = PPO(
+        "MlpPolicy", venv, n_steps=64, batch_size=1024, n_epochs=4, learning_rate=3e-4, gamma=0.99, gae_lambda=0.95,
+        clip_range=0.2, ent_coef=0.0, vf_coef=0.5, max_grad_norm=0.5, seed=seed, device="cpu", verbose=0,
+        policy_kwargs=dict(net_arch=dict(pi=[256, 256], vf=[256, 256]), activation_fn=torch.nn.ReLU, log_std_init=0.0),
+    )
+    clock, curve = Clock(), []
+
+    def evaluate():
+        env = gym.make(task)
+        low, high = env.action_space.low, env.action_space.high
+        returns = []
+        for k in range(episodes):
+            obs, _ = env.reset(seed=12345 + k)
+            total, done = 0.0, False
+            while not done:
+                action, _ = model.predict(venv.normalize_obs(obs[None]), deterministic=True)
+                obs, r, term, trunc, _ = env.step(np.clip(action[0], low, high))
+                total += float(r)
+                done = term or trunc
+            returns.append(total)
+        return float(np.mean(returns))
+
+    class EvalCallback(BaseCallback):
+        def __init__(self):
+            super().__init__()
+            self.next = eval_every
+
+        def _on_rollout_end(self):
+            if self.num_timesteps >= self.next or self.num_timesteps >= steps:
+                clock.pause()
+                curve.append((self.num_timesteps, clock.total, evaluate()))
+                self.next += eval_every
+                clock.resume()
+
+        def _on_step(self):
+            return True
+
+    model.learn(total_timesteps=steps, callback=EvalCallback())
+    venv.close()
+    return curve, clock.now()
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
+    p.add_argument("--task", default="Ant-v4", help="the paper's Ant-v4 by default (Ant-v5 adds contact forces to the observation)")
+    p.add_argument("--steps", type=int, default=10_240_000, help="environment steps per run (paper: 10,240,000)")
+    p.add_argument("--seeds", default="1", help="comma-separated seeds")
+    p.add_argument("--impl", default="microrl,sb3", help="which to run: microrl, sb3")
+    p.add_argument("--eval-every", type=int, default=100_000)
+    p.add_argument("--eval-episodes", type=int, default=5)
+    p.add_argument("--target", type=float, default=3000.0, help="return whose first crossing is timed")
+    p.add_argument("--json", action="store_true")
+    args = p.parse_args(argv)
+    warnings.filterwarnings("ignore")
+    runners = {"microrl": run_ours, "sb3": run_sb3}
+    impls = [s.strip() for s in args.impl.split(",") if s.strip()]
+    for name in impls:
+        if name not in runners:
+            p.error("unknown --impl %r; choose from %s" % (name, ", ".join(runners)))
+    runs = []
+    for seed in [int(s) for s in args.seeds.split(",")]:
+        for name in impls:  # interleaved, so that load changes hit both
+            curve, wall = runners[name](args.task, args.steps, seed, args.eval_every, args.eval_episodes)
+            hit = next(((s, t) for s, t, r in curve if r >= args.target), None)
+            steps_done = curve[-1][0] if curve else args.steps
+            runs.append({
+                "impl": name, "seed": seed, "steps": steps_done, "train_wall_s": wall, "steps_per_s": steps_done / wall,
+                "final_return": curve[-1][2] if curve else None, "best_return": max((r for _, _, r in curve), default=None),
+                "target": args.target, "steps_to_target": hit[0] if hit else None, "wall_s_to_target": hit[1] if hit else None,
+                "curve": [{"step": s, "wall_s": t, "return": r} for s, t, r in curve],
+            })
+            if not args.json:
+                print("%s seed %d: %d steps in %.1f s (%.0f steps/s), final return %.1f, best %.1f, %s" % (
+                    name, seed, steps_done, wall, steps_done / wall, runs[-1]["final_return"], runs[-1]["best_return"],
+                    "return %.0f after %.1f s" % (args.target, hit[1]) if hit else "return %.0f not reached" % args.target), flush=True)
+    summary = {}
+    for name in impls:
+        mine = [r for r in runs if r["impl"] == name]
+        summary[name] = {
+            "median_steps_per_s": statistics.median(r["steps_per_s"] for r in mine),
+            "median_final_return": statistics.median(r["final_return"] for r in mine),
+            "runs_reaching_target": sum(r["wall_s_to_target"] is not None for r in mine),
+        }
+    meta = {"task": args.task, "steps": args.steps, "seeds": args.seeds, "eval_every": args.eval_every, "eval_episodes": args.eval_episodes, "cpus": os.cpu_count(), "load_avg": os.getloadavg()[0]}
+    if args.json:
+        print(json.dumps({"meta": meta, "summary": summary, "runs": runs}))
+    else:
+        print("\n%-8s %16s %14s %8s" % ("impl", "median steps/s", "median return", "hit %g" % args.target))
+        for name, s in summary.items():
+            print("%-8s %16.0f %14.1f %8d" % (name, s["median_steps_per_s"], s["median_final_return"], s["runs_reaching_target"]))
+        print("\ncurves (step: training wall s, return):")
+        for r in runs:
+            print("  %s seed %d: %s" % (r["impl"], r["seed"], ", ".join("%d: %.0fs %.0f" % (c["step"], c["wall_s"], c["return"]) for c in r["curve"])))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,228 @@
+"""microrl sweep: many seeds, or a small grid of settings, of `microrl train`, in parallel: as
+local processes by default, or as tasks on a Ray cluster with --ray ADDRESS (the same jobs, no
+code changes). Each job is one `microrl train` run in its own folder under --run-dir; the sweep
+writes summary.csv and summary.json there (settings, seed, exit code, last evaluation)."""
+import csv
+import itertools
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+
+from .. import atomic
+
+# how a job runs `microrl train ARGS...`; tests may point it at a stand-in
+DEFAULT_TRAIN_COMMAND = [sys.executable, "-m", "microrl_host.cli", "train"]
+TRAIN_COMMAND = DEFAULT_TRAIN_COMMAND
+
+
+def register(sub):
+    p = sub.add_parser(
+        "sweep",
+        help="run several seeds or a grid of settings of 'microrl train' in parallel (local processes or Ray)",
+        description=__doc__,
+        epilog="Example: microrl sweep ant --algo ppo --seeds 1-4 --grid lr=1e-4,3e-4 --steps 1000000 --set envs=32\n"
+        "runs 8 trainings (4 seeds x 2 learning rates), each with 'microrl train ... --envs 32'.",
+        formatter_class=__import__("argparse").RawDescriptionHelpFormatter,
+    )
+    p.add_argument("task", help="the task, as for 'microrl train' (e.g. ant, Hopper-v5, pendulum)")
+    p.add_argument("--algo", default="ppo", help="the algorithm, as for 'microrl train' (default ppo)")
+    p.add_argument("--seeds", default="0-2", help="seeds: a list '1,2,5' or a range '0-4' (default 0-2)")
+    p.add_argument("--grid", action="append", default=[], metavar="OPTION=V1,V2", help="a train option and its values, e.g. lr=1e-4,3e-4 (repeat for a grid: every combination runs)")
+    p.add_argument("--steps", type=int, default=None, help="environment steps per run (default: train's)")
+    p.add_argument("--run-dir", default=None, help="folder of the sweep (default sweeps/TASK-ALGO-TIME)")
+    p.add_argument("--workers", type=int, default=None, help="local runs at once (default: one per CPU)")
+    p.add_argument("--ray", metavar="ADDRESS", default=None, help="run the jobs on a Ray cluster: 'auto', 'ray://HOST:10001', or 'local' to start Ray here (pip install 'microrl[ray]')")
+    p.add_argument("--dry-run", action="store_true", help="print the jobs' commands and stop")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--set", action="append", default=[], metavar="OPTION=VALUE", help="a train option for every run, e.g. envs=32 or hidden=64,64 or no-obs-norm=true (repeatable)")
+    p.set_defaults(func=run)
+
+
+def parse_seeds(text):
+    from ..cli import CommandError
+
+    try:
+        if "-" in text.strip().lstrip("-"):
+            lo, hi = text.split("-", 1)
+            seeds = list(range(int(lo), int(hi) + 1))
+        else:
+            seeds = [int(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        raise CommandError("--seeds takes a list such as 1,2,5 or a range such as 0-4; got %r" % text) from None
+    if not seeds:
+        raise CommandError("--seeds gave no seeds (%r)" % text)
+    return seeds
+
+
+def parse_grid(items, split=True, what="--grid"):
+    """[('lr', ['1e-4', '3e-4']), ...] from ['lr=1e-4,3e-4', ...] (split=False: one value each)."""
+    from ..cli import CommandError
+
+    grid = []
+    for item in items:
+        name, _, values = item.partition("=")
+        name = name.strip().lstrip("-")
+        vals = [v.strip() for v in values.split(",") if v.strip()] if split else [values.strip()]
+        if not name or not vals or not vals[0]:
+            raise CommandError("%s takes OPTION=%s; got %r" % (what, "V1,V2 (e.g. lr=1e-4,3e-4)" if split else "VALUE (e.g. envs=32)", item))
+        if name in ("seed", "run-dir", "run_dir", "out", "json", "quiet"):
+            raise CommandError("%s %s: the sweep sets --%s itself" % (what, name, name))
+        grid.append((name.replace("_", "-"), vals))
+    return grid
+
+
+def make_jobs(args):
+    """One dict per run: name, settings, seed, argv for `microrl train`."""
+    seeds = parse_seeds(args.seeds)
+    grid = parse_grid(args.grid)
+    fixed = [(k, v[0]) for k, v in parse_grid(args.set, split=False, what="--set")]
+    names = [n for n, _ in grid]
+    jobs = []
+    for combo in itertools.product(*[v for _, v in grid]) if grid else [()]:
+        settings = dict(zip(names, combo))
+        for seed in seeds:
+            label = "_".join(["%s=%s" % (k, v) for k, v in settings.items()] + ["seed%d" % seed])
+            argv = [args.task, "--algo", args.algo, "--seed", str(seed), "--quiet", "--json"]
+            if args.steps is not None:
+                argv += ["--steps", str(args.steps)]
+            for k, v in list(settings.items()) + fixed:
+                argv += ["--" + k] if v.lower() in ("true", "on") else ([] if v.lower() in ("false", "off") else ["--" + k, v])
+            jobs.append({"name": label, "settings": settings, "seed": seed, "argv": argv})
+    return jobs
+
+
+def run_job(argv, run_dir, command=None, env=None):
+    """Run one training; returns (exit code, its JSON result or None, stderr's last lines)."""
+    cmd = list(command or TRAIN_COMMAND) + list(argv) + ["--run-dir", run_dir]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    result = None
+    for line in reversed(proc.stdout.strip().splitlines()):
+        try:
+            result = json.loads(line)
+            break
+        except ValueError:
+            continue
+    return proc.returncode, result, "\n".join(proc.stderr.strip().splitlines()[-5:])
+
+
+def _ray_job(argv, command):
+    """On a Ray worker: run the training in a scratch folder with the code Ray shipped (its
+    py_modules), and return the run's files with the result, so that the sweep's folder on the
+    driver gets them whatever file systems the cluster has."""
+    import tempfile
+
+    import microrl
+    import microrl_host
+
+    env = dict(os.environ)
+    code_dirs = [os.path.dirname(os.path.dirname(os.path.abspath(m.__file__))) for m in (microrl_host, microrl)]
+    env["PYTHONPATH"] = os.pathsep.join(code_dirs + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    with tempfile.TemporaryDirectory(prefix="microrl-sweep-") as tmp:
+        run_dir = os.path.join(tmp, "run")
+        code, result, err = run_job(argv, run_dir, command or [sys.executable, "-m", "microrl_host.cli", "train"], env)
+        files = {}
+        for folder, _, names in os.walk(run_dir):
+            for n in names:
+                path = os.path.join(folder, n)
+                with open(path, "rb") as f:
+                    files[os.path.relpath(path, run_dir)] = f.read()
+        if isinstance(result, dict):  # paths on the worker mean nothing on the driver
+            result = {k: v for k, v in result.items() if k not in ("run_dir", "policy")}
+        return code, result, err, files
+
+
+def _last_eval(run_dir):
+    from ..runlog import read_progress
+
+    try:
+        rows = read_progress(run_dir)
+    except (FileNotFoundError, OSError, ValueError):
+        return None, None
+    evals = [r for r in rows if r.get("eval_mean") is not None]
+    return (evals[-1]["eval_mean"], evals[-1]["step"]) if evals else (None, None)
+
+
+def run(args):
+    from ..cli import CommandError
+    from ..progress import Progress
+
+    jobs = make_jobs(args)
+    root = args.run_dir or os.path.join("sweeps", "%s-%s-%s" % (args.task.lower(), args.algo, time.strftime("%Y%m%d-%H%M%S")))
+    for job in jobs:
+        job["run_dir"] = os.path.join(root, job["name"])
+    if args.dry_run:
+        for job in jobs:
+            print(" ".join(shlex.quote(a) for a in ["microrl", "train"] + job["argv"] + ["--run-dir", job["run_dir"]]))
+        return 0
+    os.makedirs(root, exist_ok=True)
+    where = "Ray at %s" % args.ray if args.ray else "%d local processes" % (args.workers or os.cpu_count() or 1)
+    if not args.quiet:
+        print("sweep: %d runs of %s %s on %s, into %s" % (len(jobs), args.algo, args.task, where, root), file=sys.stderr)
+    results = []
+    with Progress(len(jobs), desc="sweep", unit="run", quiet=args.quiet) as bar:
+        for job, (code, result, err) in (_run_ray(jobs, args.ray) if args.ray else _run_local(jobs, args.workers)):
+            final, at_step = _last_eval(job["run_dir"])
+            row = {"name": job["name"], "seed": job["seed"], **{"--" + k: v for k, v in job["settings"].items()}, "exit_code": code, "final_eval": final, "eval_step": at_step, "run_dir": job["run_dir"]}
+            if code != 0:
+                row["error"] = err
+                bar.write("run %s failed (exit %d): %s" % (job["name"], code, err.splitlines()[-1] if err else "no message"))
+            results.append(row)
+            bar.update(1, done=job["name"])
+    results.sort(key=lambda r: r["name"])
+    columns = ["name", "seed"] + ["--" + k for k in (jobs[0]["settings"] if jobs else {})] + ["exit_code", "final_eval", "eval_step", "run_dir"]
+    lines = [",".join(columns)] + [",".join("" if r.get(c) is None else str(r.get(c)) for c in columns) for r in results]
+    atomic.write_text(os.path.join(root, "summary.csv"), "\n".join(lines) + "\n")
+    atomic.write_text(os.path.join(root, "summary.json"), json.dumps({"task": args.task, "algo": args.algo, "runs": results}, indent=2))
+    failed = [r for r in results if r["exit_code"] != 0]
+    if not args.quiet:
+        for r in results:
+            print("%-40s exit %d  final eval %s" % (r["name"], r["exit_code"], "%.1f" % r["final_eval"] if r["final_eval"] is not None else "-"))
+        print("summary: %s" % os.path.join(root, "summary.csv"))
+    if failed:
+        raise CommandError("%d of %d runs failed; see %s (first: %s)" % (len(failed), len(results), os.path.join(root, "summary.json"), failed[0]["error"].splitlines()[-1] if failed[0].get("error") else "no message"))
+    return 0
+
+
+def _run_local(jobs, workers):
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
+    # threads only wait on the training processes, which do the work
+    with ThreadPoolExecutor(max(1, workers or os.cpu_count() or 1)) as pool:
+        futures = {pool.submit(run_job, job["argv"], job["run_dir"]): job for job in jobs}
+        for fut in as_completed(futures):
+            yield futures[fut], fut.result()
+
+
+def _run_ray(jobs, address):
+    from ..cli import CommandError
+
+    try:
+        import ray
+    except ImportError:
+        raise CommandError("--ray needs Ray, which is not installed: pip install 'microrl[ray]' (or run without --ray for local processes)") from None
+    import microrl
+    import microrl_host
+
+    # ship this installation's code to the workers (Ray's py_modules): no install on the cluster
+    runtime_env = {"py_modules": [os.path.dirname(os.path.abspath(m.__file__)) for m in (microrl_host, microrl)]}
+    try:
+        ray.init(address=None if address == "local" else address, runtime_env=runtime_env, ignore_reinit_error=True, log_to_driver=False)
+    except Exception as e:  # connection refused, bad address...
+        raise CommandError("cannot connect to the Ray cluster at %s: %s" % (address, e)) from None
+    remote = ray.remote(num_cpus=1)(_ray_job)
+    command = None if TRAIN_COMMAND is DEFAULT_TRAIN_COMMAND else TRAIN_COMMAND  # None: the worker's own python
+    pending = {remote.remote(job["argv"], command): job for job in jobs}
+    try:
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1)
+            job = pending.pop(done[0])
+            code, result, err, files = ray.get(done[0])
+            for rel, data in files.items():
+                atomic.write_bytes(os.path.join(job["run_dir"], rel), data)
+            yield job, (code, result, err)
+    finally:
+        for ref in pending:
+            ray.cancel(ref, force=True)

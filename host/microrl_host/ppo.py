@@ -1,0 +1,619 @@
+"""PPO for MuJoCo tasks, on numpy float32 (BLAS) networks, with the two additions of the paper
+(BackpropTools, section 4.2 and Appendix G) over plain PPO: observation normalisation and the
+KL-adaptive learning rate. Each can be switched off for ablation.
+
+Plain PPO here: a Gaussian policy (mean from an MLP, a learned state-independent log std), a
+separate value MLP, GAE(lambda) (a time-limit cut bootstraps from the last observation's value),
+the clipped surrogate objective, a squared-error value loss, an entropy bonus, several epochs of
+minibatch Adam (PyTorch semantics, the device core's numpy kernel); optional advantage
+normalisation and gradient-norm clipping.
+Networks use the device core's layout (microrl.nn.layout) and kernels (microrl._numpy), so the
+actor's parameters drop into microrl.policy.Policy unchanged: the saved policy is the
+deterministic mean action, scaled to the environment's action bounds, with the observation
+normalisation (obs_mean, obs_std) it was trained with.
+
+`microrl train ant --algo ppo` calls add_arguments() and train_from_args(); train() is the API.
+"""
+import json
+import math
+import os
+import time
+
+import numpy as np
+
+from microrl import _numpy as kernels
+from microrl.activations import IDENTITY, code
+from microrl.nn import layout
+
+from . import atomic
+
+LOG_2PI = math.log(2.0 * math.pi)
+CHECKPOINT = "checkpoint.npz"
+POLICY = "policy.mrlp"
+
+
+class PPOConfig:
+    """Defaults are the paper's for Ant (64 envs x 64 steps, 256-256 ReLU, target KL 0.008) and
+    those of its public Ant configuration (minibatches of 2048, 4 epochs, initial action std 0.5,
+    no entropy bonus, no advantage normalisation, Adam at 1e-3, no gradient clipping)."""
+
+    FIELDS = {
+        "steps": 10_240_000,
+        "envs": 64,
+        "rollout_steps": 64,
+        "epochs": 4,
+        "minibatches": 2,
+        "hidden": (256, 256),
+        "activation": "relu",
+        "gamma": 0.99,
+        "gae_lambda": 0.95,
+        "clip_coef": 0.2,
+        "ent_coef": 0.0,
+        "vf_coef": 0.5,
+        "max_grad_norm": 0.0,
+        "adv_norm": False,
+        "lr": 1e-3,
+        "kl_adaptive": True,
+        "target_kl": 0.008,
+        "kl_factor": 1.5,
+        "lr_min": 1e-6,
+        "lr_max": 1e-2,
+        "obs_norm": True,
+        "init_log_std": math.log(0.5),
+        "threads": None,
+        "seed": 0,
+    }
+
+    def __init__(self, **kwargs):
+        for k, v in self.FIELDS.items():
+            setattr(self, k, v)
+        for k, v in kwargs.items():
+            if k not in self.FIELDS:
+                raise ValueError("unknown PPO setting %r; known: %s" % (k, ", ".join(sorted(self.FIELDS))))
+            if v is not None:
+                setattr(self, k, v)
+        self.hidden = tuple(int(h) for h in self.hidden)
+        problems = []
+        for name in ("steps", "envs", "rollout_steps", "epochs", "minibatches"):
+            if int(getattr(self, name)) < 1:
+                problems.append("%s must be at least 1" % name)
+        if self.envs * self.rollout_steps < self.minibatches:
+            problems.append("minibatches (%d) exceeds the batch of envs x rollout_steps (%d)" % (self.minibatches, self.envs * self.rollout_steps))
+        if not 0 < self.gamma <= 1 or not 0 <= self.gae_lambda <= 1:
+            problems.append("gamma must be in (0, 1] and gae_lambda in [0, 1]")
+        if not 0 < self.lr_min <= self.lr_max:
+            problems.append("need 0 < lr_min <= lr_max")
+        if self.lr <= 0 or self.target_kl <= 0 or self.kl_factor <= 1 or self.clip_coef <= 0:
+            problems.append("lr, target_kl and clip_coef must be positive and kl_factor above 1")
+        if problems:
+            raise ValueError("; ".join(problems))
+
+    def as_dict(self):
+        return {k: getattr(self, k) for k in self.FIELDS}
+
+
+class Net:
+    """An MLP over one flat float32 vector in the device core's layout, for batches of rows,
+    forward and backward with the device core's numpy kernels, plus Adam moments."""
+
+    def __init__(self, sizes, activations, batch):
+        self.sizes = [int(s) for s in sizes]
+        self.acts = [code(a) for a in activations]
+        self.offsets, n = layout(self.sizes)
+        self.params = np.zeros(n, np.float32)
+        self.grads = np.zeros(n, np.float32)
+        self.m = np.zeros(n, np.float32)
+        self.v = np.zeros(n, np.float32)
+        self.W, self.b, self.dW, self.db = [], [], [], []
+        for l, (wo, bo) in enumerate(self.offsets):
+            o, i = self.sizes[l + 1], self.sizes[l]
+            self.W.append(self.params[wo:bo].reshape(o, i))
+            self.b.append(self.params[bo : bo + o])
+            self.dW.append(self.grads[wo:bo].reshape(o, i))
+            self.db.append(self.grads[bo : bo + o])
+        self.batch = batch
+        self.y = [np.zeros((batch, s), np.float32) for s in self.sizes[1:]]
+        self.dx = [np.zeros((batch, s), np.float32) for s in self.sizes[1:-1]]
+        self.x = None
+
+    def init_orthogonal(self, rng, hidden_gain, out_gain):
+        """Orthogonal weights (gain sqrt(2) hidden, small for the policy's output), zero biases:
+        the usual PPO initialisation."""
+        for l, W in enumerate(self.W):
+            gain = out_gain if l == len(self.W) - 1 else hidden_gain
+            a = rng.standard_normal((max(W.shape), min(W.shape)))
+            q, r = np.linalg.qr(a)
+            q *= np.sign(np.diag(r))
+            W[:] = gain * (q if W.shape[0] >= W.shape[1] else q.T)[: W.shape[0], : W.shape[1]]
+            self.b[l][:] = 0.0
+
+    def forward(self, x):
+        n = x.shape[0]
+        if n > self.batch:
+            raise ValueError("batch of %d rows exceeds the %d allocated" % (n, self.batch))
+        self.x = x
+        for l in range(len(self.W)):
+            kernels.dense(self.W[l], self.b[l], x, self.y[l], n, self.acts[l])
+            x = self.y[l]
+        return self.y[-1][:n]
+
+    def backward(self, dy):
+        """Gradients of the last forward into self.grads, from dy = dL/d(output) (overwritten)."""
+        n = dy.shape[0]
+        g = dy
+        for l in range(len(self.W) - 1, -1, -1):
+            x = self.x if l == 0 else self.y[l - 1]
+            dx = self.dx[l - 1] if l > 0 else None
+            kernels.dense_backward(self.W[l], x, self.y[l], None, g, n, self.acts[l], self.dW[l], self.db[l], dx)
+            if l > 0:
+                g = dx[:n]
+
+
+class Adam:
+    """Adam (PyTorch semantics) over a list of parameter vectors, with their gradients."""
+
+    def __init__(self, params):
+        self.params = params
+        self.m = [np.zeros_like(p) for p in params]
+        self.v = [np.zeros_like(p) for p in params]
+        self.step_count = 0
+
+    def step(self, grads, lr):
+        self.step_count += 1
+        for p, g, m, v in zip(self.params, grads, self.m, self.v):
+            kernels.adam(p, g, m, v, lr, 0.9, 0.999, 1e-8, self.step_count)
+
+
+class RunningMeanStd:
+    """Running mean and variance of observations (Chan et al.'s parallel update)."""
+
+    def __init__(self, n):
+        self.mean = np.zeros(n)
+        self.var = np.ones(n)
+        self.count = 1e-4
+
+    def update(self, x):
+        x = np.asarray(x, np.float64).reshape(-1, self.mean.shape[0])
+        b_mean, b_var, b_n = x.mean(axis=0), x.var(axis=0), x.shape[0]
+        delta = b_mean - self.mean
+        total = self.count + b_n
+        self.mean = self.mean + delta * b_n / total
+        self.var = (self.var * self.count + b_var * b_n + delta * delta * self.count * b_n / total) / total
+        self.count = total
+
+    @property
+    def std(self):
+        return np.sqrt(self.var + 1e-8)
+
+
+def adapt_lr(lr, kl, target_kl, factor, lr_min, lr_max):
+    """The paper's Appendix G: raise the learning rate when the policy moved too little (KL below
+    half the target), lower it when too much (above twice), keep it in [lr_min, lr_max]."""
+    if kl < 0.5 * target_kl:
+        lr = lr * factor
+    elif kl > 2.0 * target_kl:
+        lr = lr / factor
+    return max(lr_min, min(lr, lr_max))
+
+
+class PPO:
+    """The learner: networks, optimiser, normalisation; collects with act() and learns with update()."""
+
+    def __init__(self, obs_dim, act_dim, action_low, action_high, config):
+        self.config = c = config
+        self.obs_dim, self.act_dim = obs_dim, act_dim
+        self.rng = np.random.default_rng(c.seed)
+        batch = c.envs * c.rollout_steps
+        self.minibatch = batch // c.minibatches
+        rows = max(self.minibatch + batch % c.minibatches, c.envs)
+        acts = [c.activation] * len(c.hidden)
+        self.actor = Net([obs_dim] + list(c.hidden) + [act_dim], acts + [IDENTITY], rows)
+        self.critic = Net([obs_dim] + list(c.hidden) + [1], acts + [IDENTITY], rows)
+        self.actor.init_orthogonal(self.rng, math.sqrt(2.0), 0.01)
+        self.critic.init_orthogonal(self.rng, math.sqrt(2.0), 1.0)
+        self.log_std = np.full(act_dim, c.init_log_std, np.float32)
+        self.log_std_grad = np.zeros(act_dim, np.float32)
+        # the adaptive learning rate steers the policy only; the critic keeps the initial one
+        self.actor_optimizer = Adam([self.actor.params, self.log_std])
+        self.critic_optimizer = Adam([self.critic.params])
+        self.obs_rms = RunningMeanStd(obs_dim)
+        self.lr = c.lr
+        low, high = np.asarray(action_low, np.float64), np.asarray(action_high, np.float64)
+        self.action_low, self.action_high = low, high
+        self.act_scale = ((high - low) / 2.0).astype(np.float32)
+        self.act_offset = ((high + low) / 2.0).astype(np.float32)
+        self.stats = {}
+
+    # -- acting
+    def normalize(self, obs):
+        if not self.config.obs_norm:
+            return np.asarray(obs, np.float32)
+        return ((obs - self.obs_rms.mean) / self.obs_rms.std).astype(np.float32)
+
+    def to_env(self, raw_actions):
+        """Actions in the network's units to the environment's, clipped to its bounds."""
+        return np.clip(raw_actions * self.act_scale + self.act_offset, self.action_low, self.action_high)
+
+    def act(self, obs_n):
+        """Sample actions for normalised observations: (raw actions, log-probs, means, values)."""
+        mean = self.actor.forward(obs_n).copy()
+        value = self.critic.forward(obs_n)[:, 0].copy()
+        std = np.exp(self.log_std)
+        noise = self.rng.standard_normal(mean.shape).astype(np.float32)
+        raw = mean + std * noise
+        logp = (-0.5 * noise * noise - self.log_std - 0.5 * LOG_2PI).sum(axis=1)
+        return raw, logp, mean, value
+
+    def value(self, obs_n):
+        return self.critic.forward(obs_n)[:, 0].copy()
+
+    def deterministic(self, obs, clip=True):
+        """The deployed policy: mean action for raw observations, in environment units; clipped to
+        the bounds unless clip=False (the saved Policy does not clip: clamp on the board)."""
+        obs = np.asarray(obs, np.float64).reshape(-1, self.obs_dim)
+        mean = self.actor.forward(self.normalize(obs))
+        return self.to_env(mean) if clip else mean * self.act_scale + self.act_offset
+
+    # -- learning
+    def update(self, batch):
+        """Epochs of minibatch updates on a rollout: dict of obs, actions, logp, mean, advantages, returns."""
+        c = self.config
+        n = batch["obs"].shape[0]
+        mb = self.minibatch
+        kls, clipfracs, pg_losses, v_losses, entropies = [], [], [], [], []
+        for _ in range(c.epochs):
+            order = self.rng.permutation(n)
+            for k in range(c.minibatches):
+                idx = order[k * mb : (k + 1) * mb] if k < c.minibatches - 1 else order[k * mb :]
+                stats = self._minibatch(batch, idx)
+                kls.append(stats[0])
+                clipfracs.append(stats[1])
+                pg_losses.append(stats[2])
+                v_losses.append(stats[3])
+                entropies.append(stats[4])
+                if c.kl_adaptive:
+                    self.lr = adapt_lr(self.lr, stats[0], c.target_kl, c.kl_factor, c.lr_min, c.lr_max)
+        self.stats = {"kl": float(np.mean(kls)), "clipfrac": float(np.mean(clipfracs)), "pg_loss": float(np.mean(pg_losses)), "v_loss": float(np.mean(v_losses)), "entropy": float(np.mean(entropies)), "lr": self.lr}
+        return self.stats
+
+    def _minibatch(self, batch, idx):
+        c = self.config
+        obs = batch["obs"][idx]
+        actions = batch["actions"][idx]
+        old_logp = batch["logp"][idx]
+        old_mean = batch["mean"][idx]
+        old_log_std = batch["log_std"]
+        adv = batch["advantages"][idx]
+        ret = batch["returns"][idx]
+        m = obs.shape[0]
+        if c.adv_norm:
+            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+        # policy
+        mean = self.actor.forward(obs)
+        log_std = self.log_std.astype(np.float64)
+        std = np.exp(log_std)
+        z = (actions - mean) / std
+        logp = (-0.5 * z * z - log_std - 0.5 * LOG_2PI).sum(axis=1)
+        ratio = np.exp(logp - old_logp)
+        surr1 = ratio * adv
+        surr2 = np.clip(ratio, 1.0 - c.clip_coef, 1.0 + c.clip_coef) * adv
+        pg_loss = -np.minimum(surr1, surr2).mean()
+        # the clipped objective's gradient flows only where the unclipped term is the minimum
+        active = surr1 <= surr2
+        dlogp = np.where(active, -adv * ratio, 0.0) / m
+        dmean = (dlogp[:, None] * z / std).astype(np.float32)  # dlogp/dmean = (a - mean) / std^2
+        dlog_std = (dlogp[:, None] * (z * z - 1.0)).sum(axis=0)
+        entropy = float((log_std + 0.5 + 0.5 * LOG_2PI).sum())
+        dlog_std -= c.ent_coef  # the entropy bonus: d(-ent_coef * entropy)/dlog_std
+        # KL(old || new) of diagonal Gaussians, exactly, before this minibatch's step
+        var_ratio = np.exp(2.0 * (old_log_std - log_std))
+        kl = float((log_std - old_log_std + 0.5 * (var_ratio + ((old_mean - mean) / std) ** 2) - 0.5).sum(axis=1).mean())
+        clipfrac = float((np.abs(ratio - 1.0) > c.clip_coef).mean())
+        self.actor.backward(dmean)
+        self.log_std_grad[:] = dlog_std
+        # value
+        v = self.critic.forward(obs)[:, 0]
+        v_loss = 0.5 * float(((v - ret) ** 2).mean())
+        dv = (c.vf_coef * (v - ret) / m).astype(np.float32)[:, None]
+        self.critic.backward(np.ascontiguousarray(dv))
+        grads = [self.actor.grads, self.log_std_grad, self.critic.grads]
+        if c.max_grad_norm and c.max_grad_norm > 0:
+            for group in (grads[:2], grads[2:]):
+                norm = math.sqrt(sum(float(np.dot(g, g)) for g in group))
+                if norm > c.max_grad_norm:
+                    for g in group:
+                        g *= c.max_grad_norm / (norm + 1e-6)
+        self.actor_optimizer.step(grads[:2], self.lr)
+        self.critic_optimizer.step(grads[2:], c.lr)
+        return kl, clipfrac, pg_loss, v_loss, entropy
+
+    # -- export and checkpoints
+    def to_policy(self):
+        """The device core's Policy: deterministic mean action, scaled to the action bounds,
+        with this learner's observation normalisation."""
+        from microrl.policy import Policy, array_of
+
+        kwargs = {}
+        if self.config.obs_norm:
+            kwargs = {"obs_mean": self.obs_rms.mean.tolist(), "obs_std": self.obs_rms.std.tolist()}
+        return Policy(self.actor.sizes, self.actor.acts, params=array_of(self.actor.params.tolist()), act_scale=self.act_scale.tolist(), act_offset=self.act_offset.tolist(), **kwargs)
+
+    def state(self):
+        a, c = self.actor_optimizer, self.critic_optimizer
+        return {
+            "actor": self.actor.params, "critic": self.critic.params, "log_std": self.log_std,
+            "adam_m0": a.m[0], "adam_m1": a.m[1], "adam_m2": c.m[0], "adam_v0": a.v[0], "adam_v1": a.v[1], "adam_v2": c.v[0],
+            "adam_step": np.array(a.step_count), "lr": np.array(self.lr),
+            "obs_mean": self.obs_rms.mean, "obs_var": self.obs_rms.var, "obs_count": np.array(self.obs_rms.count),
+            "rng": np.array(json.dumps(self.rng.bit_generator.state)),
+        }
+
+    def load_state(self, s):
+        a, c = self.actor_optimizer, self.critic_optimizer
+        self.actor.params[:] = s["actor"]
+        self.critic.params[:] = s["critic"]
+        self.log_std[:] = s["log_std"]
+        for k, (m, v) in enumerate(zip(a.m + c.m, a.v + c.v)):
+            m[:] = s["adam_m%d" % k]
+            v[:] = s["adam_v%d" % k]
+        a.step_count = c.step_count = int(s["adam_step"])
+        self.lr = float(s["lr"])
+        self.obs_rms.mean = np.array(s["obs_mean"], np.float64)
+        self.obs_rms.var = np.array(s["obs_var"], np.float64)
+        self.obs_rms.count = float(s["obs_count"])
+        self.rng.bit_generator.state = json.loads(str(s["rng"]))
+
+
+def gae(rewards, values, dones, last_value, gamma, lam):
+    """Advantages and returns, (T, N) each. dones[t] ends the episode after step t (a truncated
+    episode's bootstrap is already in its reward)."""
+    T = rewards.shape[0]
+    adv = np.zeros_like(rewards)
+    last = np.zeros(rewards.shape[1])
+    next_value = last_value
+    for t in range(T - 1, -1, -1):
+        nonterminal = 1.0 - dones[t]
+        delta = rewards[t] + gamma * next_value * nonterminal - values[t]
+        last = delta + gamma * lam * nonterminal * last
+        adv[t] = last
+        next_value = values[t]
+    return adv, adv + values
+
+
+def evaluate_policy(policy, task, episodes=10, seed=12345, max_steps=None):
+    """Deterministic returns of a device core Policy on gymnasium's own environment: (mean, std, returns).
+    Episode k starts from reset(seed=seed + k); actions are clipped to the bounds."""
+    from .mujoco_envs import make_gymnasium_env
+
+    env = make_gymnasium_env(task, max_episode_steps=max_steps) if max_steps else make_gymnasium_env(task)
+    low, high = env.action_space.low, env.action_space.high
+    returns = []
+    for k in range(episodes):
+        obs, _ = env.reset(seed=seed + k)
+        total, done = 0.0, False
+        while not done:
+            action = np.clip(np.asarray(policy(obs), np.float32), low, high)
+            obs, reward, terminated, truncated, _ = env.step(action)
+            total += float(reward)
+            done = terminated or truncated
+        returns.append(total)
+    env.close()
+    return float(np.mean(returns)), float(np.std(returns)), returns
+
+
+def train(task, config=None, run_dir=None, out=None, resume=False, checkpoint_every=None, eval_every=None, eval_episodes=10, quiet=False, callback=None, max_episode_steps=None):
+    """Train PPO on a MuJoCo task. Writes into run_dir (if given): run.json, progress.csv,
+    checkpoint.npz (atomically, every checkpoint_every steps and at the end) and policy.mrlp;
+    out: another path for the final policy. resume: continue from run_dir's checkpoint.
+    Returns (learner, evals) with evals a list of (step, mean, std)."""
+    with _one_blas_thread():
+        return _train(task, config or PPOConfig(), run_dir, out, resume, checkpoint_every, eval_every, eval_episodes, quiet, callback, max_episode_steps)
+
+
+def _one_blas_thread():
+    """BLAS on one thread while training: its spinning threads fight the environments' threads
+    for the CPUs (measured here: a PPO iteration on Ant took 2.8 times longer with two)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - a core dependency; without it, BLAS keeps its threads
+        import contextlib
+
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
+
+
+def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_episodes, quiet, callback, max_episode_steps):
+    from microrl import policy as policy_file
+
+    from .mujoco_envs import MujocoVectorEnv, resolve_task
+    from .progress import Progress
+    from .runlog import RunLog
+
+    task = resolve_task(task)
+    envs = MujocoVectorEnv(task, c.envs, threads=c.threads, max_episode_steps=max_episode_steps)
+    try:
+        learner = PPO(envs.obs_dim, envs.act_dim, envs.single_action_space.low, envs.single_action_space.high, c)
+        step, iteration, elapsed_before, evals = 0, 0, 0.0, []
+        ckpt_path = os.path.join(run_dir, CHECKPOINT) if run_dir else None
+        if resume:
+            if not ckpt_path or not os.path.exists(ckpt_path):
+                raise FileNotFoundError("nothing to resume: no %s in %s" % (CHECKPOINT, run_dir))
+            with np.load(ckpt_path) as s:
+                if str(s["task"]) != task:
+                    raise ValueError("the checkpoint in %s is for %s, not %s" % (run_dir, s["task"], task))
+                learner.load_state(s)
+                step, iteration, elapsed_before = int(s["step"]), int(s["iteration"]), float(s["elapsed"])
+                evals = [tuple(e) for e in s["evals"].tolist()]
+        meta = {"task": task, "algo": "ppo", "config": c.as_dict()}
+        log = RunLog(run_dir, meta, resume=resume) if run_dir else None
+        T, N = c.rollout_steps, c.envs
+        per_iter = T * N
+        obs_buf = np.zeros((T, N, envs.obs_dim), np.float32)
+        raw_obs = np.zeros((T, N, envs.obs_dim))
+        act_buf = np.zeros((T, N, envs.act_dim), np.float32)
+        mean_buf = np.zeros((T, N, envs.act_dim), np.float32)
+        logp_buf = np.zeros((T, N))
+        val_buf = np.zeros((T, N))
+        rew_buf = np.zeros((T, N))
+        done_buf = np.zeros((T, N))
+        # resuming restarts the episodes (from a seed of its own): the learner continues exactly
+        obs, _ = envs.reset(seed=int(c.seed) * 100_003 + iteration)
+        start = time.perf_counter()
+        next_eval = (step // eval_every + 1) * eval_every if eval_every else None
+        next_ckpt = (step // checkpoint_every + 1) * checkpoint_every if checkpoint_every else None
+        recent = []
+        progress = Progress(c.steps, desc="ppo %s" % task, quiet=quiet, initial=min(step, c.steps))
+
+        def save_checkpoint():
+            if ckpt_path:
+                atomic.write_npz(ckpt_path, task=np.array(task), step=np.array(step), iteration=np.array(iteration), elapsed=np.array(elapsed_before + time.perf_counter() - start), evals=np.array(evals, np.float64).reshape(-1, 3), **learner.state())
+                policy_file.save(os.path.join(run_dir, POLICY), learner.to_policy())
+
+        try:
+            while step < c.steps:
+                for t in range(T):
+                    raw_obs[t] = obs
+                    obs_n = learner.normalize(obs)
+                    obs_buf[t] = obs_n
+                    raw, logp, mean, value = learner.act(obs_n)
+                    obs, reward, terminated, truncated, infos = envs.step(learner.to_env(raw))
+                    if truncated.any():  # bootstrap the cut-off episode from its last observation
+                        cut = np.flatnonzero(truncated)
+                        reward = reward.copy()
+                        reward[cut] += c.gamma * learner.value(learner.normalize(infos["final_obs"][cut]))
+                    act_buf[t], mean_buf[t], logp_buf[t], val_buf[t] = raw, mean, logp, value
+                    rew_buf[t] = reward
+                    done_buf[t] = terminated | truncated
+                    if "episode" in infos:
+                        recent.extend(infos["episode"]["r"][infos["_episode"]].tolist())
+                last_value = learner.value(learner.normalize(obs))
+                adv, ret = gae(rew_buf, val_buf, done_buf, last_value, c.gamma, c.gae_lambda)
+                batch = {
+                    "obs": obs_buf.reshape(per_iter, -1), "actions": act_buf.reshape(per_iter, -1), "mean": mean_buf.reshape(per_iter, -1),
+                    "logp": logp_buf.reshape(-1), "advantages": adv.reshape(-1), "returns": ret.reshape(-1), "log_std": learner.log_std.astype(np.float64).copy(),
+                }
+                learner.update(batch)
+                if c.obs_norm:
+                    learner.obs_rms.update(raw_obs.reshape(per_iter, -1))
+                step += per_iter
+                iteration += 1
+                now = elapsed_before + time.perf_counter() - start
+                episode_return = float(np.mean(recent)) if recent else None
+                if log and recent:
+                    log.row(step, episode_return=episode_return, time_s=now)
+                postfix = {"lr": "%.1e" % learner.lr, "kl": "%.4f" % learner.stats["kl"]}
+                if recent:
+                    postfix["return"] = "%.0f" % episode_return
+                recent = []
+                if next_eval and step >= next_eval:
+                    mean_r, std_r, _ = evaluate_policy(learner.to_policy(), task, eval_episodes, seed=12345)
+                    evals.append((step, mean_r, std_r))
+                    if log:
+                        log.row(step, eval_mean=mean_r, eval_std=std_r, time_s=elapsed_before + time.perf_counter() - start)
+                    progress.write("step %d: deterministic return %.1f +- %.1f (%d episodes)" % (step, mean_r, std_r, eval_episodes))
+                    next_eval += eval_every
+                if next_ckpt and step >= next_ckpt:
+                    save_checkpoint()
+                    next_ckpt += checkpoint_every
+                progress.update(min(per_iter, c.steps - (step - per_iter)), **postfix)
+                if callback:
+                    callback(step, learner)
+            save_checkpoint()
+        except KeyboardInterrupt:
+            if ckpt_path:  # keep what was learned: the run continues with --resume
+                save_checkpoint()
+                progress.write("interrupted at step %d; checkpoint saved in %s (continue with --resume)" % (step, run_dir))
+            raise
+        finally:
+            progress.close()
+            if log:
+                log.close()
+        if out:
+            os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+            policy_file.save(out, learner.to_policy())
+        return learner, evals
+    finally:
+        envs.close()
+
+
+# ------------------------------------------------------------------- the `microrl train` seam
+def add_arguments(parser):
+    """PPO's own options for `microrl train --algo ppo` (the shared ones are train's)."""
+    group = parser.add_argument_group("PPO (--algo ppo)")
+    d = PPOConfig.FIELDS
+    taken = getattr(parser, "_option_string_actions", {})
+
+    class Adder:  # an option another algorithm already added (say --lr) is shared, not redefined
+        def add_argument(self, flag, **kwargs):
+            if flag not in taken:
+                group.add_argument(flag, **kwargs)
+
+    g = Adder()
+    g.add_argument("--envs", type=int, default=None, help="parallel environments (default %d)" % d["envs"])
+    g.add_argument("--rollout-steps", type=int, default=None, help="steps per environment per rollout (default %d)" % d["rollout_steps"])
+    g.add_argument("--epochs", type=int, default=None, help="passes over each rollout (default %d)" % d["epochs"])
+    g.add_argument("--minibatches", type=int, default=None, help="minibatches per epoch (default %d)" % d["minibatches"])
+    g.add_argument("--clip-coef", type=float, default=None, help="PPO clip range (default %g)" % d["clip_coef"])
+    g.add_argument("--ent-coef", type=float, default=None, help="entropy bonus weight (default %g)" % d["ent_coef"])
+    g.add_argument("--vf-coef", type=float, default=None, help="value loss weight (default %g)" % d["vf_coef"])
+    g.add_argument("--gae-lambda", type=float, default=None, help="GAE lambda (default %g)" % d["gae_lambda"])
+    g.add_argument("--max-grad-norm", type=float, default=None, help="clip each network's gradient norm; 0 disables (default %g)" % d["max_grad_norm"])
+    g.add_argument("--lr", type=float, default=None, help="Adam learning rate: the critic's, and the actor's initial one (default %g)" % d["lr"])
+    g.add_argument("--target-kl", type=float, default=None, help="KL the adaptive learning rate aims for (default %g)" % d["target_kl"])
+    g.add_argument("--no-kl-adaptive", action="store_true", help="keep the learning rate fixed (ablation of the paper's Appendix G)")
+    g.add_argument("--no-obs-norm", action="store_true", help="no observation normalisation (ablation)")
+    g.add_argument("--adv-norm", action="store_true", help="normalise advantages per minibatch (common PPO practice; off in the paper's setting)")
+    g.add_argument("--threads", type=int, default=None, help="threads stepping the environments (default: one per 4 envs, at most one per CPU)")
+
+
+def _hidden(value):
+    if value is None or isinstance(value, (list, tuple)):
+        return value
+    try:
+        return tuple(int(h) for h in str(value).replace("-", ",").replace("x", ",").split(",") if h.strip())
+    except ValueError:
+        raise ValueError("--hidden takes layer widths such as 256,256; got %r" % (value,)) from None
+
+
+def config_from_args(args):
+    g = lambda name: getattr(args, name, None)  # noqa: E731
+    return PPOConfig(
+        steps=g("steps"), seed=g("seed"), hidden=_hidden(g("hidden")), gamma=g("gamma"), activation=g("activation"),
+        envs=g("envs"), rollout_steps=g("rollout_steps"), epochs=g("epochs"), minibatches=g("minibatches"),
+        clip_coef=g("clip_coef"), ent_coef=g("ent_coef"), vf_coef=g("vf_coef"), gae_lambda=g("gae_lambda"),
+        max_grad_norm=g("max_grad_norm"), lr=g("lr"), target_kl=g("target_kl"), threads=g("threads"),
+        kl_adaptive=False if g("no_kl_adaptive") else None, obs_norm=False if g("no_obs_norm") else None, adv_norm=True if g("adv_norm") else None,
+    )
+
+
+def train_from_args(args):
+    """Run `microrl train TASK --algo ppo ...`; returns the exit code. User errors raise CommandError."""
+    from .cli import CommandError
+    from .mujoco_envs import MujocoMissingError, UnknownTaskError, resolve_task
+
+    try:
+        config = config_from_args(args)
+        task = resolve_task(args.task)
+    except (ValueError, MujocoMissingError) as e:
+        raise CommandError(str(e)) from None
+    run_dir = getattr(args, "run_dir", None) or os.path.join("runs", "ppo-%s-seed%d" % (task.lower(), config.seed))
+    if getattr(args, "resume", False) and not os.path.exists(os.path.join(run_dir, CHECKPOINT)):
+        raise CommandError("nothing to resume in %s (no %s); start without --resume" % (run_dir, CHECKPOINT))
+    eval_every = getattr(args, "eval_every", None)
+    if eval_every is None:
+        eval_every = max(config.envs * config.rollout_steps, min(100_000, config.steps // 10))
+    try:
+        learner, evals = train(
+            task, config, run_dir=run_dir, out=getattr(args, "out", None), resume=bool(getattr(args, "resume", False)),
+            checkpoint_every=getattr(args, "checkpoint_every", None) or 100_000, eval_every=eval_every or None,
+            eval_episodes=getattr(args, "eval_episodes", None) or 10, quiet=bool(getattr(args, "quiet", False) or getattr(args, "json", False)),
+        )
+    except (MujocoMissingError, UnknownTaskError) as e:
+        raise CommandError(str(e)) from None
+    result = {"task": task, "algo": "ppo", "run_dir": run_dir, "policy": getattr(args, "out", None) or os.path.join(run_dir, POLICY), "steps": config.steps, "evals": [list(e) for e in evals]}
+    if getattr(args, "json", False):
+        print(json.dumps(result))
+    elif not getattr(args, "quiet", False):
+        last = evals[-1] if evals else None
+        print("policy: %s%s" % (result["policy"], "  (deterministic return %.1f +- %.1f at step %d)" % (last[1], last[2], last[0]) if last else ""))
+    return 0

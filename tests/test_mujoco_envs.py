@@ -1,0 +1,145 @@
+"""Our parallel MuJoCo environments against gymnasium's own: same seeds and actions must give
+the same observations, rewards, terminations, truncations and resets, bit for bit."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from helpers import ROOT, repo_env
+
+pytest.importorskip("mujoco", reason="mujoco not installed: pip install 'microrl[mujoco]'")
+gym = pytest.importorskip("gymnasium")
+pytest.importorskip("gymnasium.envs.mujoco.mujoco_env", reason="gymnasium[mujoco] not installed: pip install 'microrl[mujoco]'")
+
+from microrl_host.mujoco_envs import FAMILIES, MujocoVectorEnv, UnknownTaskError, resolve_task  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def reference(task, n, limit):
+    return gym.vector.SyncVectorEnv([lambda: gym.make(task, max_episode_steps=limit) for _ in range(n)], autoreset_mode="SameStep")
+
+
+def run_both(task, n=3, steps=150, limit=60, seed=7, threads=2, **kwargs):
+    """Step ours and gymnasium's vector env with the same random actions; yield both results."""
+    ours = MujocoVectorEnv(task, n, threads=threads, max_episode_steps=limit, **kwargs)
+    ref = gym.vector.SyncVectorEnv([lambda: gym.make(task, max_episode_steps=limit, **kwargs) for _ in range(n)], autoreset_mode="SameStep")
+    o1, _ = ours.reset(seed=seed)
+    o2, _ = ref.reset(seed=seed)
+    yield o1, o2
+    rng = np.random.default_rng(seed)
+    high = ours.single_action_space.high
+    for _ in range(steps):
+        a = (rng.uniform(-1.2, 1.2, size=(n, ours.act_dim)) * high).astype(np.float32)  # some beyond the bounds
+        yield ours.step(a), ref.step(a)
+    ours.close()
+    ref.close()
+
+
+@pytest.mark.parametrize("task", sorted(FAMILIES))
+def test_identical_to_gymnasium(task):
+    gen = run_both(task)
+    o1, o2 = next(gen)
+    np.testing.assert_array_equal(o1, o2)
+    ends = 0
+    for r1, r2 in gen:
+        for k, what in enumerate(("observations", "rewards", "terminated", "truncated")):
+            np.testing.assert_array_equal(np.asarray(r1[k], np.float64), np.asarray(r2[k], np.float64), err_msg=what)
+        done = r1[2] | r1[3]
+        ends += done.sum()
+        if done.any():
+            np.testing.assert_array_equal(r1[4]["_final_obs"], r2[4]["_final_obs"])
+            for i in np.flatnonzero(done):
+                np.testing.assert_array_equal(r1[4]["final_obs"][i], r2[4]["final_obs"][i])
+    assert ends > 0, "the check must cover at least one reset"
+
+
+@pytest.mark.parametrize("task, kwargs", [
+    ("Ant-v4", {"use_contact_forces": True}),
+    ("Ant-v5", {"include_cfrc_ext_in_observation": False, "ctrl_cost_weight": 0.1, "healthy_z_range": (0.3, 0.9)}),
+    ("Hopper-v5", {"exclude_current_positions_from_observation": False, "terminate_when_unhealthy": False}),
+    ("Walker2d-v4", {"terminate_when_unhealthy": False, "reset_noise_scale": 0.1}),
+])
+def test_gymnasium_keyword_arguments_are_honoured(task, kwargs):
+    gen = run_both(task, steps=80, **kwargs)
+    o1, o2 = next(gen)
+    np.testing.assert_array_equal(o1, o2)
+    for r1, r2 in gen:
+        for k in range(4):
+            np.testing.assert_array_equal(np.asarray(r1[k], np.float64), np.asarray(r2[k], np.float64))
+
+
+def test_terminations_and_episode_statistics():
+    """Hopper falls under random actions: terminations (not truncations), resets in the same step,
+    and infos['episode'] carries each finished episode's return and length."""
+    envs = MujocoVectorEnv("Hopper-v5", 4, threads=1)
+    envs.reset(seed=3)
+    rng = np.random.default_rng(0)
+    totals, lengths, finished = np.zeros(4), np.zeros(4, int), []
+    for _ in range(300):
+        obs, rew, term, trunc, infos = envs.step(rng.uniform(-1, 1, (4, 3)))
+        totals += rew
+        lengths += 1
+        assert not trunc.any()
+        if term.any():
+            for i in np.flatnonzero(term):
+                assert infos["_episode"][i]
+                assert infos["episode"]["r"][i] == pytest.approx(totals[i], rel=1e-12)
+                assert infos["episode"]["l"][i] == lengths[i]
+                # the returned observation is the new episode's first: near the initial pose
+                assert abs(obs[i, 0] - envs.init_qpos[1]) < 0.01
+                finished.append(totals[i])
+                totals[i], lengths[i] = 0.0, 0
+    assert len(finished) >= 4
+
+
+def test_seeds_and_threads():
+    a = np.random.default_rng(1).uniform(-1, 1, (20, 5, 8))
+    results = []
+    for threads in (1, 3):
+        envs = MujocoVectorEnv("ant", 5, threads=threads)
+        obs = [envs.reset(seed=11)[0]]
+        obs += [envs.step(a[t])[0] for t in range(20)]
+        results.append(np.array(obs))
+        envs.close()
+    np.testing.assert_array_equal(results[0], results[1])
+    envs = MujocoVectorEnv("ant", 5)
+    first, _ = envs.reset(seed=[11, 12, 13, 14, 15])
+    np.testing.assert_array_equal(first, results[0][0])
+    other, _ = envs.reset(seed=99)
+    assert not np.array_equal(other, first)
+    envs.close()
+
+
+def test_gymnasium_vector_api():
+    envs = MujocoVectorEnv("HalfCheetah-v5", 2)
+    assert isinstance(envs, gym.vector.VectorEnv)
+    assert envs.observation_space.shape == (2, 17) and envs.action_space.shape == (2, 6)
+    assert envs.metadata["autoreset_mode"] == gym.vector.AutoresetMode.SAME_STEP
+    obs, _ = envs.reset(seed=0)
+    assert obs.shape == (2, 17) and obs.dtype == np.float64
+    obs, rew, term, trunc, infos = envs.step(envs.action_space.sample())
+    assert rew.shape == term.shape == trunc.shape == (2,)
+    with pytest.raises(ValueError, match="shape"):
+        envs.step(np.zeros((3, 6)))
+    envs.close()
+
+
+def test_unknown_task_is_a_clear_error():
+    assert resolve_task("ant") == "Ant-v5"
+    assert resolve_task("ANT-V4") == "Ant-v4"
+    assert resolve_task("walker2d") == "Walker2d-v5"
+    with pytest.raises(UnknownTaskError, match="unknown MuJoCo task 'Antt'.*Ant-v5"):
+        MujocoVectorEnv("Antt", 2)
+
+
+def test_missing_mujoco_is_a_clear_error():
+    # a real import failure: the interpreter is told mujoco does not exist
+    code = (
+        "import sys; sys.modules['mujoco'] = None\n"
+        "from microrl_host.mujoco_envs import MujocoVectorEnv, MujocoMissingError\n"
+        "try:\n    MujocoVectorEnv('Ant-v5', 2)\nexcept MujocoMissingError as e:\n    print('ERR', e)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=repo_env(), cwd=ROOT, timeout=120)
+    assert "ERR MuJoCo is not available" in proc.stdout and "pip install 'microrl[mujoco]'" in proc.stdout, proc.stdout + proc.stderr

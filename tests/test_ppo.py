@@ -1,0 +1,161 @@
+"""PPO: the pieces (adaptive learning rate, GAE, running statistics), the saved policy with its
+observation normalisation (host and device core, under micropython too), checkpoints and resume,
+the CLI seam, and a learning check."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+from helpers import ROOT, needs_micropython, run_cpython, run_micropython_code
+
+pytest.importorskip("mujoco", reason="mujoco not installed: pip install 'microrl[mujoco]'")
+pytest.importorskip("gymnasium.envs.mujoco.mujoco_env", reason="gymnasium[mujoco] not installed: pip install 'microrl[mujoco]'")
+
+from microrl import policy as policy_file  # noqa: E402
+from microrl.nn import layout  # noqa: E402
+from microrl_host import ppo  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+HARNESS = os.path.join(ROOT, "tests", "ppo_train_harness.py")
+
+
+def small_config(**kw):
+    settings = dict(steps=2048, envs=8, rollout_steps=64, hidden=(32, 32), seed=3, threads=1)
+    settings.update(kw)
+    return ppo.PPOConfig(**settings)
+
+
+def test_adaptive_learning_rate_follows_appendix_g():
+    step = lambda lr, kl: ppo.adapt_lr(lr, kl, 0.008, 1.5, 1e-6, 1e-2)  # noqa: E731
+    assert step(1e-3, 0.001) == pytest.approx(1.5e-3)  # KL below half the target: faster
+    assert step(1e-3, 0.02) == pytest.approx(1e-3 / 1.5)  # above twice the target: slower
+    assert step(1e-3, 0.004) == 1e-3 and step(1e-3, 0.016) == 1e-3  # in between: unchanged
+    assert step(9e-3, 0.0) == 1e-2 and step(1.2e-6, 1.0) == 1e-6  # clamped to [1e-6, 1e-2]
+
+
+def test_gae_against_its_definition():
+    rng = np.random.default_rng(0)
+    T, N, gamma, lam = 7, 3, 0.9, 0.8
+    r, v, last = rng.normal(size=(T, N)), rng.normal(size=(T, N)), rng.normal(size=N)
+    dones = np.zeros((T, N))
+    dones[2, 1] = dones[6, 0] = 1.0
+    adv, ret = ppo.gae(r, v, dones, last, gamma, lam)
+    for i in range(N):
+        for t in range(T):  # sum of discounted TD errors up to the episode's end
+            total, weight = 0.0, 1.0
+            for k in range(t, T):
+                nxt = last[i] if k == T - 1 else v[k + 1, i]
+                delta = r[k, i] + gamma * nxt * (1 - dones[k, i]) - v[k, i]
+                total += weight * delta
+                if dones[k, i]:
+                    break
+                weight *= gamma * lam
+            assert adv[t, i] == pytest.approx(total, rel=1e-12, abs=1e-12)
+    np.testing.assert_allclose(ret, adv + v)
+
+
+def test_running_mean_std_is_the_mean_and_variance_of_everything_seen():
+    rng = np.random.default_rng(1)
+    parts = [rng.normal(3.0, 2.0, size=(n, 4)) for n in (5, 100, 37)]
+    rms = ppo.RunningMeanStd(4)
+    for p in parts:
+        rms.update(p)
+    data = np.concatenate(parts)
+    np.testing.assert_allclose(rms.mean, data.mean(axis=0), rtol=1e-5)
+    np.testing.assert_allclose(rms.var, data.var(axis=0), rtol=1e-4)
+
+
+def test_settings_are_validated():
+    with pytest.raises(ValueError, match="minibatches"):
+        ppo.PPOConfig(envs=2, rollout_steps=2, minibatches=8)
+    with pytest.raises(ValueError, match="unknown PPO setting"):
+        ppo.PPOConfig(learning_rate=1e-3)
+
+
+def test_saved_policy_carries_obs_normalisation_and_matches_the_learner(tmp_path):
+    learner, _ = ppo.train("InvertedPendulum-v5", small_config(), run_dir=str(tmp_path), quiet=True)
+    saved = policy_file.load(str(tmp_path / ppo.POLICY))
+    assert saved.sizes == [4, 32, 32, 1]
+    assert len(saved.params) == layout(saved.sizes)[1]
+    np.testing.assert_allclose(np.array(saved.obs_mean), learner.obs_rms.mean, rtol=1e-6)
+    np.testing.assert_allclose(np.array(saved.obs_std), learner.obs_rms.std, rtol=1e-6)
+    assert learner.obs_rms.count > 2000 and np.abs(learner.obs_rms.mean).max() > 0
+    np.testing.assert_allclose(np.array(saved.act_scale), [3.0])  # InvertedPendulum's bounds are +-3
+    obs = np.random.default_rng(2).normal(size=(20, 4)) * 0.1
+    host = learner.deterministic(obs, clip=False)[:, 0]  # the file's policy does not clip
+    device = [saved(list(o))[0] for o in obs]
+    np.testing.assert_allclose(device, host, rtol=1e-4, atol=1e-5)
+    # without normalisation the file has none
+    learner2, _ = ppo.train("InvertedPendulum-v5", small_config(obs_norm=False, steps=512), run_dir=str(tmp_path / "plain"), quiet=True)
+    assert policy_file.load(str(tmp_path / "plain" / ppo.POLICY)).obs_mean is None
+
+
+@needs_micropython
+def test_device_core_applies_the_normalisation_under_micropython(tmp_path):
+    learner, _ = ppo.train("InvertedPendulum-v5", small_config(steps=1024), run_dir=str(tmp_path), quiet=True)
+    path = str(tmp_path / ppo.POLICY)
+    obs = [0.05, -0.1, 0.3, -0.2]
+    out = run_micropython_code("from microrl import policy\np = policy.load(%r)\nprint(p(%r)[0])" % (path, obs))
+    expected = learner.deterministic(np.array(obs), clip=False)[0, 0]
+    assert float(out.strip()) == pytest.approx(float(expected), rel=1e-4, abs=1e-5)
+
+
+def test_checkpoint_resume(tmp_path):
+    run = str(tmp_path)
+    first, _ = ppo.train("InvertedPendulum-v5", small_config(steps=1024), run_dir=run, quiet=True, checkpoint_every=512)
+    assert sorted(f for f in os.listdir(run) if f.endswith(".tmp")) == []
+    # resuming at the same budget trains nothing and restores the learner exactly
+    again, _ = ppo.train("InvertedPendulum-v5", small_config(steps=1024), run_dir=run, quiet=True, resume=True)
+    for k, v in first.state().items():
+        assert np.array_equal(np.asarray(v), np.asarray(again.state()[k])), k
+    # resuming with a larger budget continues from step 1024
+    seen = []
+    more, _ = ppo.train("InvertedPendulum-v5", small_config(steps=2048), run_dir=run, quiet=True, resume=True, callback=lambda step, learner: seen.append(step))
+    assert seen == [1536, 2048]
+    assert more.actor_optimizer.step_count == first.actor_optimizer.step_count * 2
+    with np.load(os.path.join(run, ppo.CHECKPOINT)) as ckpt:
+        assert int(ckpt["step"]) == 2048
+    with pytest.raises(FileNotFoundError, match="nothing to resume"):
+        ppo.train("InvertedPendulum-v5", small_config(), run_dir=str(tmp_path / "empty"), quiet=True, resume=True)
+    with pytest.raises(ValueError, match="is for InvertedPendulum-v5"):
+        ppo.train("Hopper-v5", small_config(steps=4096), run_dir=run, quiet=True, resume=True)
+
+
+def test_cli_seam(tmp_path):
+    out = str(tmp_path / "ip.mrlp")
+    proc = run_cpython([HARNESS, "inverted_pendulum", "--algo", "ppo", "--steps", "1024", "--envs", "8", "--hidden", "16,16", "--eval-every", "1024", "--eval-episodes", "2", "--run-dir", str(tmp_path / "run"), "--out", out, "--json", "--no-kl-adaptive"], timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["task"] == "InvertedPendulum-v5" and len(result["evals"]) == 1
+    assert policy_file.load(out).sizes == [4, 16, 16, 1]
+    with open(tmp_path / "run" / "run.json") as f:
+        assert json.load(f)["config"]["kl_adaptive"] is False
+    bad = run_cpython([HARNESS, "antt", "--steps", "10"], timeout=120)
+    assert bad.returncode == 2 and "unknown MuJoCo task 'antt'" in bad.stderr and "Traceback" not in bad.stderr
+    bad = run_cpython([HARNESS, "ant", "--resume", "--run-dir", str(tmp_path / "none")], timeout=120)
+    assert bad.returncode == 2 and "nothing to resume" in bad.stderr
+
+
+@pytest.mark.slow
+def test_ppo_learns_inverted_pendulum(tmp_path):
+    """From about 5-10 steps balanced at the start to (nearly) the 1000-step limit in 30k steps (~5 s)."""
+    # the default (paper) settings, with a smaller network and batch for this small task
+    config = ppo.PPOConfig(steps=30720, envs=16, rollout_steps=64, minibatches=4, hidden=(64, 64), seed=1)
+    learner, evals = ppo.train("InvertedPendulum-v5", config, run_dir=str(tmp_path), eval_every=10240, eval_episodes=5, quiet=True)
+    first = ppo.evaluate_policy(ppo.PPO(4, 1, [-3.0], [3.0], config).to_policy(), "InvertedPendulum-v5", 5)[0]
+    assert first < 50
+    assert evals[-1][1] >= 500, evals
+
+
+def test_interrupt_keeps_a_checkpoint(tmp_path):
+    def stop(step, learner):
+        if step >= 1024:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        ppo.train("InvertedPendulum-v5", small_config(steps=4096), run_dir=str(tmp_path), quiet=True, callback=stop)
+    with np.load(tmp_path / ppo.CHECKPOINT) as ckpt:
+        assert int(ckpt["step"]) == 1024
+    learner, _ = ppo.train("InvertedPendulum-v5", small_config(steps=2048), run_dir=str(tmp_path), quiet=True, resume=True)
+    assert learner.actor_optimizer.step_count == 4 * 4 * 2  # 4 iterations of 512 steps, 4 epochs x 2 minibatches

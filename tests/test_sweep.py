@@ -1,0 +1,81 @@
+"""microrl sweep: the jobs it makes, and a real local sweep of short PPO runs. Until
+'microrl train' is merged, jobs run the test-only stand-in tests/ppo_train_harness.py."""
+import json
+import os
+import sys
+
+import pytest
+
+from helpers import ROOT, run_cpython
+
+HARNESS = os.path.join(ROOT, "tests", "ppo_train_harness.py")
+
+
+def sweep(*argv, timeout=300):
+    code = (
+        "import sys\n"
+        "import microrl_host.commands.sweep as s\n"
+        "s.TRAIN_COMMAND = [sys.executable, %r]\n"
+        "from microrl_host.cli import main\n"
+        "sys.exit(main(sys.argv[1:]))\n" % HARNESS
+    )
+    return run_cpython(["-c", code, "sweep"] + list(argv), timeout=timeout)
+
+
+def test_jobs_are_seeds_times_grid(tmp_path):
+    proc = sweep("ant", "--seeds", "1-3", "--grid", "lr=1e-4,3e-4", "--grid", "no-obs-norm=true,false", "--set", "envs=32", "--set", "hidden=64,64", "--steps", "1000", "--run-dir", str(tmp_path), "--dry-run")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == 3 * 2 * 2
+    assert sum("--no-obs-norm" in l for l in lines) == 6
+    assert all("--envs 32" in l and "--hidden 64,64" in l and "--steps 1000" in l for l in lines)
+    assert sorted({l.split("--seed ")[1].split()[0] for l in lines}) == ["1", "2", "3"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--seeds", "a-b"], "--seeds takes a list"),
+    (["--grid", "lr"], "--grid takes OPTION=V1,V2"),
+    (["--grid", "seed=1,2"], "the sweep sets --seed itself"),
+    (["--set", "envs="], "--set takes OPTION=VALUE"),
+])
+def test_bad_options_are_clear_errors(argv, message, tmp_path):
+    proc = sweep("ant", "--run-dir", str(tmp_path), "--dry-run", *argv)
+    assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_local_sweep_runs_everything(tmp_path):
+    pytest.importorskip("mujoco", reason="mujoco not installed: pip install 'microrl[mujoco]'")
+    proc = sweep("inverted_pendulum", "--seeds", "1,2", "--grid", "lr=3e-4,1e-3", "--steps", "1024", "--workers", "2", "--run-dir", str(tmp_path), "--quiet",
+                 "--set", "envs=8", "--set", "hidden=16,16", "--set", "eval-every=1024", "--set", "eval-episodes=2", "--set", "threads=1")
+    assert proc.returncode == 0, proc.stderr
+    with open(tmp_path / "summary.json") as f:
+        runs = json.load(f)["runs"]
+    assert len(runs) == 4 and all(r["exit_code"] == 0 and r["final_eval"] is not None for r in runs)
+    for r in runs:
+        assert os.path.exists(os.path.join(r["run_dir"], "policy.mrlp"))
+        with open(os.path.join(r["run_dir"], "run.json")) as f:
+            config = json.load(f)["config"]
+        assert config["lr"] == float(r["--lr"]) and config["seed"] == r["seed"] and config["envs"] == 8
+
+
+def test_a_failing_run_fails_the_sweep_with_its_message(tmp_path):
+    proc = sweep("antt", "--seeds", "1", "--run-dir", str(tmp_path), "--quiet")
+    assert proc.returncode == 2 and "1 of 1 runs failed" in proc.stderr and "unknown MuJoCo task" in proc.stderr
+
+
+def test_ray_missing_or_present(tmp_path):
+    """Without Ray: a clear error. With Ray installed: a real local Ray run of two short jobs."""
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        proc = sweep("inverted_pendulum", "--seeds", "1", "--run-dir", str(tmp_path), "--ray", "local", "--quiet")
+        assert proc.returncode == 2 and "pip install 'microrl[ray]'" in proc.stderr
+        return
+    pytest.importorskip("mujoco", reason="mujoco not installed: pip install 'microrl[mujoco]'")
+    proc = sweep("inverted_pendulum", "--seeds", "1,2", "--steps", "1024", "--run-dir", str(tmp_path), "--ray", "local", "--quiet",
+                 "--set", "envs=8", "--set", "hidden=16,16", "--set", "eval-every=1024", "--set", "eval-episodes=2", "--set", "threads=1", timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    with open(tmp_path / "summary.json") as f:
+        runs = json.load(f)["runs"]
+    assert all(r["exit_code"] == 0 and r["final_eval"] is not None for r in runs)
+    assert all(os.path.exists(os.path.join(r["run_dir"], "policy.mrlp")) for r in runs)
