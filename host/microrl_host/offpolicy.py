@@ -27,6 +27,7 @@ PENDULUM = "pendulum"
 # the paper keeps 10,000 transitions for 10,000 steps, i.e. all of them; the host keeps up to
 # a million (memory is only used as the buffer fills, and checkpoints hold the filled part)
 REPLAY_CAPACITY = 1000000
+DEFAULT_EVERY = 1000  # steps between evaluations and between checkpoints, from the command line
 CHECKPOINT_FORMAT = "microrl-checkpoint"
 CHECKPOINT_VERSION = 1
 # options every algorithm shares, defined by commands/train.py; the rest come from add_arguments
@@ -99,7 +100,7 @@ def make_gym_env(env_id, **kwargs):
     try:
         env = gym.make(env_id, **kwargs)
     except gym.error.Error as e:
-        raise TaskError("unknown task %r (%s); use 'pendulum' (compiled, fastest) or a gymnasium id with continuous actions, e.g. %s" % (env_id, e, ", ".join(EXAMPLE_ENVS)))
+        raise TaskError("unknown task %r (%s); use 'pendulum' (compiled, fastest) or a gymnasium id with continuous actions, e.g. %s; short MuJoCo names such as 'ant' are --algo ppo's" % (env_id, e, ", ".join(EXAMPLE_ENVS)))
     except ImportError as e:
         raise TaskError("task %r needs a package that is not installed: %s" % (env_id, e))
     from gymnasium import spaces
@@ -448,11 +449,11 @@ class Algorithm:
             args.task,
             steps=args.steps,
             seed=args.seed,
-            eval_every=args.eval_every,
+            eval_every=DEFAULT_EVERY if args.eval_every is None else args.eval_every,
             eval_episodes=args.eval_episodes,
             out=args.out,
             run_dir=args.run_dir,
-            checkpoint_every=args.checkpoint_every,
+            checkpoint_every=DEFAULT_EVERY if args.checkpoint_every is None else args.checkpoint_every,
             resume=args.resume,
             quiet=args.quiet or args.json,
             **settings
