@@ -1,0 +1,85 @@
+"""microrl render: an animated GIF of the pendulum under a policy."""
+import math
+
+from ..cli import CommandError
+
+
+def register(sub):
+    p = sub.add_parser("render", help="animate a Pendulum policy as a GIF",
+                       description="Run a Pendulum policy file on the device core's Pendulum and write an animated GIF "
+                       "(one frame per 50 ms control step, so it plays in real time).")
+    p.add_argument("policy", metavar="POLICY", help="a Pendulum policy file (3 observations, 1 action)")
+    p.add_argument("--out", default="pendulum.gif", metavar="FILE", help="GIF to write (default pendulum.gif)")
+    p.add_argument("--episodes", type=int, default=1, help="episodes to show one after the other (default 1)")
+    p.add_argument("--seed", type=int, default=12345, help="seed of the start states (default 12345)")
+    p.add_argument("--size", type=int, default=240, help="frame width and height in pixels (default 240)")
+    p.set_defaults(func=run)
+
+
+def draw(th, u, t, total, size):
+    """One frame: theta = 0 is upright (as in gymnasium); the arc shows the torque."""
+    from PIL import Image, ImageDraw
+
+    from microrl.pendulum import MAX_TORQUE
+
+    img = Image.new("RGB", (size, size), (255, 255, 255))
+    d = ImageDraw.Draw(img)
+    c = size / 2.0
+    r = size * 0.36
+    x = c + r * math.sin(th)
+    y = c - r * math.cos(th)
+    w = max(4, size // 24)
+    d.line([(c, c), (x, y)], fill=(204, 77, 77), width=w)
+    d.ellipse([x - w / 2, y - w / 2, x + w / 2, y + w / 2], fill=(204, 77, 77))
+    if abs(u) > 1e-3:  # torque arc, length proportional to |u|
+        span = 150.0 * min(1.0, abs(u) / MAX_TORQUE)
+        a0 = -90.0
+        box = [c - r * 0.35, c - r * 0.35, c + r * 0.35, c + r * 0.35]
+        if u > 0:  # counter-clockwise
+            d.arc(box, a0 - span, a0, fill=(60, 60, 60), width=max(2, w // 3))
+        else:
+            d.arc(box, a0, a0 + span, fill=(60, 60, 60), width=max(2, w // 3))
+    d.ellipse([c - w / 2, c - w / 2, c + w / 2, c + w / 2], fill=(0, 0, 0))
+    d.text((6, 6), "step %3d  return %7.1f" % (t, total), fill=(0, 0, 0))
+    d.text((6, size - 16), "torque %+.2f" % u, fill=(0, 0, 0))
+    return img.convert("P", palette=Image.ADAPTIVE, colors=32)
+
+
+def run(args):
+    from microrl.pendulum import DT, Pendulum
+    from microrl.rng import Rng
+
+    from .eval import load_policy, pick_env
+
+    if args.episodes < 1 or args.size < 32:
+        raise CommandError("need --episodes >= 1 and --size >= 32")
+    policy = load_policy(args.policy)
+    if pick_env(policy, "pendulum") != "pendulum":  # raises for other shapes
+        raise CommandError("render draws Pendulum policies only")
+    env = Pendulum()
+    rng = Rng(args.seed)
+    frames = []
+    returns = []
+    for _ in range(args.episodes):
+        obs = env.reset(rng)
+        total = 0.0
+        frames.append(draw(env.th, 0.0, 0, total, args.size))
+        done = False
+        t = 0
+        while not done:
+            u = policy(obs)[0]
+            obs, reward, terminated, truncated = env.step(u)
+            total += reward
+            t += 1
+            frames.append(draw(env.th, u, t, total, args.size))
+            done = terminated or truncated
+        returns.append(total)
+    import io
+
+    from .. import atomic
+
+    buf = io.BytesIO()
+    frames[0].save(buf, format="GIF", save_all=True, append_images=frames[1:], duration=int(DT * 1000), loop=0)
+    atomic.write_bytes(args.out, buf.getvalue())
+    print("%s: %d frames, return %s" % (args.out, len(frames), ", ".join("%.1f" % r for r in returns)))
+    return 0

@@ -1,0 +1,406 @@
+"""numba-compiled building blocks shared by the host trainers (TD3, SAC): networks over flat
+float32 parameter vectors in the device core's layout (microrl.nn.layout), backward passes, Adam,
+Polyak averaging, a checkpointable random generator, a replay buffer, and Pendulum compiled
+from the device core's own definition (microrl.pendulum).
+
+Everything here is plain arrays in namedtuples so that compiled loops take them as arguments,
+checkpoints save them as they are (every field is an array), and nothing runs Python per step.
+"""
+from collections import namedtuple
+from math import cos, erf, exp, log, pi, sqrt, tanh
+
+import numpy as np
+from numba import njit
+from numba.extending import register_jitable
+
+from microrl import pendulum
+from microrl.activations import GELU, IDENTITY, RELU, SIGMOID, TANH, code
+from microrl.nn import MLP, layout
+from microrl.rng import Rng
+
+# Compiled functions are cached on disk (only the first run compiles). numpy's error model: a
+# float division needs no zero check, so loops such as Adam's vectorise (5x faster).
+jit = njit(cache=True, error_model="numpy")
+
+# ---------------------------------------------------------------- Pendulum, from the device core
+# dynamics() calls angle_normalize(); registering it lets numba compile dynamics() unchanged.
+register_jitable(pendulum.angle_normalize)
+pendulum_dynamics = njit(cache=True)(pendulum.dynamics)
+pendulum_observe = njit(cache=True)(pendulum.observe)
+PENDULUM_STEPS = pendulum.EPISODE_STEPS
+RESET_THETA = pendulum.RESET_HIGH_THETA
+RESET_THETADOT = pendulum.RESET_HIGH_THETADOT
+MAX_TORQUE = pendulum.MAX_TORQUE
+
+# ---------------------------------------------------------------- networks
+# params: the device core's layout; wt: each layer's weights again, transposed ([in, out]), for
+# the forward pass (a plain matrix product runs about 25% faster than one with a transposed
+# operand). adam(), polyak() and sync_transposed() keep wt equal to params.
+Net = namedtuple("Net", "params wt grads m v sizes acts offsets yoff ys zs dxa dxb")
+
+
+def new_net(sizes, activations, batch, seed=None, trainable=True):
+    """A network for up to `batch` rows. Initialised like the device core's MLP.init (PyTorch's
+    nn.Linear init) from microrl.rng.Rng(seed) when seed is given, else zeros."""
+    sizes = [int(s) for s in sizes]
+    if isinstance(activations, str):
+        activations = [activations] * (len(sizes) - 1)
+    elif len(activations) == 2 and len(sizes) != 3:
+        activations = [activations[0]] * (len(sizes) - 2) + [activations[1]]
+    acts = [code(a) for a in activations]
+    offsets, n = layout(sizes)
+    params = np.zeros(n, np.float32)
+    if seed is not None:
+        mlp = MLP(sizes, acts, batch=1, trainable=False).init(Rng(seed))
+        params[:] = np.asarray(mlp.params, dtype=np.float32)
+    widths = sizes[1:]
+    yoff = np.zeros(len(widths), np.int64)
+    yoff[1:] = np.cumsum([batch * w for w in widths])[:-1]
+    k = n if trainable else 0
+    net = Net(
+        params=params,
+        wt=np.zeros(n, np.float32),
+        grads=np.zeros(k, np.float32),
+        m=np.zeros(k, np.float32),
+        v=np.zeros(k, np.float32),
+        sizes=np.array(sizes, np.int64),
+        acts=np.array(acts, np.int64),
+        offsets=np.array(offsets, np.int64).reshape(-1, 2),
+        yoff=yoff,
+        ys=np.zeros(batch * sum(widths), np.float32),
+        zs=np.zeros(batch * sum(widths) if GELU in acts else 0, np.float32),
+        dxa=np.zeros(batch * max(sizes), np.float32),
+        dxb=np.zeros(batch * max(sizes), np.float32),
+    )
+    sync_transposed(net)
+    return net
+
+
+_INV_SQRT2 = 0.7071067811865476
+_INV_SQRT_2PI = 0.3989422804014327
+
+
+@jit
+def _weights(net, l):
+    n_in, n_out = net.sizes[l], net.sizes[l + 1]
+    wo, bo = net.offsets[l, 0], net.offsets[l, 1]
+    return net.params[wo:bo].reshape((n_out, n_in)), net.params[bo : bo + n_out]
+
+
+@jit
+def _transposed(net, l):
+    n_in, n_out = net.sizes[l], net.sizes[l + 1]
+    return net.wt[net.offsets[l, 0] : net.offsets[l, 1]].reshape((n_in, n_out))
+
+
+@jit
+def sync_transposed(net):
+    """Refresh net.wt from net.params (after writing params directly)."""
+    for l in range(net.acts.shape[0]):
+        W, b = _weights(net, l)
+        WT = _transposed(net, l)
+        for i in range(W.shape[1]):
+            for j in range(W.shape[0]):
+                WT[i, j] = W[j, i]
+
+
+@jit
+def layer_output(net, l, n):
+    """Output rows of layer l from the last forward of n rows."""
+    w = net.sizes[l + 1]
+    return net.ys[net.yoff[l] : net.yoff[l] + n * w].reshape((n, w))
+
+
+@jit
+def forward(net, x, n):
+    """y = net(x[:n]); x is (n, n_in) C-contiguous float32. Returns the output rows (a view
+    into the network's buffers, valid until its next forward)."""
+    for l in range(net.acts.shape[0]):
+        W, b = _weights(net, l)
+        y = layer_output(net, l, n)
+        np.dot(x, _transposed(net, l), y)
+        act = net.acts[l]
+        w = y.shape[1]
+        zero = np.float32(0.0)
+        # the common activations get loops of their own, which the compiler vectorises
+        if act == RELU:
+            for i in range(n):
+                for j in range(w):
+                    v = y[i, j] + b[j]
+                    y[i, j] = v if v > zero else zero
+        elif act == IDENTITY:
+            for i in range(n):
+                for j in range(w):
+                    y[i, j] += b[j]
+        else:
+            for i in range(n):
+                for j in range(w):
+                    v = y[i, j] + b[j]
+                    if act == TANH:
+                        v = tanh(v)
+                    elif act == SIGMOID:
+                        v = 0.5 * (1.0 + tanh(0.5 * v))
+                    elif act == GELU:
+                        net.zs[net.yoff[l] + i * w + j] = v
+                        v = v * 0.5 * (1.0 + erf(v * _INV_SQRT2))
+                    y[i, j] = v
+        x = y
+    return x
+
+
+@jit
+def backward(net, x, n, dy, param_grads, dx):
+    """Backward of the last forward(net, x, n) from dy = dL/d(output) (overwritten). Writes the
+    parameter gradients into net.grads when param_grads, and dL/dx into dx when dx.size > 0."""
+    L = net.acts.shape[0]
+    g = dy
+    for l in range(L - 1, -1, -1):
+        W, b = _weights(net, l)
+        y = layer_output(net, l, n)
+        act = net.acts[l]
+        w = y.shape[1]
+        zero = np.float32(0.0)
+        if act == RELU:
+            for i in range(n):
+                for j in range(w):
+                    g[i, j] = g[i, j] if y[i, j] > zero else zero
+        elif act != IDENTITY:
+            for i in range(n):
+                for j in range(w):
+                    if act == TANH:
+                        g[i, j] *= 1.0 - y[i, j] * y[i, j]
+                    elif act == SIGMOID:
+                        g[i, j] *= y[i, j] * (1.0 - y[i, j])
+                    elif act == GELU:
+                        z = net.zs[net.yoff[l] + i * w + j]
+                        g[i, j] *= 0.5 * (1.0 + erf(z * _INV_SQRT2)) + z * _INV_SQRT_2PI * exp(-0.5 * z * z)
+        xin = x if l == 0 else layer_output(net, l - 1, n)
+        if param_grads:
+            n_in = net.sizes[l]
+            wo, bo = net.offsets[l, 0], net.offsets[l, 1]
+            np.dot(g.T, xin, net.grads[wo:bo].reshape((w, n_in)))
+            db = net.grads[bo : bo + w]
+            for j in range(w):
+                db[j] = 0.0
+            for i in range(n):
+                for j in range(w):
+                    db[j] += g[i, j]
+        if l > 0:
+            buf = net.dxa if l & 1 else net.dxb
+            out = buf[: n * net.sizes[l]].reshape((n, net.sizes[l]))
+            np.dot(g, W, out)
+            g = out
+        elif dx.size > 0:
+            np.dot(g, W, dx)
+
+
+@jit
+def adam(net, lr, step, beta1=0.9, beta2=0.999, eps=1e-8):
+    """One Adam step (torch.optim.Adam semantics) from net.grads; step counts from 1."""
+    p, g, m, v = net.params, net.grads, net.m, net.v
+    f32 = np.float32
+    b1, b2, c1, c2 = f32(beta1), f32(beta2), f32(1.0 - beta1), f32(1.0 - beta2)
+    a = f32(lr / (1.0 - beta1**step))
+    inv_bc2_sqrt = f32(1.0 / sqrt(1.0 - beta2**step))
+    e = f32(eps)
+    for k in range(p.shape[0]):
+        gk = g[k]
+        mk = b1 * m[k] + c1 * gk
+        vk = b2 * v[k] + c2 * gk * gk
+        m[k] = mk
+        v[k] = vk
+        p[k] -= a * mk / (np.sqrt(vk) * inv_bc2_sqrt + e)
+    sync_transposed(net)
+
+
+@jit
+def polyak(target, source, tau):
+    t, s = target.params, source.params
+    for k in range(t.shape[0]):
+        t[k] = (1.0 - tau) * t[k] + tau * s[k]
+    t, s = target.wt, source.wt  # linear, so the transposed copies follow the same way
+    for k in range(t.shape[0]):
+        t[k] = (1.0 - tau) * t[k] + tau * s[k]
+
+
+# ---------------------------------------------------------------- pieces of actor-critic updates
+
+
+@jit
+def twin_min(target1, target2, x, n, out):
+    """out[s] = min(target1(x[s]), target2(x[s])): the clipped double-Q estimate."""
+    q1 = forward(target1, x, n)
+    for s in range(n):
+        out[s] = q1[s, 0]
+    q2 = forward(target2, x, n)
+    for s in range(n):
+        if q2[s, 0] < out[s]:
+            out[s] = q2[s, 0]
+
+
+@jit
+def regress(critic, x, y, n, scale, lr, step, dq):
+    """One Adam step of critic towards y on loss scale/2 * mean((critic(x) - y)^2)."""
+    q = forward(critic, x, n)
+    for s in range(n):
+        dq[s, 0] = scale / n * (q[s, 0] - y[s])
+    backward(critic, x, n, dq, True, dq[:0])
+    adam(critic, lr, step)
+
+
+@jit
+def copy_columns(src, dst, start):
+    """dst[:, :] = src[:, start:start + dst.shape[1]] (observations out of a critic's input rows
+    and back)."""
+    for s in range(dst.shape[0]):
+        for i in range(dst.shape[1]):
+            dst[s, i] = src[s, start + i]
+
+
+def target_of(net):
+    """A forward-only copy of net (a target network)."""
+    sizes = [int(v) for v in net.sizes]
+    t = new_net(sizes, [int(a) for a in net.acts], net.ys.size // sum(sizes[1:]), trainable=False)
+    t.params[:] = net.params
+    t.wt[:] = net.wt
+    return t
+
+
+# ---------------------------------------------------------------- random numbers (splitmix64)
+# One uint64 of state, so a checkpoint holds it exactly; the device core's Rng is for boards.
+
+
+def new_rng(seed):
+    return np.array([(int(seed) * 0x2545F4914F6CDD1D + 1) & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64)
+
+
+@jit
+def next_u64(s):
+    s[0] += np.uint64(0x9E3779B97F4A7C15)
+    z = s[0]
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@jit
+def uniform(s, lo, hi):
+    u = (next_u64(s) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+    return lo + (hi - lo) * u
+
+
+@jit
+def randint(s, n):
+    return np.int64(next_u64(s) % np.uint64(n))
+
+
+@jit
+def normal(s, mean, std):
+    u1 = 1.0 - uniform(s, 0.0, 1.0)
+    u2 = uniform(s, 0.0, 1.0)
+    return mean + std * sqrt(-2.0 * log(u1)) * cos(2.0 * pi * u2)
+
+
+# ---------------------------------------------------------------- replay buffer
+# count[0] = next write position, count[1] = number stored
+Replay = namedtuple("Replay", "obs act rew next_obs done count")
+
+
+def new_replay(capacity, obs_dim, act_dim):
+    return Replay(
+        obs=np.zeros((capacity, obs_dim), np.float32),
+        act=np.zeros((capacity, act_dim), np.float32),
+        rew=np.zeros(capacity, np.float32),
+        next_obs=np.zeros((capacity, obs_dim), np.float32),
+        done=np.zeros(capacity, np.float32),
+        count=np.zeros(2, np.int64),
+    )
+
+
+@jit
+def replay_add(r, obs, act, rew, next_obs, terminated):
+    k = r.count[0]
+    r.obs[k, :] = obs
+    r.act[k, :] = act
+    r.rew[k] = rew
+    r.next_obs[k, :] = next_obs
+    r.done[k] = 1.0 if terminated else 0.0
+    cap = r.rew.shape[0]
+    r.count[0] = (k + 1) % cap
+    if r.count[1] < cap:
+        r.count[1] += 1
+
+
+@jit
+def replay_sample(r, rng, n, obs_act, rew, next_obs, done):
+    """n random transitions: (obs, action) side by side into obs_act rows (a critic's input),
+    next observations into next_obs rows."""
+    od = r.obs.shape[1]
+    ad = r.act.shape[1]
+    size = r.count[1]
+    for s in range(n):
+        k = randint(rng, size)
+        for i in range(od):
+            obs_act[s, i] = r.obs[k, i]
+            next_obs[s, i] = r.next_obs[k, i]
+        for i in range(ad):
+            obs_act[s, od + i] = r.act[k, i]
+        rew[s] = r.rew[k]
+        done[s] = r.done[k]
+
+
+# ---------------------------------------------------------------- Pendulum state for compiled loops
+# env[0] theta, env[1] theta_dot, env[2] steps into the episode, env[3] episode return so far
+
+
+@jit
+def pendulum_reset(env, rng, obs):
+    env[0] = uniform(rng, -RESET_THETA, RESET_THETA)
+    env[1] = uniform(rng, -RESET_THETADOT, RESET_THETADOT)
+    env[2] = 0.0
+    env[3] = 0.0
+    pendulum_observe(env[0], env[1], obs, 0)
+
+
+@jit
+def pendulum_step(env, torque, next_obs):
+    """Advance one step; returns (reward, truncated). next_obs gets the new observation."""
+    th, thdot, reward = pendulum_dynamics(env[0], env[1], torque)
+    env[0] = th
+    env[1] = thdot
+    env[2] += 1.0
+    env[3] += reward
+    pendulum_observe(th, thdot, next_obs, 0)
+    return reward, env[2] >= PENDULUM_STEPS
+
+
+@jit
+def greedy_action(net, obs, squash, out):
+    """Deterministic action in [-1, 1] for one observation: the network's first len(out) outputs,
+    through tanh when squash (SAC's mean head) or clipped (TD3's tanh output)."""
+    x = net.dxa[: obs.shape[0]].reshape((1, obs.shape[0]))  # scratch row, free outside backward
+    for i in range(obs.shape[0]):
+        x[0, i] = obs[i]
+    y = forward(net, x, 1)
+    for i in range(out.shape[0]):
+        v = tanh(y[0, i]) if squash else y[0, i]
+        out[i] = -1.0 if v < -1.0 else (1.0 if v > 1.0 else v)
+
+
+@jit
+def evaluate_pendulum(net, squash, episodes, seed):
+    """Returns of `episodes` deterministic Pendulum episodes (random starts from seed)."""
+    rng = np.zeros(1, np.uint64)
+    rng[0] = np.uint64(seed) * np.uint64(0x2545F4914F6CDD1D) + np.uint64(7)
+    env = np.zeros(4)
+    obs = np.zeros(3, np.float32)
+    act = np.zeros(1, np.float32)
+    returns = np.zeros(episodes)
+    for e in range(episodes):
+        pendulum_reset(env, rng, obs)
+        done = False
+        while not done:
+            greedy_action(net, obs, squash, act)
+            r, done = pendulum_step(env, MAX_TORQUE * act[0], obs)
+        returns[e] = env[3]
+    return returns

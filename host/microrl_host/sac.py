@@ -1,0 +1,271 @@
+"""SAC (Haarnoja et al. 2018, with automatic entropy tuning, as Stable-Baselines3 implements it)
+on the host, compiled with numba like td3.py: the whole training loop runs in compiled code.
+
+The actor outputs a mean and a log-std per action; actions are tanh(mean + std * noise). The
+saved policy is the deterministic tanh(mean) actor in the device core's policy file format.
+
+    from microrl_host import sac
+    policy, evals = sac.train_pendulum(steps=10000, seed=0)
+"""
+from collections import namedtuple
+from math import exp, log, pi
+
+import numpy as np
+
+from microrl.activations import TANH
+from microrl.nn import layout
+from microrl.td3 import TD3Config
+
+from . import nets, offpolicy
+from .offpolicy import REPLAY_CAPACITY
+from .nets import MAX_TORQUE, jit, backward, forward, normal, polyak, replay_add, replay_sample, uniform
+
+NAME = "sac"
+SQUASH = True  # the deterministic action is tanh(mean)
+LOG_STD_MIN = -20.0  # Stable-Baselines3's clamp of the log-std output
+LOG_STD_MAX = 2.0
+
+
+class SACConfig:
+    """Defaults: the TD3 paper's Pendulum settings (64-64 ReLU, batch 100, learning rates 1e-3,
+    gamma .99, tau .005, 100 warm-up steps) with SAC's automatic entropy tuning (alpha starts at
+    1, target entropy -action_dim)."""
+
+    def __init__(self, **overrides):
+        paper = TD3Config()  # the settings SAC shares with TD3, defined once
+        for k in ("hidden", "activation", "batch", "gamma", "tau", "actor_lr", "critic_lr"):
+            setattr(self, k, getattr(paper, k))
+        self.alpha_lr = 1e-3
+        self.initial_alpha = 1.0
+        self.target_entropy = None  # None: -action_dim
+        self.warmup = 100
+        self.replay_capacity = REPLAY_CAPACITY
+        self.steps = 10000
+        for k in overrides:
+            if not hasattr(self, k):
+                raise ValueError("unknown SAC setting %r" % k)
+            setattr(self, k, overrides[k])
+
+
+HP = ("gamma", "tau", "actor_lr", "critic_lr", "alpha_lr", "target_entropy", "warmup")
+GAMMA, TAU, ACTOR_LR, CRITIC_LR, ALPHA_LR, TARGET_ENTROPY, WARMUP = range(len(HP))
+STEPS, UPDATES, EPISODES = 0, 1, 2
+
+State = namedtuple(
+    "State",
+    "actor critic1 critic2 critic1_target critic2_target replay rng counters env alpha "
+    "obs next_obs action critic_in next_in actor_in reward done y q1 dq dq2 dx dx2 dout eps a_pi logp",
+)
+
+
+def default_config():
+    return SACConfig()
+
+
+def hyperparameters(config):
+    values = []
+    for k in HP:
+        v = getattr(config, k)
+        values.append(float("nan") if v is None else float(v))
+    return np.array(values, np.float64)
+
+
+def new_state(config, obs_dim, act_dim, seed):
+    c = config
+    hidden = list(c.hidden)
+    n = c.batch
+    actor = nets.new_net([obs_dim] + hidden + [2 * act_dim], (c.activation, "identity"), n, seed=seed * 4 + 1)
+    critic_sizes = [obs_dim + act_dim] + hidden + [1]
+    critics = [nets.new_net(critic_sizes, (c.activation, "identity"), n, seed=seed * 4 + k) for k in (2, 3)]
+    targets = [nets.target_of(critic) for critic in critics]
+    f32 = np.float32
+    alpha = np.zeros(3)  # log alpha, and its Adam moments
+    alpha[0] = log(c.initial_alpha)
+    return State(
+        actor=actor,
+        critic1=critics[0],
+        critic2=critics[1],
+        critic1_target=targets[0],
+        critic2_target=targets[1],
+        replay=nets.new_replay(c.replay_capacity, obs_dim, act_dim),
+        rng=nets.new_rng(seed),
+        counters=np.zeros(3, np.int64),
+        env=np.zeros(4),
+        alpha=alpha,
+        obs=np.zeros(obs_dim, f32),
+        next_obs=np.zeros(obs_dim, f32),
+        action=np.zeros(act_dim, f32),
+        critic_in=np.zeros((n, obs_dim + act_dim), f32),
+        next_in=np.zeros((n, obs_dim + act_dim), f32),
+        actor_in=np.zeros((n, obs_dim), f32),
+        reward=np.zeros(n, f32),
+        done=np.zeros(n, f32),
+        y=np.zeros(n, f32),
+        q1=np.zeros(n, f32),
+        dq=np.zeros((n, 1), f32),
+        dq2=np.zeros((n, 1), f32),
+        dx=np.zeros((n, obs_dim + act_dim), f32),
+        dx2=np.zeros((n, obs_dim + act_dim), f32),
+        dout=np.zeros((n, 2 * act_dim), f32),
+        eps=np.zeros((n, act_dim), f32),
+        a_pi=np.zeros((n, act_dim), f32),
+        logp=np.zeros(n, f32),
+    )
+
+
+def actor_export(state):
+    """The deterministic actor tanh(mean): the mean rows of the last layer, tanh output."""
+    a = state.actor
+    sizes = [int(s) for s in a.sizes]
+    acts = [int(x) for x in a.acts]
+    ad = sizes[-1] // 2
+    wo, bo = layout(sizes)[0][-1]
+    h = sizes[-2]
+    p = a.params
+    params = np.concatenate([p[:wo], p[wo : wo + ad * h], p[bo : bo + ad]])
+    return sizes[:-1] + [ad], acts[:-1] + [TANH], params
+
+
+@jit
+def _sample(S, x, n):
+    """Squashed Gaussian actions for n rows of x into S.a_pi, log-probabilities into S.logp,
+    the noise into S.eps (the actor keeps its activations for the backward pass)."""
+    ad = S.a_pi.shape[1]
+    out = forward(S.actor, x, n)
+    half_log_2pi = 0.5 * log(2.0 * pi)
+    for s in range(n):
+        lp = 0.0
+        for i in range(ad):
+            ls = out[s, ad + i]
+            ls = LOG_STD_MIN if ls < LOG_STD_MIN else (LOG_STD_MAX if ls > LOG_STD_MAX else ls)
+            e = normal(S.rng, 0.0, 1.0)
+            a = np.tanh(out[s, i] + exp(ls) * e)
+            S.eps[s, i] = e
+            S.a_pi[s, i] = a
+            lp += -0.5 * e * e - ls - half_log_2pi - log(1.0 - a * a + 1e-6)
+        S.logp[s] = lp
+    return out
+
+
+@jit
+def update(S, hp):
+    n = S.reward.shape[0]
+    od = S.obs.shape[0]
+    ad = S.action.shape[0]
+    alpha = exp(S.alpha[0])
+    target_entropy = hp[TARGET_ENTROPY]
+    if np.isnan(target_entropy):
+        target_entropy = -float(ad)
+    replay_sample(S.replay, S.rng, n, S.critic_in, S.reward, S.actor_in, S.done)
+    # soft target: r + gamma * (min target Q(s', a') - alpha log pi(a'|s')), a' from the actor
+    _sample(S, S.actor_in, n)
+    for s in range(n):
+        for i in range(od):
+            S.next_in[s, i] = S.actor_in[s, i]
+        for i in range(ad):
+            S.next_in[s, od + i] = S.a_pi[s, i]
+    nets.twin_min(S.critic1_target, S.critic2_target, S.next_in, n, S.y)
+    for s in range(n):
+        S.y[s] = S.reward[s] + hp[GAMMA] * (1.0 - S.done[s]) * (S.y[s] - alpha * S.logp[s])
+    S.counters[UPDATES] += 1
+    step = S.counters[UPDATES]
+    # critics: 0.5 * mean squared error each (Stable-Baselines3's loss)
+    nets.regress(S.critic1, S.critic_in, S.y, n, 1.0, hp[CRITIC_LR], step, S.dq)
+    nets.regress(S.critic2, S.critic_in, S.y, n, 1.0, hp[CRITIC_LR], step, S.dq)
+    # actor: minimise mean(alpha log pi(a|s) - min Q(s, a)), a reparameterised
+    nets.copy_columns(S.critic_in, S.actor_in, 0)
+    out = _sample(S, S.actor_in, n)
+    for s in range(n):
+        for i in range(ad):
+            S.critic_in[s, od + i] = S.a_pi[s, i]
+    q1 = forward(S.critic1, S.critic_in, n)
+    for s in range(n):
+        S.q1[s] = q1[s, 0]
+    q2 = forward(S.critic2, S.critic_in, n)
+    for s in range(n):  # the gradient of the min flows through the smaller critic
+        first = S.q1[s] <= q2[s, 0]
+        S.dq[s, 0] = -1.0 / n if first else 0.0
+        S.dq2[s, 0] = 0.0 if first else -1.0 / n
+    backward(S.critic1, S.critic_in, n, S.dq, False, S.dx)
+    backward(S.critic2, S.critic_in, n, S.dq2, False, S.dx2)
+    c = alpha / n
+    alpha_grad = 0.0
+    for s in range(n):
+        alpha_grad -= (S.logp[s] + target_entropy) / n
+        for i in range(ad):
+            a = S.a_pi[s, i]
+            one_minus = 1.0 - a * a
+            dlogp_du = 2.0 * a * one_minus / (one_minus + 1e-6)
+            du = (S.dx[s, od + i] + S.dx2[s, od + i]) * one_minus + c * dlogp_du
+            S.dout[s, i] = du
+            ls = out[s, ad + i]
+            if ls < LOG_STD_MIN or ls > LOG_STD_MAX:
+                S.dout[s, ad + i] = 0.0
+            else:
+                S.dout[s, ad + i] = du * exp(ls) * S.eps[s, i] - c
+    backward(S.actor, S.actor_in, n, S.dout, True, S.dx[:0])
+    nets.adam(S.actor, hp[ACTOR_LR], step)
+    # temperature: Adam on log alpha for the loss -log_alpha * mean(log pi + target entropy)
+    b1, b2 = 0.9, 0.999
+    S.alpha[1] = b1 * S.alpha[1] + (1.0 - b1) * alpha_grad
+    S.alpha[2] = b2 * S.alpha[2] + (1.0 - b2) * alpha_grad * alpha_grad
+    S.alpha[0] -= hp[ALPHA_LR] / (1.0 - b1**step) * S.alpha[1] / (np.sqrt(S.alpha[2]) / np.sqrt(1.0 - b2**step) + 1e-8)
+    tau = hp[TAU]
+    polyak(S.critic1_target, S.critic1, tau)
+    polyak(S.critic2_target, S.critic2, tau)
+
+
+@jit
+def explore(S, hp, obs, out):
+    """Training-time action in [-1, 1]: uniform during warm-up, then a sample of the policy."""
+    ad = out.shape[0]
+    if S.counters[STEPS] < hp[WARMUP]:
+        for i in range(ad):
+            out[i] = uniform(S.rng, -1.0, 1.0)
+        return
+    x = S.actor.dxa[: obs.shape[0]].reshape((1, obs.shape[0]))
+    x[0, :] = obs
+    y = forward(S.actor, x, 1)
+    for i in range(ad):
+        ls = y[0, ad + i]
+        ls = LOG_STD_MIN if ls < LOG_STD_MIN else (LOG_STD_MAX if ls > LOG_STD_MAX else ls)
+        out[i] = np.tanh(y[0, i] + exp(ls) * normal(S.rng, 0.0, 1.0))
+
+
+# observe() and run_pendulum() mirror td3.py's: numba binds the update() and explore() they call
+# when compiling, and a shared version (a closure, or functions passed in) would miss the disk cache
+
+
+@jit
+def observe(S, hp, obs, action, reward, next_obs, terminated):
+    """Store a transition, count the step, and train once the warm-up is over."""
+    replay_add(S.replay, obs, action, reward, next_obs, terminated)
+    S.counters[STEPS] += 1
+    if S.counters[STEPS] >= hp[WARMUP] and S.replay.count[1] >= S.reward.shape[0]:
+        update(S, hp)
+
+
+@jit
+def run_pendulum(S, hp, n_steps, ep_step, ep_return):
+    """n_steps of training on the compiled Pendulum; episode ends into ep_step/ep_return."""
+    ended = 0
+    for _ in range(n_steps):
+        explore(S, hp, S.obs, S.action)
+        r, truncated = nets.pendulum_step(S.env, MAX_TORQUE * S.action[0], S.next_obs)
+        observe(S, hp, S.obs, S.action, r, S.next_obs, False)
+        if truncated:
+            ep_step[ended] = S.counters[STEPS]
+            ep_return[ended] = S.env[3]
+            ended += 1
+            S.counters[EPISODES] += 1
+            nets.pendulum_reset(S.env, S.rng, S.obs)
+        else:
+            S.obs[:] = S.next_obs
+    return ended
+
+
+ALGO = offpolicy.Algorithm(__name__)
+add_arguments = ALGO.add_arguments
+train_from_args = ALGO.train_from_args
+train_pendulum = ALGO.train_pendulum
+train = ALGO.train

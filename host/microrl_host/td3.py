@@ -1,0 +1,186 @@
+"""TD3 (Fujimoto et al. 2018) on the host, compiled with numba: environment step, replay,
+sampling, forward, backward, Adam and target updates all run in compiled code. The same
+algorithm as the device core's microrl.td3 (same defaults, TD3Config), at host speed.
+
+    from microrl_host import td3
+    policy, evals = td3.train_pendulum(steps=10000, seed=0)   # a microrl.policy.Policy
+    policy, evals = td3.train("MountainCarContinuous-v0", steps=50000)  # any gymnasium Box env
+"""
+from collections import namedtuple
+
+import numpy as np
+
+from microrl.td3 import TD3Config
+
+from . import nets, offpolicy
+from .offpolicy import REPLAY_CAPACITY
+from .nets import MAX_TORQUE, jit, backward, forward, normal, polyak, replay_add, replay_sample, uniform
+
+NAME = "td3"
+SQUASH = False  # the actor ends in tanh already
+
+# hyperparameters travel into compiled code as one float64 array, in this order
+HP = ("gamma", "tau", "actor_lr", "critic_lr", "exploration_noise", "target_noise", "target_noise_clip", "policy_delay", "warmup")
+GAMMA, TAU, ACTOR_LR, CRITIC_LR, EXPLORATION_NOISE, TARGET_NOISE, TARGET_NOISE_CLIP, POLICY_DELAY, WARMUP = range(len(HP))
+# counters (int64): steps, updates, episodes
+STEPS, UPDATES, EPISODES = 0, 1, 2
+
+State = namedtuple(
+    "State",
+    "actor actor_target critic1 critic2 critic1_target critic2_target replay rng counters env "
+    "obs next_obs action critic_in next_in actor_in reward done y dq da dx",
+)
+
+
+def default_config():
+    c = TD3Config()
+    c.replay_capacity = REPLAY_CAPACITY
+    return c
+
+
+def hyperparameters(config):
+    return np.array([float(getattr(config, k)) for k in HP], np.float64)
+
+
+def new_state(config, obs_dim, act_dim, seed):
+    """Fresh networks (PyTorch init from the seed), empty replay, counters at zero."""
+    c = config
+    hidden = list(c.hidden)
+    n = c.batch
+    actor_sizes = [obs_dim] + hidden + [act_dim]
+    critic_sizes = [obs_dim + act_dim] + hidden + [1]
+    actor_acts = (c.activation, "tanh")
+    critic_acts = (c.activation, "identity")
+    actor = nets.new_net(actor_sizes, actor_acts, n, seed=seed * 4 + 1)
+    critic1 = nets.new_net(critic_sizes, critic_acts, n, seed=seed * 4 + 2)
+    critic2 = nets.new_net(critic_sizes, critic_acts, n, seed=seed * 4 + 3)
+    targets = [nets.target_of(net) for net in (actor, critic1, critic2)]
+    f32 = np.float32
+    return State(
+        actor=actor,
+        actor_target=targets[0],
+        critic1=critic1,
+        critic2=critic2,
+        critic1_target=targets[1],
+        critic2_target=targets[2],
+        replay=nets.new_replay(c.replay_capacity, obs_dim, act_dim),
+        rng=nets.new_rng(seed),
+        counters=np.zeros(3, np.int64),
+        env=np.zeros(4),
+        obs=np.zeros(obs_dim, f32),
+        next_obs=np.zeros(obs_dim, f32),
+        action=np.zeros(act_dim, f32),
+        critic_in=np.zeros((n, obs_dim + act_dim), f32),
+        next_in=np.zeros((n, obs_dim + act_dim), f32),
+        actor_in=np.zeros((n, obs_dim), f32),
+        reward=np.zeros(n, f32),
+        done=np.zeros(n, f32),
+        y=np.zeros(n, f32),
+        dq=np.zeros((n, 1), f32),
+        da=np.zeros((n, act_dim), f32),
+        dx=np.zeros((n, obs_dim + act_dim), f32),
+    )
+
+
+def actor_export(state):
+    """(sizes, activation codes, params) of the deterministic actor, in the policy file's layout."""
+    a = state.actor
+    return list(a.sizes), list(a.acts), a.params.copy()
+
+
+@jit
+def update(S, hp):
+    """One TD3 update from a sampled batch: both critics, and every policy_delay updates the
+    actor and the three targets."""
+    n = S.reward.shape[0]
+    od = S.obs.shape[0]
+    ad = S.action.shape[0]
+    replay_sample(S.replay, S.rng, n, S.critic_in, S.reward, S.actor_in, S.done)
+    # target actions with clipped smoothing noise, beside the next observations
+    a_next = forward(S.actor_target, S.actor_in, n)
+    clip = hp[TARGET_NOISE_CLIP]
+    for s in range(n):
+        for i in range(od):
+            S.next_in[s, i] = S.actor_in[s, i]
+        for i in range(ad):
+            e = normal(S.rng, 0.0, hp[TARGET_NOISE])
+            e = -clip if e < -clip else (clip if e > clip else e)
+            v = a_next[s, i] + e
+            S.next_in[s, od + i] = -1.0 if v < -1.0 else (1.0 if v > 1.0 else v)
+    nets.twin_min(S.critic1_target, S.critic2_target, S.next_in, n, S.y)
+    for s in range(n):
+        S.y[s] = S.reward[s] + hp[GAMMA] * (1.0 - S.done[s]) * S.y[s]
+    # critics: mean squared error to the shared target
+    S.counters[UPDATES] += 1
+    step = S.counters[UPDATES]
+    nets.regress(S.critic1, S.critic_in, S.y, n, 2.0, hp[CRITIC_LR], step, S.dq)
+    nets.regress(S.critic2, S.critic_in, S.y, n, 2.0, hp[CRITIC_LR], step, S.dq)
+    delay = np.int64(hp[POLICY_DELAY])
+    if step % delay:
+        return
+    # actor: maximise Q1(s, pi(s)); dL/dQ = -1/n back through critic 1 to the action inputs
+    nets.copy_columns(S.critic_in, S.actor_in, 0)
+    a = forward(S.actor, S.actor_in, n)
+    for s in range(n):
+        for i in range(ad):
+            S.critic_in[s, od + i] = a[s, i]
+    forward(S.critic1, S.critic_in, n)
+    for s in range(n):
+        S.dq[s, 0] = -1.0 / n
+    backward(S.critic1, S.critic_in, n, S.dq, False, S.dx)
+    nets.copy_columns(S.dx, S.da, od)
+    backward(S.actor, S.actor_in, n, S.da, True, S.dx[:0])
+    nets.adam(S.actor, hp[ACTOR_LR], step // delay)
+    tau = hp[TAU]
+    polyak(S.actor_target, S.actor, tau)
+    polyak(S.critic1_target, S.critic1, tau)
+    polyak(S.critic2_target, S.critic2, tau)
+
+
+@jit
+def explore(S, hp, obs, out):
+    """Training-time action in [-1, 1]: uniform during warm-up, then actor plus Gaussian noise."""
+    if S.counters[STEPS] < hp[WARMUP]:
+        for i in range(out.shape[0]):
+            out[i] = uniform(S.rng, -1.0, 1.0)
+        return
+    nets.greedy_action(S.actor, obs, False, out)
+    for i in range(out.shape[0]):
+        v = out[i] + normal(S.rng, 0.0, hp[EXPLORATION_NOISE])
+        out[i] = -1.0 if v < -1.0 else (1.0 if v > 1.0 else v)
+
+
+@jit
+def observe(S, hp, obs, action, reward, next_obs, terminated):
+    """Store a transition, count the step, and train once the warm-up is over."""
+    replay_add(S.replay, obs, action, reward, next_obs, terminated)
+    S.counters[STEPS] += 1
+    if S.counters[STEPS] >= hp[WARMUP] and S.replay.count[1] >= S.reward.shape[0]:
+        update(S, hp)
+
+
+@jit
+def run_pendulum(S, hp, n_steps, ep_step, ep_return):
+    """n_steps of training on the compiled Pendulum. Episode ends go to ep_step/ep_return;
+    returns how many."""
+    ended = 0
+    for _ in range(n_steps):
+        explore(S, hp, S.obs, S.action)
+        r, truncated = nets.pendulum_step(S.env, MAX_TORQUE * S.action[0], S.next_obs)
+        observe(S, hp, S.obs, S.action, r, S.next_obs, False)
+        if truncated:
+            ep_step[ended] = S.counters[STEPS]
+            ep_return[ended] = S.env[3]
+            ended += 1
+            S.counters[EPISODES] += 1
+            nets.pendulum_reset(S.env, S.rng, S.obs)
+        else:
+            S.obs[:] = S.next_obs
+    return ended
+
+
+ALGO = offpolicy.Algorithm(__name__)
+add_arguments = ALGO.add_arguments
+train_from_args = ALGO.train_from_args
+train_pendulum = ALGO.train_pendulum
+train = ALGO.train
