@@ -17,7 +17,7 @@ from microrl.nn import layout  # noqa: E402
 from microrl_host import ppo  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-HARNESS = os.path.join(ROOT, "tests", "ppo_train_harness.py")
+TRAIN = ["-m", "microrl_host.cli", "train"]
 
 
 def small_config(**kw):
@@ -124,16 +124,16 @@ def test_checkpoint_resume(tmp_path):
 
 def test_cli_seam(tmp_path):
     out = str(tmp_path / "ip.mrlp")
-    proc = run_cpython([HARNESS, "inverted_pendulum", "--algo", "ppo", "--steps", "1024", "--envs", "8", "--hidden", "16,16", "--eval-every", "1024", "--eval-episodes", "2", "--run-dir", str(tmp_path / "run"), "--out", out, "--json", "--no-kl-adaptive"], timeout=300)
+    proc = run_cpython(TRAIN + ["inverted_pendulum", "--algo", "ppo", "--steps", "1024", "--envs", "8", "--hidden", "16,16", "--eval-every", "1024", "--eval-episodes", "2", "--run-dir", str(tmp_path / "run"), "--out", out, "--json", "--no-kl-adaptive"], timeout=300)
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["task"] == "InvertedPendulum-v5" and len(result["evals"]) == 1
     assert policy_file.load(out).sizes == [4, 16, 16, 1]
     with open(tmp_path / "run" / "run.json") as f:
         assert json.load(f)["config"]["kl_adaptive"] is False
-    bad = run_cpython([HARNESS, "antt", "--steps", "10"], timeout=120)
+    bad = run_cpython(TRAIN + ["antt", "--algo", "ppo", "--steps", "10"], timeout=120)
     assert bad.returncode == 2 and "unknown MuJoCo task 'antt'" in bad.stderr and "Traceback" not in bad.stderr
-    bad = run_cpython([HARNESS, "ant", "--resume", "--run-dir", str(tmp_path / "none")], timeout=120)
+    bad = run_cpython(TRAIN + ["ant", "--algo", "ppo", "--resume", "--run-dir", str(tmp_path / "none")], timeout=120)
     assert bad.returncode == 2 and "nothing to resume" in bad.stderr
 
 

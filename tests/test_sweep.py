@@ -1,5 +1,4 @@
-"""microrl sweep: the jobs it makes, and a real local sweep of short PPO runs. Until
-'microrl train' is merged, jobs run the test-only stand-in tests/ppo_train_harness.py."""
+"""microrl sweep: the jobs it makes, and a real local sweep of short PPO runs of 'microrl train'."""
 import json
 import os
 import sys
@@ -8,18 +7,8 @@ import pytest
 
 from helpers import ROOT, run_cpython
 
-HARNESS = os.path.join(ROOT, "tests", "ppo_train_harness.py")
-
-
 def sweep(*argv, timeout=300):
-    code = (
-        "import sys\n"
-        "import microrl_host.commands.sweep as s\n"
-        "s.TRAIN_COMMAND = [sys.executable, %r]\n"
-        "from microrl_host.cli import main\n"
-        "sys.exit(main(sys.argv[1:]))\n" % HARNESS
-    )
-    return run_cpython(["-c", code, "sweep"] + list(argv), timeout=timeout)
+    return run_cpython(["-m", "microrl_host.cli", "sweep"] + list(argv), timeout=timeout)
 
 
 def test_jobs_are_seeds_times_grid(tmp_path):
