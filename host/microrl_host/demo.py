@@ -49,7 +49,7 @@ def run_demo(port=None, steps=10000, seed=0, episodes=5, requests=200, out="demo
     from .serial_link import LinkError, SerialLink
 
     result = {"steps": steps, "seed": seed, "episodes": episodes}
-    say("1/4 training TD3 on Pendulum-v1 on the host: %d steps, seed %d (%s backend)" % (steps, seed, microrl.backend_name()))
+    say("1/4 training TD3 on Pendulum-v1 on the host: %d steps, seed %d (numba, the whole loop compiled)" % (steps, seed))
     t0 = time.perf_counter()
     with Progress(steps, desc="training", quiet=quiet) as bar:
         policy = train_policy(steps, seed, lambda n, ret: bar.update(n, **({"eval_return": "%.0f" % ret} if ret is not None else {})))
