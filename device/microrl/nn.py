@@ -1,6 +1,4 @@
-# Fully connected networks over flat preallocated buffers.
-# Layout (shared by host trainers, the policy file and the native kernels): for each layer l,
-# W_l as [out, in] row-major, then b_l [out]; layers in order, all in one flat float32 buffer.
+# Fully connected networks over flat preallocated buffers, in the one layout of layout.py.
 from math import sqrt
 
 from . import backend
@@ -47,8 +45,12 @@ class MLP:
             hidden = l < n_layers - 1
             if hidden and share is not None and share.batch == batch and l < len(share.y) - 1 and share.sizes[l + 1] == width:
                 self.y.append(share.y[l])
-                z = share.z[l] if self.acts[l] == GELU else None
-                self.z.append(z if z is not None or self.acts[l] != GELU else B.matrix(zeros(batch * width, typecode), 0, batch, width))
+                z = None
+                if self.acts[l] == GELU:
+                    z = share.z[l]  # the other's pre-activations if it keeps them, else our own
+                    if z is None:
+                        z = B.matrix(zeros(batch * width, typecode), 0, batch, width)
+                self.z.append(z)
                 continue
             self.output_buf = zeros(batch * width, typecode)  # the last one stays: raw output rows
             self.y.append(B.matrix(self.output_buf, 0, batch, width))

@@ -2,6 +2,7 @@
 # smoothing, delayed actor updates. Defaults are the paper's Pendulum benchmark. The caller drives
 # training one environment step at a time (agent.step()), so a board can interleave other work.
 from .compat import zeros
+from .layout import param_count
 from .nn import MLP
 from .policy import Policy
 from .replay import ReplayBuffer
@@ -221,14 +222,17 @@ class TD3:
 
 
 
+OBJECT_OVERHEAD = 16384  # measured on MicroPython: 13-18 KB of objects, views and tuples
+
+
 def estimate_bytes(obs_dim, act_dim, config=None):
     """RAM that TD3(env, config) allocates for its buffers (networks, Adam, activations, batch,
     replay), in bytes, from the same sizes the constructor uses, plus about 16 KB of objects."""
     c = config or TD3Config()
     n = c.batch
     hidden = list(c.hidden)
-    p_actor = _params([obs_dim] + hidden + [act_dim])
-    p_critic = _params([obs_dim + act_dim] + hidden + [1])
+    p_actor = param_count([obs_dim] + hidden + [act_dim])
+    p_critic = param_count([obs_dim + act_dim] + hidden + [1])
     h = n * sum(hidden) * (2 if c.activation == "gelu" else 1)  # one set of hidden outputs (GELU keeps z too)
     width = max(hidden + [act_dim, 1])
     floats = 4 * p_actor + p_actor + 2 * (4 * p_critic + p_critic)  # trainable: params, grads, m, v
@@ -241,8 +245,3 @@ def estimate_bytes(obs_dim, act_dim, config=None):
     return 4 * floats + OBJECT_OVERHEAD
 
 
-OBJECT_OVERHEAD = 16384  # measured on MicroPython: 13-18 KB of objects, views and tuples
-
-
-def _params(sizes):
-    return sum((sizes[l] + 1) * sizes[l + 1] for l in range(len(sizes) - 1))

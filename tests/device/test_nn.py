@@ -36,23 +36,20 @@ def _check_gradients(sizes, acts, n=3, seed=0, eps=1e-6, rel=2e-4, abs_=1e-6):
     dx_buf = zeros(n * sizes[0], "d")
     B = net.B
     net.backward(B.matrix(dy_buf, 0, n, n_out), n, dx=B.matrix(dx_buf, 0, n, sizes[0]))
-    p = net.params
-    for k in range(len(p)):
-        old = p[k]
-        p[k] = old + eps
+    _check_against_fd(net.params, net.grads, net, n, coef, eps, rel, abs_, "dparam %r" % (acts,))
+    _check_against_fd(x, dx_buf, net, n, coef, eps, rel, abs_, "dx %r" % (acts,))
+
+
+def _check_against_fd(values, grads, net, n, coef, eps, rel, abs_, what):
+    # central differences of the loss in each entry of values, against the analytic grads
+    for k in range(len(grads)):
+        old = values[k]
+        values[k] = old + eps
         up = _loss(net, n, coef)
-        p[k] = old - eps
+        values[k] = old - eps
         down = _loss(net, n, coef)
-        p[k] = old
-        assert_close(net.grads[k], (up - down) / (2 * eps), rel, abs_, "dparam[%d] %r" % (k, acts))
-    for k in range(n * sizes[0]):
-        old = x[k]
-        x[k] = old + eps
-        up = _loss(net, n, coef)
-        x[k] = old - eps
-        down = _loss(net, n, coef)
-        x[k] = old
-        assert_close(dx_buf[k], (up - down) / (2 * eps), rel, abs_, "dx[%d] %r" % (k, acts))
+        values[k] = old
+        assert_close(grads[k], (up - down) / (2 * eps), rel, abs_, "%s[%d]" % (what, k))
 
 
 def test_gradients_every_activation():
