@@ -34,9 +34,11 @@ def test_bad_options_are_clear_errors(argv, message, tmp_path):
 
 def test_local_sweep_runs_everything(tmp_path):
     pytest.importorskip("mujoco", reason="mujoco not installed: pip install 'microrl[mujoco]'")
+    before = set(os.listdir(ROOT))
     proc = sweep("inverted_pendulum", "--seeds", "1,2", "--grid", "lr=3e-4,1e-3", "--steps", "1024", "--workers", "2", "--run-dir", str(tmp_path), "--quiet",
                  "--set", "envs=8", "--set", "hidden=16,16", "--set", "eval-every=1024", "--set", "eval-episodes=2", "--set", "threads=1")
     assert proc.returncode == 0, proc.stderr
+    assert set(os.listdir(ROOT)) == before  # every job writes only inside its own run folder
     with open(tmp_path / "summary.json") as f:
         runs = json.load(f)["runs"]
     assert len(runs) == 4 and all(r["exit_code"] == 0 and r["final_eval"] is not None for r in runs)
@@ -61,6 +63,7 @@ def test_ray_missing_or_present(tmp_path):
         assert proc.returncode == 2 and "pip install 'microrl[ray]'" in proc.stderr
         return
     pytest.importorskip("mujoco", reason="mujoco not installed: pip install 'microrl[mujoco]'")
+    before = set(os.listdir(ROOT))
     proc = sweep("inverted_pendulum", "--seeds", "1,2", "--steps", "1024", "--run-dir", str(tmp_path), "--ray", "local", "--quiet",
                  "--set", "envs=8", "--set", "hidden=16,16", "--set", "eval-every=1024", "--set", "eval-episodes=2", "--set", "threads=1", timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]

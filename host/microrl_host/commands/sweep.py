@@ -96,7 +96,8 @@ def make_jobs(args):
 
 def run_job(argv, run_dir, command=None, env=None):
     """Run one training; returns (exit code, its JSON result or None, stderr's last lines)."""
-    cmd = list(command or TRAIN_COMMAND) + list(argv) + ["--run-dir", run_dir]
+    # each job keeps its policy in its own folder: parallel jobs must not share one default file
+    cmd = list(command or TRAIN_COMMAND) + list(argv) + ["--run-dir", run_dir, "--out", os.path.join(run_dir, "policy.mrlp")]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     result = None
     for line in reversed(proc.stdout.strip().splitlines()):
