@@ -101,6 +101,33 @@ def test_device_core_applies_the_normalisation_under_micropython(tmp_path):
     assert float(out.strip()) == pytest.approx(float(expected), rel=1e-4, abs=1e-5)
 
 
+def test_update_with_the_critic_on_its_own_thread_equals_one_after_the_other():
+    # the critic's thread shares no buffer with the actor's: same numbers as a serial update
+    def learner():
+        return ppo.PPO(11, 3, -np.ones(3), np.ones(3), ppo.PPOConfig(envs=16, rollout_steps=32, hidden=(64, 64), seed=5))
+
+    rng = np.random.default_rng(0)
+    n = 16 * 32
+    batch = {"obs": rng.normal(size=(n, 11)).astype(np.float32), "actions": rng.normal(size=(n, 3)).astype(np.float32), "mean": rng.normal(size=(n, 3)).astype(np.float32) * 0.1,
+             "logp": rng.normal(size=n) - 3.0, "advantages": rng.normal(size=n), "returns": rng.normal(size=n), "log_std": np.full(3, np.log(0.5))}
+    threaded, serial = learner(), learner()
+    threaded.update(batch)
+    threaded.close()
+
+    def one_after_the_other(batch, idx):
+        obs = batch["obs"][idx]
+        v_loss = serial._critic_step(obs, batch["returns"][idx])
+        kl, clipfrac, pg_loss, entropy = serial._actor_step(batch, idx, obs)
+        return kl, clipfrac, pg_loss, v_loss, entropy
+
+    serial._minibatch = one_after_the_other
+    serial.update(batch)
+    assert serial._pool is None
+    for k, v in threaded.state().items():
+        assert np.array_equal(np.asarray(v), np.asarray(serial.state()[k])), k
+    assert threaded.stats == serial.stats
+
+
 def test_checkpoint_resume(tmp_path):
     run = str(tmp_path)
     first, _ = ppo.train("InvertedPendulum-v5", small_config(steps=1024), run_dir=run, quiet=True, checkpoint_every=512)

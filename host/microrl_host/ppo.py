@@ -223,6 +223,7 @@ class PPO:
         self.act_scale = ((high - low) / 2.0).astype(np.float32)
         self.act_offset = ((high + low) / 2.0).astype(np.float32)
         self.stats = {}
+        self._pool = None  # the critic's thread in update(), started on first use
 
     # -- acting
     def normalize(self, obs):
@@ -277,18 +278,40 @@ class PPO:
         return self.stats
 
     def _minibatch(self, batch, idx):
-        c = self.config
+        """One minibatch step of both networks. The critic learns on a second thread while this
+        one does the actor: the two share no buffers, and BLAS releases the GIL, so on two CPUs
+        the update takes about half the time (the results are the same as one after the other)."""
         obs = batch["obs"][idx]
+        critic = self._worker().submit(self._critic_step, obs, batch["returns"][idx])
+        try:
+            kl, clipfrac, pg_loss, entropy = self._actor_step(batch, idx, obs)
+        finally:
+            v_loss = critic.result()
+        return kl, clipfrac, pg_loss, v_loss, entropy
+
+    def _worker(self):
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="microrl-ppo-critic")
+        return self._pool
+
+    def close(self):
+        """Stop the critic's thread (it also ends with the process)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    def _actor_step(self, batch, idx, obs):
+        c = self.config
         actions = batch["actions"][idx]
         old_logp = batch["logp"][idx]
         old_mean = batch["mean"][idx]
         old_log_std = batch["log_std"]
         adv = batch["advantages"][idx]
-        ret = batch["returns"][idx]
         m = obs.shape[0]
         if c.adv_norm:
             adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-        # policy
         mean = self.actor.forward(obs)
         log_std = self.log_std.astype(np.float64)
         std = np.exp(log_std)
@@ -311,21 +334,22 @@ class PPO:
         clipfrac = float((np.abs(ratio - 1.0) > c.clip_coef).mean())
         self.actor.backward(dmean)
         self.log_std_grad[:] = dlog_std
-        # value
+        grads = [self.actor.grads, self.log_std_grad]
+        _clip_grad_norm(grads, c.max_grad_norm)
+        self.actor_optimizer.step(grads, self.lr)
+        return kl, clipfrac, pg_loss, entropy
+
+    def _critic_step(self, obs, ret):
+        c = self.config
+        m = obs.shape[0]
         v = self.critic.forward(obs)[:, 0]
         v_loss = 0.5 * float(((v - ret) ** 2).mean())
         dv = (c.vf_coef * (v - ret) / m).astype(np.float32)[:, None]
         self.critic.backward(np.ascontiguousarray(dv))
-        grads = [self.actor.grads, self.log_std_grad, self.critic.grads]
-        if c.max_grad_norm and c.max_grad_norm > 0:
-            for group in (grads[:2], grads[2:]):
-                norm = math.sqrt(sum(float(np.dot(g, g)) for g in group))
-                if norm > c.max_grad_norm:
-                    for g in group:
-                        g *= c.max_grad_norm / (norm + 1e-6)
-        self.actor_optimizer.step(grads[:2], self.lr)
-        self.critic_optimizer.step(grads[2:], c.lr)
-        return kl, clipfrac, pg_loss, v_loss, entropy
+        grads = [self.critic.grads]
+        _clip_grad_norm(grads, c.max_grad_norm)
+        self.critic_optimizer.step(grads, c.lr)
+        return v_loss
 
     # -- export and checkpoints
     def to_policy(self):
@@ -362,6 +386,15 @@ class PPO:
         self.obs_rms.var = np.array(s["obs_var"], np.float64)
         self.obs_rms.count = float(s["obs_count"])
         self.rng.bit_generator.state = json.loads(str(s["rng"]))
+
+
+def _clip_grad_norm(grads, max_norm):
+    """Scale one network's gradients (a list of vectors) to a norm of at most max_norm (0: off)."""
+    if max_norm and max_norm > 0:
+        norm = math.sqrt(sum(float(np.dot(g, g)) for g in grads))
+        if norm > max_norm:
+            for g in grads:
+                g *= max_norm / (norm + 1e-6)
 
 
 def gae(rewards, values, dones, last_value, gamma, lam):
@@ -526,6 +559,7 @@ def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_epi
             raise
         finally:
             progress.close()
+            learner.close()
             if log:
                 log.close()
         if out:
