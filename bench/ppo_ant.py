@@ -1,15 +1,17 @@
 """PPO on Ant: returns over (training) wall time, ours (microrl_host.ppo) against
 Stable-Baselines3's PPO with one torch thread, on the same budget, same seeds, same settings
-where both have them (64 envs x 64 steps, 4 epochs of 4 minibatches, 256-256 ReLU, lr 3e-4,
-gamma 0.99, GAE 0.95, clip 0.2, observation normalisation). SB3 has no KL-adaptive learning rate
-(ours is the paper's Appendix G); SB3 runs its own vector env over gymnasium's environments.
+where both have them (64 envs x 64 steps, 4 epochs of 2 minibatches of 2048, so the same number
+of gradient steps; 256-256 ReLU, initial action std 0.5, gamma 0.99, GAE 0.95, clip 0.2, no
+entropy bonus, observation normalisation). SB3 has no KL-adaptive learning rate (ours is the
+paper's Appendix G, from 1e-3), so it keeps its default fixed 3e-4 and its gradient clipping at
+0.5; it runs its own vector env over gymnasium's environments.
 
 Every --eval-every steps the deterministic policy is evaluated on gymnasium's own environment
 (--eval-episodes episodes, fixed seeds); the evaluation's time is excluded from the training
 wall time. Reported: the learning curve (steps, training wall seconds, return), the wall time
 to a return of --target (3000 by default) if reached, and steps per second.
 
-    nice -n 5 python bench/ppo_ant.py --steps 10240000 --seeds 1,2,3 --json > ppo_ant.json  # the paper's budget
+    nice -n 5 python bench/ppo_ant.py --steps 10240000 --seeds 1 --impl microrl --save ppo_ant.json  # the paper's budget
     nice -n 5 python bench/ppo_ant.py --steps 200000 --seeds 1 --eval-every 50000          # what fits in minutes
 """
 import argparse
@@ -42,6 +44,11 @@ class Clock:
         return self.total + time.perf_counter() - self.since
 
 
+def _report(impl, seed, point):
+    # one line per evaluation on stderr: a long run can be followed (and its log kept)
+    print("%s seed %d: step %d, %.1f s, return %.1f" % ((impl, seed) + tuple(point)), file=sys.stderr, flush=True)
+
+
 def run_ours(task, steps, seed, eval_every, episodes):
     from microrl_host import ppo
 
@@ -54,6 +61,7 @@ def run_ours(task, steps, seed, eval_every, episodes):
             clock.pause()
             mean, std, _ = ppo.evaluate_policy(learner.to_policy(), task, episodes, seed=12345)
             curve.append((step, clock.total, mean))
+            _report("microrl", seed, curve[-1])
             state["next"] += eval_every
             clock.resume()
 
@@ -75,9 +83,9 @@ def run_sb3(task, steps, seed, eval_every, episodes):
     task = resolve_task(task)
     venv = VecNormalize(make_vec_env(task, n_envs=64, seed=seed), norm_obs=True, norm_reward=False)
     model = PPO(
-        "MlpPolicy", venv, n_steps=64, batch_size=1024, n_epochs=4, learning_rate=3e-4, gamma=0.99, gae_lambda=0.95,
+        "MlpPolicy", venv, n_steps=64, batch_size=2048, n_epochs=4, learning_rate=3e-4, gamma=0.99, gae_lambda=0.95,
         clip_range=0.2, ent_coef=0.0, vf_coef=0.5, max_grad_norm=0.5, seed=seed, device="cpu", verbose=0,
-        policy_kwargs=dict(net_arch=dict(pi=[256, 256], vf=[256, 256]), activation_fn=torch.nn.ReLU, log_std_init=0.0),
+        policy_kwargs=dict(net_arch=dict(pi=[256, 256], vf=[256, 256]), activation_fn=torch.nn.ReLU, log_std_init=float(np.log(0.5))),
     )
     clock, curve = Clock(), []
 
@@ -105,6 +113,7 @@ def run_sb3(task, steps, seed, eval_every, episodes):
             if self.num_timesteps >= self.next or self.num_timesteps >= steps:
                 clock.pause()
                 curve.append((self.num_timesteps, clock.total, evaluate()))
+                _report("sb3", seed, curve[-1])
                 self.next += eval_every
                 clock.resume()
 
@@ -114,6 +123,17 @@ def run_sb3(task, steps, seed, eval_every, episodes):
     model.learn(total_timesteps=steps, callback=EvalCallback())
     venv.close()
     return curve, clock.now()
+
+
+def _meta(args):
+    return {"task": args.task, "steps": args.steps, "seeds": args.seeds, "eval_every": args.eval_every, "eval_episodes": args.eval_episodes, "cpus": os.cpu_count(), "load_avg": os.getloadavg()[0]}
+
+
+def _save(path, report):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(report, f)
+    os.replace(tmp, path)
 
 
 def main(argv=None):
@@ -126,6 +146,7 @@ def main(argv=None):
     p.add_argument("--eval-episodes", type=int, default=5)
     p.add_argument("--target", type=float, default=3000.0, help="return whose first crossing is timed")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--save", metavar="FILE", help="also write the JSON report to FILE, rewritten after every run (a long run keeps what it has)")
     args = p.parse_args(argv)
     warnings.filterwarnings("ignore")
     runners = {"microrl": run_ours, "sb3": run_sb3}
@@ -145,6 +166,8 @@ def main(argv=None):
                 "target": args.target, "steps_to_target": hit[0] if hit else None, "wall_s_to_target": hit[1] if hit else None,
                 "curve": [{"step": s, "wall_s": t, "return": r} for s, t, r in curve],
             })
+            if args.save:
+                _save(args.save, {"meta": _meta(args), "runs": runs})
             if not args.json:
                 print("%s seed %d: %d steps in %.1f s (%.0f steps/s), final return %.1f, best %.1f, %s" % (
                     name, seed, steps_done, wall, steps_done / wall, runs[-1]["final_return"], runs[-1]["best_return"],
@@ -157,7 +180,9 @@ def main(argv=None):
             "median_final_return": statistics.median(r["final_return"] for r in mine),
             "runs_reaching_target": sum(r["wall_s_to_target"] is not None for r in mine),
         }
-    meta = {"task": args.task, "steps": args.steps, "seeds": args.seeds, "eval_every": args.eval_every, "eval_episodes": args.eval_episodes, "cpus": os.cpu_count(), "load_avg": os.getloadavg()[0]}
+    meta = _meta(args)
+    if args.save:
+        _save(args.save, {"meta": meta, "summary": summary, "runs": runs})
     if args.json:
         print(json.dumps({"meta": meta, "summary": summary, "runs": runs}))
     else:
