@@ -34,6 +34,7 @@ FAMILIES = {
     "Hopper-v5": "hopper",
     "Walker2d-v4": "walker",
     "Walker2d-v5": "walker",
+    "Humanoid-v4": "humanoid",
     "Humanoid-v5": "humanoid",
     "InvertedPendulum-v4": "pendulum",
     "InvertedPendulum-v5": "pendulum",
@@ -143,7 +144,11 @@ class _Formulas:
             self.contact_cost_on = self.version >= 5 or g("_use_contact_forces", False)
         self.humanoid = f == "humanoid"
         if self.humanoid:
-            self.obs_parts = [g("_include_cinert_in_observation"), g("_include_cvel_in_observation"), g("_include_qfrc_actuator_in_observation"), g("_include_cfrc_ext_in_observation")]
+            if self.version >= 5:  # optional parts, without the world body's rows (and the free joint's 6 for forces)
+                self.obs_parts = [g("_include_cinert_in_observation"), g("_include_cvel_in_observation"), g("_include_qfrc_actuator_in_observation"), g("_include_cfrc_ext_in_observation")]
+                self.obs_starts = (1, 1, 6, 1)
+            else:  # v4: all four, whole
+                self.obs_parts, self.obs_starts = [True] * 4, (0, 0, 0, 0)
         # gaussian velocity noise for Ant and HalfCheetah, uniform for the others
         self.gaussian_qvel = f in ("ant", "cheetah")
 
@@ -182,7 +187,7 @@ class _Formulas:
             return np.concatenate(parts, axis=1)
         # humanoid
         parts = [pos, qvel]
-        for use, key, start in zip(self.obs_parts, ("cinert", "cvel", "qfrc_actuator", "cfrc_ext"), (1, 1, 6, 1)):
+        for use, key, start in zip(self.obs_parts, ("cinert", "cvel", "qfrc_actuator", "cfrc_ext"), self.obs_starts):
             if use:
                 parts.append(s[key][:, start:].reshape(n, -1))
         return np.concatenate(parts, axis=1)
@@ -241,7 +246,7 @@ class _Formulas:
         if f == "ant" and self.contact_cost_on:
             cf = s["cfrc_clipped"] if "cfrc_clipped" in s else _clip(s["cfrc_ext"], *self.contact_force_range)
             costs = ctrl_cost + self.contact_cost_weight * _row_sum(np.square(cf).reshape(n, -1))
-        elif f == "humanoid":
+        elif f == "humanoid" and self.version >= 5:  # v4 has no contact cost
             contact = self.contact_cost_weight * _row_sum(np.square(s["cfrc_ext"]).reshape(n, -1))
             lo, hi = self.contact_cost_range
             costs = ctrl_cost + np.clip(contact, lo, hi)
