@@ -25,7 +25,7 @@ def assert_user_error(proc, *words):
 def trained(tmp_path_factory):
     """One short TD3 run on the compiled Pendulum, shared by the tests below."""
     folder = tmp_path_factory.mktemp("train")
-    out = folder / "pendulum.mrl"
+    out = folder / "pendulum.mrlp"
     proc = microrl("train", "pendulum", "--algo", "td3", "--steps", 1500, "--seed", 3, "--out", out, "--eval-every", 500, "--checkpoint-every", 500, "--json")
     assert proc.returncode == 0, proc.stderr
     return out, json.loads(proc.stdout)
@@ -33,7 +33,7 @@ def trained(tmp_path_factory):
 
 def test_train_writes_policy_run_folder_and_json(trained):
     out, result = trained
-    run = str(out)[:-4] + ".run"
+    run = str(out)[:-len(".mrlp")] + ".run"
     assert result["steps"] == 1500 and result["algo"] == "td3" and result["task"] == "pendulum"
     assert result["train_s"] > 0 and result["compile_s"] >= 0 and result["eval_mean"] < 0
     assert os.path.exists(os.path.join(run, "checkpoint.npz"))
@@ -61,7 +61,7 @@ def test_eval_json_on_device_core_and_gymnasium(trained):
 def test_plot_writes_png(trained, tmp_path):
     out, _ = trained
     png = tmp_path / "curve.png"
-    proc = microrl("plot", str(out)[:-4] + ".run", "--out", png)
+    proc = microrl("plot", str(out)[:-len(".mrlp")] + ".run", "--out", png)
     assert proc.returncode == 0, proc.stderr
     from PIL import Image
 
@@ -83,7 +83,7 @@ def test_render_writes_gif(trained, tmp_path):
 @pytest.mark.parametrize("algo", ["td3", "sac"])
 def test_resume_continues_exactly(tmp_path, algo):
     """600 steps, then --resume to 1200, gives the very policy of 1200 steps in one go."""
-    a, b = tmp_path / "a.mrl", tmp_path / "b.mrl"
+    a, b = tmp_path / "a.mrlp", tmp_path / "b.mrlp"
     common = ["--algo", algo, "--seed", 1, "--quiet", "--eval-every", 400]
     assert microrl("train", "pendulum", "--steps", 600, "--out", a, *common).returncode == 0
     proc = microrl("train", "pendulum", "--steps", 1200, "--out", a, "--resume", "--json", *common)
@@ -93,12 +93,12 @@ def test_resume_continues_exactly(tmp_path, algo):
     assert a.read_bytes() == b.read_bytes()
     from microrl_host.runlog import read_progress
 
-    steps = [r["step"] for r in read_progress(str(a)[:-4] + ".run") if r["eval_mean"] is not None]
+    steps = [r["step"] for r in read_progress(str(a)[:-len(".mrlp")] + ".run") if r["eval_mean"] is not None]
     assert steps == [400, 600, 800, 1200]
 
 
 def test_gymnasium_env_trains_and_evaluates(tmp_path):
-    out = tmp_path / "mc.mrl"
+    out = tmp_path / "mc.mrlp"
     proc = microrl("train", "MountainCarContinuous-v0", "--steps", 300, "--warmup", 150, "--batch", 32, "--out", out, "--eval-every", 0, "--eval-episodes", 1, "--json")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["task"] == "MountainCarContinuous-v0"
@@ -112,13 +112,13 @@ def test_gymnasium_env_trains_and_evaluates(tmp_path):
 
 
 def test_bad_command_lines(tmp_path):
-    assert_user_error(microrl("train", "pendulum", "--steps", "many", "--out", tmp_path / "x.mrl"), "--steps")
-    assert_user_error(microrl("train", "pendulum", "--hidden", "64,abc", "--out", tmp_path / "x.mrl"), "--hidden")
-    assert_user_error(microrl("train", "NoSuchEnv-v9", "--out", tmp_path / "x.mrl"), "unknown task", "pendulum")
-    assert_user_error(microrl("train", "CartPole-v1", "--out", tmp_path / "x.mrl"), "continuous")
-    assert_user_error(microrl("train", "pendulum", "--algo", "nope", "--out", tmp_path / "x.mrl"), "td3", "sac")
-    assert_user_error(microrl("train", "pendulum", "--algo", "sac", "--policy-delay", 3, "--out", tmp_path / "x.mrl"), "--policy-delay")
-    assert_user_error(microrl("eval", tmp_path / "missing.mrl"), "no policy file")
+    assert_user_error(microrl("train", "pendulum", "--steps", "many", "--out", tmp_path / "x.mrlp"), "--steps")
+    assert_user_error(microrl("train", "pendulum", "--hidden", "64,abc", "--out", tmp_path / "x.mrlp"), "--hidden")
+    assert_user_error(microrl("train", "NoSuchEnv-v9", "--out", tmp_path / "x.mrlp"), "unknown task", "pendulum")
+    assert_user_error(microrl("train", "CartPole-v1", "--out", tmp_path / "x.mrlp"), "continuous")
+    assert_user_error(microrl("train", "pendulum", "--algo", "nope", "--out", tmp_path / "x.mrlp"), "td3", "sac")
+    assert_user_error(microrl("train", "pendulum", "--algo", "sac", "--policy-delay", 3, "--out", tmp_path / "x.mrlp"), "--policy-delay")
+    assert_user_error(microrl("eval", tmp_path / "missing.mrlp"), "no policy file")
     assert_user_error(microrl("plot", tmp_path), "progress.csv")
 
 
@@ -127,22 +127,22 @@ def test_ppo_unavailable_says_so(tmp_path):
 
     if "ppo" in train.available():
         pytest.skip("PPO is installed here")
-    assert_user_error(microrl("train", "pendulum", "--algo", "ppo", "--out", tmp_path / "x.mrl"), "ppo", "not available")
+    assert_user_error(microrl("train", "pendulum", "--algo", "ppo", "--out", tmp_path / "x.mrlp"), "ppo", "not available")
 
 
 def test_missing_corrupt_or_foreign_checkpoint(tmp_path, trained):
-    out = tmp_path / "r.mrl"
+    out = tmp_path / "r.mrlp"
     assert_user_error(microrl("train", "pendulum", "--out", out, "--resume"), "no checkpoint", "without --resume")
     os.makedirs(tmp_path / "r.run")
     ckpt = tmp_path / "r.run" / "checkpoint.npz"
     ckpt.write_bytes(b"not a checkpoint at all")
     assert_user_error(microrl("train", "pendulum", "--out", out, "--resume"), "damaged")
-    good = open(str(trained[0])[:-4] + ".run/checkpoint.npz", "rb").read()
+    good = open(str(trained[0])[:-len(".mrlp")] + ".run/checkpoint.npz", "rb").read()
     ckpt.write_bytes(good[: len(good) // 2])  # cut short
     assert_user_error(microrl("train", "pendulum", "--out", out, "--resume"), "damaged")
     ckpt.write_bytes(good)
     assert_user_error(microrl("train", "pendulum", "--algo", "sac", "--out", out, "--resume"), "td3")
     assert_user_error(microrl("train", "pendulum", "--out", out, "--resume", "--steps", 100), "beyond --steps")
-    bad = tmp_path / "bad.mrl"
+    bad = tmp_path / "bad.mrlp"
     bad.write_bytes(open(trained[0], "rb").read()[:100])
     assert_user_error(microrl("eval", bad), "truncated")

@@ -41,14 +41,14 @@ def check_whole(out, ckpt):
 
 
 def test_sigkill_at_random_moments_always_resumes(tmp_path):
-    ref = tmp_path / "ref.mrl"
+    ref = tmp_path / "ref.mrlp"
     proc = subprocess.run(command(ref, False), env=repo_env(), cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     rnd = random.Random(1234)
     kills = 0
     resumed = 0
     for trial in range(4):
-        out = tmp_path / ("t%d.mrl" % trial)
+        out = tmp_path / ("t%d.mrlp" % trial)
         ckpt = tmp_path / ("t%d.run" % trial) / "checkpoint.npz"
         for attempt in range(10):
             resume = os.path.exists(ckpt)

@@ -16,7 +16,7 @@ OBSERVATIONS = [[np.cos(t), np.sin(t), 3.0 * np.sin(2.7 * t)] for t in np.linspa
 def trained(request, tmp_path_factory):
     module = td3 if request.param == "td3" else sac
     run = module.ALGO.run("pendulum", steps=400, seed=5, warmup=100, eval_every=0, eval_episodes=0)
-    path = str(tmp_path_factory.mktemp(request.param) / "p.mrl")
+    path = str(tmp_path_factory.mktemp(request.param) / "p.mrlp")
     save(path, run.policy)
     return module, path, run
 

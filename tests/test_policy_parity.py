@@ -13,7 +13,7 @@ from helpers import compile_device_mpy, needs_micropython, run_micropython_code
 def _write(tmp_path, sizes, acts, **kw):
     net = MLP(sizes, acts, trainable=False).init(Rng(3))
     p = microrl.Policy(sizes, acts, params=net.params, **kw)
-    path = str(tmp_path / ("p_%s.mrl" % "-".join(map(str, sizes))))
+    path = str(tmp_path / ("p_%s.mrlp" % "-".join(map(str, sizes))))
     microrl.save(path, p)
     return p, path
 

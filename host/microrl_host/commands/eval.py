@@ -15,7 +15,7 @@ def register(sub):
         "Pendulum-shaped policies (3 observations, 1 action) run on the device core's Pendulum by default; "
         "any other policy needs --env with a gymnasium id.",
     )
-    p.add_argument("policy", metavar="POLICY", help="a microrl policy file (.mrl)")
+    p.add_argument("policy", metavar="POLICY", help="a microrl policy file (.mrlp)")
     p.add_argument("--episodes", type=int, default=10, help="episodes to run (default 10)")
     p.add_argument("--env", metavar="ID", help="'pendulum' (the device core's, default for 3-in 1-out policies) or a gymnasium id, e.g. Pendulum-v1")
     p.add_argument("--seed", type=int, default=12345, help="seed of the episodes' start states (default 12345)")
@@ -30,7 +30,7 @@ def load_policy(path):
     if not os.path.exists(path):
         raise CommandError("no policy file at %s (train one with: microrl train pendulum --out %s)" % (path, path))
     if os.path.isdir(path):
-        raise CommandError("%s is a folder; give a policy file (.mrl)" % path)
+        raise CommandError("%s is a folder; give a policy file (.mrlp)" % path)
     try:
         return load(path)
     except PolicyFileError as e:

@@ -15,10 +15,10 @@ _modules = {}  # name -> module, or the ImportError that kept it out
 _claimed = {}  # name -> {option dest: default} of that algorithm's own options
 
 EXAMPLES = """examples:
-  microrl train pendulum --algo td3 --steps 10000 --seed 0 --out pendulum.mrl
+  microrl train pendulum --algo td3 --steps 10000 --seed 0 --out pendulum.mrlp
   microrl train pendulum --algo sac --steps 10000 --json
   microrl train MountainCarContinuous-v0 --algo td3 --steps 50000 --exploration-noise 0.5
-  microrl train pendulum --out pendulum.mrl --steps 20000 --resume   # continue a run
+  microrl train pendulum --out pendulum.mrlp --steps 20000 --resume   # continue a run
 """
 
 
@@ -78,8 +78,8 @@ def register(sub):
     p.add_argument("--algo", default=DEFAULT_ALGO, metavar="NAME", help="algorithm: %s (default %s)%s" % (", ".join(ALGOS), DEFAULT_ALGO, "; unavailable here: " + missing if missing else ""))
     p.add_argument("--steps", type=_whole(1), default=10000, help="environment steps in total, counting those before a --resume (default 10000)")
     p.add_argument("--seed", type=_whole(0), default=0, help="random seed: same seed, same run (default 0)")
-    p.add_argument("--out", metavar="FILE", help="policy file to write (default <task>-<algo>.mrl)")
-    p.add_argument("--run-dir", metavar="DIR", help="run folder for run.json, progress.csv, checkpoint.npz (default: --out without .mrl, plus .run)")
+    p.add_argument("--out", metavar="FILE", help="policy file to write (default <task>-<algo>.mrlp)")
+    p.add_argument("--run-dir", metavar="DIR", help="run folder for run.json, progress.csv, checkpoint.npz (default: --out without .mrlp, plus .run)")
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     p.add_argument("--json", action="store_true", help="print one JSON object of results (implies --quiet)")
     p.add_argument("--resume", action="store_true", help="continue from the run folder's checkpoint up to --steps")
@@ -128,12 +128,12 @@ def run(args):
             if dest not in _claimed[name] and getattr(args, dest, default) != default:
                 raise CommandError("--%s is a %s option; it does not apply to --algo %s" % (dest.replace("_", "-"), other, name))
     if args.out is None:
-        args.out = "%s-%s.mrl" % (args.task.replace("/", "_").lower(), name)
+        args.out = "%s-%s.mrlp" % (args.task.replace("/", "_").lower(), name)
     if args.run_dir is None:
-        stem = args.out[:-4] if args.out.endswith(".mrl") else args.out
+        stem = args.out[:-5] if args.out.endswith(".mrlp") else args.out
         args.run_dir = stem + ".run"
     if os.path.isdir(args.out):
-        raise CommandError("--out %s is a folder; give a file name such as %s" % (args.out, os.path.join(args.out, "policy.mrl")))
+        raise CommandError("--out %s is a folder; give a file name such as %s" % (args.out, os.path.join(args.out, "policy.mrlp")))
     from .. import offpolicy
 
     try:
