@@ -11,6 +11,7 @@ def write_bytes(path, data):
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), 0o666 & ~_umask())  # mkstemp makes 0600; a plain open() would not
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
@@ -23,6 +24,12 @@ def write_bytes(path, data):
             pass
         raise
     return path
+
+
+def _umask():
+    mask = os.umask(0)  # reading it means setting it: put it straight back
+    os.umask(mask)
+    return mask
 
 
 def write_text(path, text):
