@@ -13,6 +13,7 @@ to a return of --target (3000 by default) if reached, and steps per second.
 
     nice -n 5 python bench/ppo_ant.py --steps 10240000 --seeds 1 --impl microrl --save ppo_ant.json  # the paper's budget
     nice -n 5 python bench/ppo_ant.py --steps 200000 --seeds 1 --eval-every 50000          # what fits in minutes
+    python bench/ppo_ant.py --plot curves.png --from ppo_ant.json                          # the learning curves
 """
 import argparse
 import json
@@ -125,6 +126,40 @@ def run_sb3(task, steps, seed, eval_every, episodes):
     return curve, clock.now()
 
 
+def plot(runs, path, target):
+    """Return over environment steps and over training wall time, one line per run (colour per
+    implementation), the target dashed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    colours = {"microrl": "tab:blue", "sb3": "tab:orange"}
+    fig, (by_steps, by_time) = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    labelled = set()
+    for r in runs:
+        steps = [c["step"] / 1e6 for c in r["curve"]]
+        minutes = [c["wall_s"] / 60 for c in r["curve"]]
+        returns = [c["return"] for c in r["curve"]]
+        label = None if r["impl"] in labelled else {"microrl": "microrl PPO", "sb3": "Stable-Baselines3 PPO"}.get(r["impl"], r["impl"])
+        labelled.add(r["impl"])
+        colour = colours.get(r["impl"])
+        by_steps.plot(steps, returns, color=colour, alpha=0.8, label=label)
+        by_time.plot(minutes, returns, color=colour, alpha=0.8)
+    for ax in (by_steps, by_time):
+        ax.axhline(target, color="grey", linestyle="--", linewidth=1)
+        ax.grid(alpha=0.3)
+    by_steps.set_xlabel("environment steps (millions)")
+    by_time.set_xlabel("training wall time (minutes, evaluations excluded)")
+    by_steps.set_ylabel("deterministic return")
+    by_steps.legend(loc="lower right")
+    tasks = sorted({r.get("task", "") for r in runs} - {""})
+    fig.suptitle("PPO on %s, %d CPUs" % (", ".join(tasks) or "Ant", os.cpu_count() or 1))
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def _meta(args):
     return {"task": args.task, "steps": args.steps, "seeds": args.seeds, "eval_every": args.eval_every, "eval_episodes": args.eval_episodes, "cpus": os.cpu_count(), "load_avg": os.getloadavg()[0]}
 
@@ -147,7 +182,22 @@ def main(argv=None):
     p.add_argument("--target", type=float, default=3000.0, help="return whose first crossing is timed")
     p.add_argument("--json", action="store_true")
     p.add_argument("--save", metavar="FILE", help="also write the JSON report to FILE, rewritten after every run (a long run keeps what it has)")
+    p.add_argument("--plot", metavar="PNG", help="draw the learning curves (return over steps and over training wall time, as the paper's Figure 3) of the reports given with --from, or of this run")
+    p.add_argument("--from", dest="reports", metavar="JSON", nargs="+", help="with --plot: reports written by --save (or --json); nothing is run")
     args = p.parse_args(argv)
+    if args.reports:
+        if not args.plot:
+            p.error("--from only reads reports for --plot; give --plot PNG")
+        runs = []
+        for path in args.reports:
+            with open(path) as f:
+                report = json.load(f)
+            for r in report["runs"]:
+                r.setdefault("task", report.get("meta", {}).get("task", ""))
+            runs += report["runs"]
+        plot(runs, args.plot, args.target)
+        print("wrote %s (%d runs)" % (args.plot, len(runs)))
+        return 0
     warnings.filterwarnings("ignore")
     runners = {"microrl": run_ours, "sb3": run_sb3}
     impls = [s.strip() for s in args.impl.split(",") if s.strip()]
@@ -161,7 +211,7 @@ def main(argv=None):
             hit = next(((s, t) for s, t, r in curve if r >= args.target), None)
             steps_done = curve[-1][0] if curve else args.steps
             runs.append({
-                "impl": name, "seed": seed, "steps": steps_done, "train_wall_s": wall, "steps_per_s": steps_done / wall,
+                "impl": name, "task": args.task, "seed": seed, "steps": steps_done, "train_wall_s": wall, "steps_per_s": steps_done / wall,
                 "final_return": curve[-1][2] if curve else None, "best_return": max((r for _, _, r in curve), default=None),
                 "target": args.target, "steps_to_target": hit[0] if hit else None, "wall_s_to_target": hit[1] if hit else None,
                 "curve": [{"step": s, "wall_s": t, "return": r} for s, t, r in curve],
@@ -181,6 +231,8 @@ def main(argv=None):
             "runs_reaching_target": sum(r["wall_s_to_target"] is not None for r in mine),
         }
     meta = _meta(args)
+    if args.plot:
+        plot(runs, args.plot, args.target)
     if args.save:
         _save(args.save, {"meta": meta, "summary": summary, "runs": runs})
     if args.json:
