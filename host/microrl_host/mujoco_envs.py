@@ -165,28 +165,32 @@ class _Formulas:
     def _healthy_reward(self, healthy):
         if self.version >= 5:
             return healthy * self.healthy_reward
-        return (healthy | self.terminate_when_unhealthy).astype(np.float64) * self.healthy_reward
+        if self.terminate_when_unhealthy:  # v4: (healthy or terminate) * reward, here always the reward
+            return self.healthy_reward
+        return healthy.astype(np.float64) * self.healthy_reward
 
     def observe(self, s):
         """Observations of the copies, (n, obs_dim) float64, from the gathered state s."""
         f = self.family
-        qpos, qvel = s["qpos"], s["qvel"]
+        # qpos and qvel lie side by side in s["qposvel"]: one slice is both
+        qpos, qvel, posvel = s["qpos"], s["qvel"], s["qposvel"]
         if f == "pendulum":
-            return np.concatenate([qpos, qvel], axis=1)
-        if f in ("cheetah", "hopper", "walker"):
+            return posvel.copy()
+        if f == "cheetah":
+            return (posvel[:, 1:] if self.exclude_positions else posvel).copy()
+        if f in ("hopper", "walker"):
             pos = qpos[:, 1:] if self.exclude_positions else qpos
-            vel = _clip(qvel, -10, 10) if f != "cheetah" else qvel
-            return np.concatenate((pos, vel), axis=1)
-        pos = qpos[:, 2:] if self.exclude_positions else qpos
+            return np.concatenate((pos, _clip(qvel, -10, 10)), axis=1)
+        if self.exclude_positions:
+            posvel = posvel[:, 2:]
         n = qpos.shape[0]
         if f == "ant":
-            parts = [pos, qvel]
-            if self.obs_cfrc:
-                cf = s["cfrc_clipped"] = _clip(s["cfrc_ext"], *self.contact_force_range)  # reused by the contact cost
-                parts.append((cf[:, 1:] if self.version >= 5 else cf).reshape(n, -1))
-            return np.concatenate(parts, axis=1)
+            if not self.obs_cfrc:
+                return posvel.copy()
+            cf = s["cfrc_clipped"] = _clip(s["cfrc_ext"], *self.contact_force_range)  # reused by the contact cost
+            return np.concatenate((posvel, (cf[:, 1:] if self.version >= 5 else cf).reshape(n, -1)), axis=1)
         # humanoid
-        parts = [pos, qvel]
+        parts = [posvel]
         for use, key, start in zip(self.obs_parts, ("cinert", "cvel", "qfrc_actuator", "cfrc_ext"), self.obs_starts):
             if use:
                 parts.append(s[key][:, start:].reshape(n, -1))
@@ -224,7 +228,7 @@ class _Formulas:
         if f == "ant":
             lo, hi = self.healthy_z_range
             z = qpos[:, 2]
-            healthy = _row_all(np.isfinite(qpos)) & _row_all(np.isfinite(qvel)) & (lo <= z) & (z <= hi)
+            healthy = _row_all(np.isfinite(s["qposvel"])) & (lo <= z) & (z <= hi)
         elif f == "hopper":
             state = np.concatenate([qpos, qvel], axis=1)[:, 2:]
             slo, shi = self.healthy_state_range
@@ -250,7 +254,7 @@ class _Formulas:
             contact = self.contact_cost_weight * _row_sum(np.square(s["cfrc_ext"]).reshape(n, -1))
             lo, hi = self.contact_cost_range
             costs = ctrl_cost + np.clip(contact, lo, hi)
-        terminated = ~healthy & bool(self.terminate_when_unhealthy)
+        terminated = ~healthy if self.terminate_when_unhealthy else np.zeros(n, dtype=bool)
         return rewards - costs, terminated, after
 
 
@@ -303,6 +307,9 @@ class MujocoVectorEnv:
             self._fields.append("cfrc_ext")
         d0 = self.datas[0]
         self._state = {k: np.zeros((n,) + getattr(d0, k).shape) for k in self._fields}
+        # qpos and qvel side by side in one array: the health check tests both with one call
+        joint = np.zeros((n, self.model.nq + self.model.nv))
+        self._state.update(qposvel=joint, qpos=joint[:, : self.model.nq], qvel=joint[:, self.model.nq :])
         self._ctrl = np.zeros((n, self.model.nu))
         self._episode_return = np.zeros(n)
         self._episode_length = np.zeros(n, dtype=np.int64)
@@ -360,10 +367,11 @@ class MujocoVectorEnv:
         rewards, terminated, self._progress = f.reward_done(before, self._state, actions)
         self._episode_return += rewards
         self._episode_length += 1
-        truncated = (self._episode_length >= self.max_episode_steps) & ~terminated
+        truncated = self._episode_length >= self.max_episode_steps
         done = terminated | truncated
         infos = {}
         if done.any():  # rare: the Python below does not run on most steps
+            truncated &= ~terminated
             idx = np.flatnonzero(done)
             infos["final_obs"] = obs.copy()
             infos["_final_obs"] = done.copy()
