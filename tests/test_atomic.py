@@ -25,3 +25,12 @@ def test_failed_write_keeps_the_old_file(tmp_path):
         atomic.write_bytes(path, object())  # fails inside the write
     assert open(path, "rb").read() == b"old"
     assert sorted(os.listdir(tmp_path)) == ["p.bin"]
+
+
+def test_replacing_keeps_the_old_files_mode(tmp_path):
+    path = str(tmp_path / "policy.mrlp")
+    atomic.write_bytes(path, b"one")
+    os.chmod(path, 0o640)
+    atomic.write_bytes(path, b"two")
+    assert open(path, "rb").read() == b"two"
+    assert os.stat(path).st_mode & 0o777 == 0o640

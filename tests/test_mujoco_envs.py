@@ -94,6 +94,24 @@ def test_terminations_and_episode_statistics():
     assert len(finished) >= 4
 
 
+def test_termination_on_the_time_limit_step_is_both_as_in_gymnasium():
+    # gymnasium's TimeLimit reports truncated=True even when the episode also terminated
+    task, n = "Hopper-v5", 2
+    acts = np.random.default_rng(0).uniform(-1, 1, (300, n, 3))
+    probe = MujocoVectorEnv(task, n, threads=1)
+    probe.reset(seed=3)
+    limit = next(t for t in range(300) if probe.step(acts[t])[2][0]) + 1  # copy 0's first episode length
+    ours = MujocoVectorEnv(task, n, threads=1, max_episode_steps=limit)
+    ref = reference(task, n, limit)
+    ours.reset(seed=3)
+    ref.reset(seed=3)
+    for t in range(limit):
+        r1, r2 = ours.step(acts[t]), ref.step(acts[t])
+    assert r1[2][0] and r1[3][0], "copy 0 must both terminate and reach the limit on this step"
+    for k in range(4):
+        np.testing.assert_array_equal(np.asarray(r1[k], np.float64), np.asarray(r2[k], np.float64))
+
+
 def test_seeds_and_threads():
     a = np.random.default_rng(1).uniform(-1, 1, (20, 5, 8))
     results = []

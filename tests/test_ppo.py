@@ -175,6 +175,27 @@ def test_ppo_learns_inverted_pendulum(tmp_path):
     assert evals[-1][1] >= 500, evals
 
 
+def test_ctrl_c_during_an_update_finishes_the_iteration_then_saves(tmp_path, monkeypatch):
+    import signal
+
+    real, calls = ppo.PPO.update, []
+
+    def update(self, batch):  # Ctrl-C arrives in the middle of the second iteration's update
+        calls.append(1)
+        if len(calls) == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+        return real(self, batch)
+
+    monkeypatch.setattr(ppo.PPO, "update", update)
+    with pytest.raises(KeyboardInterrupt):
+        ppo.train("InvertedPendulum-v5", small_config(steps=4096), run_dir=str(tmp_path), quiet=True)
+    assert len(calls) == 2
+    with np.load(tmp_path / ppo.CHECKPOINT) as ckpt:  # the whole second iteration, nothing half done
+        assert int(ckpt["step"]) == 1024 and int(ckpt["iteration"]) == 2
+        assert int(ckpt["adam_step"]) == 2 * 4 * 2
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
 def test_interrupt_keeps_a_checkpoint(tmp_path):
     def stop(step, learner):
         if step >= 1024:

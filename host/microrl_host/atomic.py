@@ -11,7 +11,7 @@ def write_bytes(path, data):
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "wb") as f:
-            os.fchmod(f.fileno(), 0o666 & ~_umask())  # mkstemp makes 0600; a plain open() would not
+            _set_mode(f.fileno(), path)
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
@@ -26,10 +26,34 @@ def write_bytes(path, data):
     return path
 
 
-def _umask():
-    mask = os.umask(0)  # reading it means setting it: put it straight back
+def _set_mode(fd, path):
+    """mkstemp makes 0600: give the file the mode a plain open() would (the old file's, or the
+    umask's default for a new one)."""
+    try:
+        mode = os.stat(path).st_mode & 0o7777
+    except OSError:
+        mode = 0o666 & ~_UMASK
+    try:
+        os.fchmod(fd, mode)
+    except (OSError, AttributeError, NotImplementedError):  # no fchmod (Windows) or a filesystem without modes
+        pass
+
+
+def _read_umask():
+    # once, at import: os.umask can only be read by setting it, which is not thread-safe
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+_UMASK = _read_umask()
 
 
 def write_text(path, text):

@@ -367,11 +367,10 @@ class MujocoVectorEnv:
         rewards, terminated, self._progress = f.reward_done(before, self._state, actions)
         self._episode_return += rewards
         self._episode_length += 1
-        truncated = self._episode_length >= self.max_episode_steps
+        truncated = self._episode_length >= self.max_episode_steps  # as gymnasium's TimeLimit: also when terminated
         done = terminated | truncated
         infos = {}
         if done.any():  # rare: the Python below does not run on most steps
-            truncated &= ~terminated
             idx = np.flatnonzero(done)
             infos["final_obs"] = obs.copy()
             infos["_final_obs"] = done.copy()

@@ -282,6 +282,10 @@ class PPO:
         one does the actor: the two share no buffers, and BLAS releases the GIL, so on two CPUs
         the update takes about half the time (the results are the same as one after the other)."""
         obs = batch["obs"][idx]
+        if self.config.threads == 1:  # asked for one CPU: one after the other
+            v_loss = self._critic_step(obs, batch["returns"][idx])
+            kl, clipfrac, pg_loss, entropy = self._actor_step(batch, idx, obs)
+            return kl, clipfrac, pg_loss, v_loss, entropy
         critic = self._worker().submit(self._critic_step, obs, batch["returns"][idx])
         try:
             kl, clipfrac, pg_loss, entropy = self._actor_step(batch, idx, obs)
@@ -301,6 +305,11 @@ class PPO:
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
+
+    def __getstate__(self):  # picklable (a thread pool is not): the thread restarts on use
+        state = dict(self.__dict__)
+        state["_pool"] = None
+        return state
 
     def _actor_step(self, batch, idx, obs):
         c = self.config
@@ -443,6 +452,33 @@ def train(task, config=None, run_dir=None, out=None, resume=False, checkpoint_ev
         return _train(task, config or PPOConfig(), run_dir, out, resume, checkpoint_every, eval_every, eval_episodes, quiet, callback, max_episode_steps)
 
 
+class _DeferredInterrupt:
+    """The first Ctrl-C lets the current iteration finish (the loop then raises KeyboardInterrupt
+    at its end, where a checkpoint is consistent); a second one stops at once. Only in the main
+    thread, where Python delivers signals."""
+
+    def __init__(self, say):
+        import signal
+        import threading
+
+        self.pending, self.say, self.previous = False, say, None
+        if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            self.previous = signal.signal(signal.SIGINT, self._handler)
+
+    def _handler(self, signum, frame):
+        if self.pending:
+            raise KeyboardInterrupt
+        self.pending = True
+        self.say("Ctrl-C: finishing this iteration, then saving a checkpoint (Ctrl-C again to stop now)")
+
+    def restore(self):
+        if self.previous is not None:
+            import signal
+
+            signal.signal(signal.SIGINT, self.previous)
+            self.previous = None
+
+
 def _one_blas_thread():
     """BLAS on one thread while training: its spinning threads fight the environments' threads
     for the CPUs (measured here: a PPO iteration on Ant took 2.8 times longer with two)."""
@@ -502,16 +538,20 @@ def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_epi
                 atomic.write_npz(ckpt_path, task=np.array(task), step=np.array(step), iteration=np.array(iteration), elapsed=np.array(elapsed_before + time.perf_counter() - start), evals=np.array(evals, np.float64).reshape(-1, 3), **learner.state())
                 policy_file.save(os.path.join(run_dir, POLICY), learner.to_policy())
 
+        interrupt = _DeferredInterrupt(progress.write)
+        consistent = True  # learner, step and iteration agree: a checkpoint now resumes exactly
         try:
             while step < c.steps:
+                consistent = False
                 for t in range(T):
                     raw_obs[t] = obs
                     obs_n = learner.normalize(obs)
                     obs_buf[t] = obs_n
                     raw, logp, mean, value = learner.act(obs_n)
                     obs, reward, terminated, truncated, infos = envs.step(learner.to_env(raw))
-                    if truncated.any():  # bootstrap the cut-off episode from its last observation
-                        cut = np.flatnonzero(truncated)
+                    cut_off = truncated & ~terminated  # gymnasium's truncated may coincide with terminated
+                    if cut_off.any():  # bootstrap the cut-off episode from its last observation
+                        cut = np.flatnonzero(cut_off)
                         reward = reward.copy()
                         reward[cut] += c.gamma * learner.value(learner.normalize(infos["final_obs"][cut]))
                     act_buf[t], mean_buf[t], logp_buf[t], val_buf[t] = raw, mean, logp, value
@@ -530,6 +570,7 @@ def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_epi
                     learner.obs_rms.update(raw_obs.reshape(per_iter, -1))
                 step += per_iter
                 iteration += 1
+                consistent = True
                 now = elapsed_before + time.perf_counter() - start
                 episode_return = float(np.mean(recent)) if recent else None
                 if log and recent:
@@ -551,13 +592,19 @@ def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_epi
                 progress.update(min(per_iter, c.steps - (step - per_iter)), **postfix)
                 if callback:
                     callback(step, learner)
+                if interrupt.pending:
+                    raise KeyboardInterrupt
             save_checkpoint()
         except KeyboardInterrupt:
-            if ckpt_path:  # keep what was learned: the run continues with --resume
+            learner.close()  # the critic's thread may still be writing its networks
+            if ckpt_path and consistent:  # keep what was learned: the run continues with --resume
                 save_checkpoint()
                 progress.write("interrupted at step %d; checkpoint saved in %s (continue with --resume)" % (step, run_dir))
+            elif ckpt_path:
+                progress.write("stopped in the middle of an iteration; %s keeps the last checkpoint (continue with --resume)" % run_dir)
             raise
         finally:
+            interrupt.restore()
             progress.close()
             learner.close()
             if log:

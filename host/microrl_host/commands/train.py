@@ -130,7 +130,11 @@ def run(args):
     if args.out is None:
         args.out = "%s-%s.mrlp" % (args.task.replace("/", "_").lower(), name)
     if args.run_dir is None:
-        stem = args.out[:-5] if args.out.endswith(".mrlp") else args.out
+        stem = args.out
+        for ext in (".mrlp", ".mrl"):  # .mrl: what earlier versions wrote; its run folder is stem.run too
+            if stem.endswith(ext):
+                stem = stem[: -len(ext)]
+                break
         args.run_dir = stem + ".run"
     if os.path.isdir(args.out):
         raise CommandError("--out %s is a folder; give a file name such as %s" % (args.out, os.path.join(args.out, "policy.mrlp")))
