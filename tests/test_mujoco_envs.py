@@ -21,7 +21,7 @@ def reference(task, n, limit):
     return gym.vector.SyncVectorEnv([lambda: gym.make(task, max_episode_steps=limit) for _ in range(n)], autoreset_mode="SameStep")
 
 
-def run_both(task, n=3, steps=150, limit=60, seed=7, threads=2, **kwargs):
+def run_both(task, n=3, steps=150, limit=60, seed=7, threads=2, dtype=np.float32, **kwargs):
     """Step ours and gymnasium's vector env with the same random actions; yield both results."""
     ours = MujocoVectorEnv(task, n, threads=threads, max_episode_steps=limit, **kwargs)
     ref = gym.vector.SyncVectorEnv([lambda: gym.make(task, max_episode_steps=limit, **kwargs) for _ in range(n)], autoreset_mode="SameStep")
@@ -31,7 +31,7 @@ def run_both(task, n=3, steps=150, limit=60, seed=7, threads=2, **kwargs):
     rng = np.random.default_rng(seed)
     high = ours.single_action_space.high
     for _ in range(steps):
-        a = (rng.uniform(-1.2, 1.2, size=(n, ours.act_dim)) * high).astype(np.float32)  # some beyond the bounds
+        a = (rng.uniform(-1.2, 1.2, size=(n, ours.act_dim)) * high).astype(dtype)  # some beyond the bounds
         yield ours.step(a), ref.step(a)
     ours.close()
     ref.close()
@@ -57,6 +57,10 @@ def test_identical_to_gymnasium(task):
 
 @pytest.mark.parametrize("task, kwargs", [
     ("Ant-v4", {"use_contact_forces": True}),
+    ("Ant-v4", {"use_contact_forces": True, "exclude_current_positions_from_observation": False, "contact_force_range": (-0.5, 0.5)}),
+    ("Ant-v4", {"terminate_when_unhealthy": False, "healthy_reward": 2.0}),
+    ("Ant-v5", {"exclude_current_positions_from_observation": False, "dtype": np.float64}),
+    ("Ant-v5", {"main_body": 2, "forward_reward_weight": 0.5, "contact_cost_weight": 1e-3, "dtype": np.float64}),
     ("Ant-v5", {"include_cfrc_ext_in_observation": False, "ctrl_cost_weight": 0.1, "healthy_z_range": (0.3, 0.9)}),
     ("Hopper-v5", {"exclude_current_positions_from_observation": False, "terminate_when_unhealthy": False}),
     ("Walker2d-v4", {"terminate_when_unhealthy": False, "reset_noise_scale": 0.1}),

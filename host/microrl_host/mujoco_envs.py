@@ -22,6 +22,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from . import mujoco_ant
+
 MUJOCO_HINT = "install it with: pip install 'microrl[mujoco]'  (mujoco and gymnasium[mujoco])"
 
 # task families: which formulas serve which gymnasium ids
@@ -137,11 +139,21 @@ class _Formulas:
         f = self.family
         # what to gather from each copy after a step
         self.need_cfrc = (f == "ant" and (self.version >= 5 or g("_use_contact_forces", False))) or (f == "humanoid")
-        if f == "ant":
+        if f == "ant":  # compiled: mujoco_ant
             main = g("_main_body", 1) if self.version >= 5 else "torso"
             self.xy_body = main if isinstance(main, int) else mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, main)
-            self.obs_cfrc = g("_include_cfrc_ext_in_observation", False) if self.version >= 5 else g("_use_contact_forces", False)
-            self.contact_cost_on = self.version >= 5 or g("_use_contact_forces", False)
+            obs_cfrc = g("_include_cfrc_ext_in_observation", False) if self.version >= 5 else g("_use_contact_forces", False)
+            contact_cost_on = self.version >= 5 or g("_use_contact_forces", False)
+            self.clip_forces = bool(obs_cfrc or contact_cost_on)
+            self.forces_from = (1 if self.version >= 5 else 0) if obs_cfrc else -1
+            self.obs_dim = model.nq + model.nv - (2 if self.exclude_positions else 0) + (6 * (model.nbody - max(self.forces_from, 0)) if obs_cfrc else 0)
+            lo, hi = self.contact_force_range or (-1.0, 1.0)
+            self.force_range = (float(lo), float(hi))
+            zlo, zhi = self.healthy_z_range
+            self.ant_params = np.array([self.dt, self.forward_reward_weight, self.healthy_reward, self.contact_cost_weight, zlo, zhi], np.float64)
+            self.ant_flags = np.array([self.xy_body, self.version, bool(self.terminate_when_unhealthy), contact_cost_on], np.int64)
+            self._ctrl_weights = {}  # the control cost weight in each actions type, as numpy casts it
+            self._no_forces = np.zeros((1, 1, 6))
         self.humanoid = f == "humanoid"
         if self.humanoid:
             if self.version >= 5:  # optional parts, without the world body's rows (and the free joint's 6 for forces)
@@ -185,10 +197,10 @@ class _Formulas:
             posvel = posvel[:, 2:]
         n = qpos.shape[0]
         if f == "ant":
-            if not self.obs_cfrc:
-                return posvel.copy()
-            cf = s["cfrc_clipped"] = _clip(s["cfrc_ext"], *self.contact_force_range)  # reused by the contact cost
-            return np.concatenate((posvel, (cf[:, 1:] if self.version >= 5 else cf).reshape(n, -1)), axis=1)
+            out = np.empty((n, self.obs_dim))
+            cf = s["cfrc_clipped"] = np.empty((n, s["cfrc_ext"][0].size) if self.clip_forces else (n, 0))  # reused by the contact cost
+            mujoco_ant.observe(s["qposvel"], s["cfrc_ext"] if self.clip_forces else self._no_forces, out, 2 if self.exclude_positions else 0, self.clip_forces, self.forces_from, self.force_range[0], self.force_range[1], cf)
+            return out
         # humanoid
         parts = [posvel]
         for use, key, start in zip(self.obs_parts, ("cinert", "cvel", "qfrc_actuator", "cfrc_ext"), self.obs_starts):
@@ -216,6 +228,15 @@ class _Formulas:
             terminated = ~_row_all(np.isfinite(obs)) | (np.abs(obs[:, 1]) > 0.2)
             reward = (~terminated).astype(np.float64) if self.version >= 5 else np.ones(n)
             return reward, terminated, None
+        if f == "ant":
+            if actions.dtype.kind != "f":
+                actions = actions.astype(np.float64)
+            weight = self._ctrl_weights.get(actions.dtype)
+            if weight is None:
+                weight = self._ctrl_weights[actions.dtype] = np.array([self.ctrl_cost_weight], actions.dtype)
+            after, rewards, terminated = np.empty((n, 2)), np.empty(n), np.empty(n, dtype=bool)
+            mujoco_ant.reward_done(s["qposvel"], s["xpos"], s["cfrc_clipped"], actions, weight, before, after, self.ant_params, self.ant_flags, rewards, terminated)
+            return rewards, terminated, after
         after = self.x_progress(s)
         velocity = (after - before) / self.dt
         x_velocity = velocity[:, 0] if velocity.ndim == 2 else velocity
@@ -225,11 +246,7 @@ class _Formulas:
             ctrl_cost = self.ctrl_cost_weight * _row_sum(np.square(actions))
         if f == "cheetah":
             return self.forward_reward_weight * x_velocity - ctrl_cost, np.zeros(n, dtype=bool), after
-        if f == "ant":
-            lo, hi = self.healthy_z_range
-            z = qpos[:, 2]
-            healthy = _row_all(np.isfinite(s["qposvel"])) & (lo <= z) & (z <= hi)
-        elif f == "hopper":
+        if f == "hopper":
             state = np.concatenate([qpos, qvel], axis=1)[:, 2:]
             slo, shi = self.healthy_state_range
             zlo, zhi = self.healthy_z_range
@@ -247,10 +264,7 @@ class _Formulas:
         forward = self.forward_reward_weight * x_velocity
         rewards = forward + self._healthy_reward(healthy)
         costs = ctrl_cost
-        if f == "ant" and self.contact_cost_on:
-            cf = s["cfrc_clipped"] if "cfrc_clipped" in s else _clip(s["cfrc_ext"], *self.contact_force_range)
-            costs = ctrl_cost + self.contact_cost_weight * _row_sum(np.square(cf).reshape(n, -1))
-        elif f == "humanoid" and self.version >= 5:  # v4 has no contact cost
+        if f == "humanoid" and self.version >= 5:  # v4 has no contact cost
             contact = self.contact_cost_weight * _row_sum(np.square(s["cfrc_ext"]).reshape(n, -1))
             lo, hi = self.contact_cost_range
             costs = ctrl_cost + np.clip(contact, lo, hi)
