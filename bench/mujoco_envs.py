@@ -4,8 +4,9 @@ cost (mj_step with the task's frame skip, plus mj_rnePostConstraint as gymnasium
 set of MjData with the same random actions and resets, which no environment can beat.
 
 Figures: steps per second (wall) and steps per CPU second (process CPU time, all threads: the
-fair figure on a shared machine), medians of --repeats runs of --steps steps. "CPU vs physics"
-is the CPU cost per step relative to MuJoCo's physics alone on the same states (1.00 = none
+fair figure on a shared machine), medians of --repeats rounds of --steps steps, each round
+running every contender once. "CPU vs physics" is the CPU cost per step relative to MuJoCo's
+physics alone on the same states, measured in the same round (median of the rounds; 1.00 = none
 added); ours and gymnasium's visit exactly the same states, EnvPool runs its own MuJoCo build.
 
     nice -n 5 python bench/mujoco_envs.py               # table
@@ -142,21 +143,19 @@ def main(argv=None):
     except ImportError:
         have_envpool = False
     rows = []
-
-    def record(name, n, fn):
-        runs = [fn() for _ in range(args.repeats)]
-        rows.append({"impl": name, "envs": n, "steps_per_s": statistics.median(r[0] for r in runs), "steps_per_cpu_s": statistics.median(r[1] for r in runs)})
-
-    for n in sizes:  # peers interleaved per size so that load changes hit them alike
+    for n in sizes:
         calls = max(1, args.steps // n)
-        record("mujoco physics only", n, lambda: bench_physics(args.task, n, calls))
-        record("microrl", n, lambda: bench_ours(args.task, n, calls))
-        record("gymnasium SyncVectorEnv", n, lambda: bench_gymnasium(args.task, n, calls))
+        contenders = [("mujoco physics only", lambda: bench_physics(args.task, n, calls)), ("microrl", lambda: bench_ours(args.task, n, calls)), ("gymnasium SyncVectorEnv", lambda: bench_gymnasium(args.task, n, calls))]
         if have_envpool:
-            record("envpool", n, lambda: bench_envpool(args.task, n, calls, threads))
-    physics = {r["envs"]: r["steps_per_cpu_s"] for r in rows if r["impl"] == "mujoco physics only"}
-    for r in rows:
-        r["cpu_cost_vs_physics"] = physics[r["envs"]] / r["steps_per_cpu_s"]  # 1.0 = nothing but MuJoCo's physics
+            contenders.append(("envpool", lambda: bench_envpool(args.task, n, calls, threads)))
+        runs = {name: [] for name, _ in contenders}
+        for _ in range(args.repeats):  # each round runs everyone once, so that load changes hit them alike
+            for name, fn in contenders:
+                runs[name].append(fn())
+        for name, _ in contenders:
+            # CPU cost against the physics alone measured in the same round (1.0 = nothing but MuJoCo's physics)
+            ratios = [p[1] / r[1] for p, r in zip(runs["mujoco physics only"], runs[name])]
+            rows.append({"impl": name, "envs": n, "steps_per_s": statistics.median(r[0] for r in runs[name]), "steps_per_cpu_s": statistics.median(r[1] for r in runs[name]), "cpu_cost_vs_physics": statistics.median(ratios)})
     import mujoco
 
     meta = {"task": args.task, "cpus": threads, "mujoco": mujoco.__version__, "steps": args.steps, "repeats": args.repeats, "envpool": have_envpool, "load_avg": os.getloadavg()[0]}
