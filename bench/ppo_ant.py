@@ -169,7 +169,7 @@ def plot(runs, path, target, cpus=None):
         steps = [c["step"] / 1e6 for c in r["curve"]]
         minutes = [c["wall_s"] / 60 for c in r["curve"]]
         returns = [c["return"] for c in r["curve"]]
-        label = None if r["impl"] in labelled else {"microrl": "microrl PPO", "microrl-1cpu": "microrl PPO, one CPU", "sb3": "Stable-Baselines3 PPO (one CPU)"}.get(r["impl"], r["impl"])
+        label = None if r["impl"] in labelled else {"microrl": "microrl PPO", "microrl-1cpu": "microrl PPO, one CPU (same numbers, slower)", "sb3": "Stable-Baselines3 PPO (one CPU)"}.get(r["impl"], r["impl"])
         labelled.add(r["impl"])
         colour = colours.get(r["impl"])
         by_steps.plot(steps, returns, color=colour, alpha=0.8, label=label)
@@ -180,7 +180,7 @@ def plot(runs, path, target, cpus=None):
     by_steps.set_xlabel("environment steps (millions)")
     by_time.set_xlabel("training wall time (minutes, evaluations excluded)")
     by_steps.set_ylabel("deterministic return")
-    by_steps.legend(loc="lower right")
+    by_steps.legend(loc="upper left", fontsize="small")
     tasks = sorted({r.get("task", "") for r in runs} - {""})
     fig.suptitle("PPO on %s%s" % (", ".join(tasks) or "Ant", ", %d CPUs" % cpus if cpus else ""))
     fig.tight_layout()
