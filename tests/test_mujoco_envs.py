@@ -165,3 +165,15 @@ def test_missing_mujoco_is_a_clear_error():
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=repo_env(), cwd=ROOT, timeout=120)
     assert "ERR MuJoCo is not available" in proc.stdout and "pip install 'microrl[mujoco]'" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_ant_kernels_sum_in_numpys_order():
+    # bit-identity with gymnasium rests on summing as numpy does (pairwise, halving above 128)
+    from microrl_host.mujoco_ant import pairwise_sum
+
+    rng = np.random.default_rng(0)
+    for n in (1, 5, 8, 13, 84, 128, 129, 300, 1000, 4100):
+        for dtype in (np.float32, np.float64):
+            for _ in range(20):
+                a = (rng.normal(size=n) * 10 ** rng.uniform(-3, 3, size=n)).astype(dtype)
+                assert pairwise_sum(a) == np.add.reduce(a), (n, dtype)

@@ -15,19 +15,27 @@ jit = njit(cache=True, error_model="numpy")
 
 @jit
 def pairwise_sum(a):
-    """np.add.reduce of a 1-d array, in numpy's order: for fewer than 8 values one after the
-    other, else 8 partial sums over blocks of 8 combined as a tree, then the rest (numpy's
-    pairwise_sum; its halving above 128 values is not needed for Ant's sizes, 8 to 84). numpy
-    starts from 0.0, which changes only a sum of -0.0s: not a sum of squares."""
-    n = a.shape[0]
+    """np.add.reduce of a 1-d array, in numpy's order (its pairwise_sum): see _pairwise."""
+    return _pairwise(a, 0, a.shape[0])
+
+
+@jit
+def _pairwise(a, lo, n):
+    # fewer than 8 values: one after the other; up to 128: 8 partial sums over blocks of 8,
+    # combined as a tree, then the rest; more: the two halves (cut at a multiple of 8), added.
+    # numpy starts from 0.0, which changes only a sum of -0.0s: not a sum of squares.
     if n < 8:
-        res = a[0]
-        for i in range(1, n):
+        res = a[lo]
+        for i in range(lo + 1, lo + n):
             res += a[i]
         return res
-    r0, r1, r2, r3, r4, r5, r6, r7 = a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]
-    i = 8
-    end = n - n % 8
+    if n > 128:
+        half = n // 2
+        half -= half % 8
+        return _pairwise(a, lo, half) + _pairwise(a, lo + half, n - half)
+    r0, r1, r2, r3, r4, r5, r6, r7 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3], a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+    i = lo + 8
+    end = lo + n - n % 8
     while i < end:
         r0 += a[i]
         r1 += a[i + 1]
@@ -39,7 +47,7 @@ def pairwise_sum(a):
         r7 += a[i + 7]
         i += 8
     res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-    while i < n:
+    while i < lo + n:
         res += a[i]
         i += 1
     return res
