@@ -15,24 +15,57 @@ jit = njit(cache=True, error_model="numpy")
 
 @jit
 def pairwise_sum(a):
-    """np.add.reduce of a 1-d array, in numpy's order (its pairwise_sum): see _pairwise."""
-    return _pairwise(a, 0, a.shape[0])
+    """np.add.reduce of a 1-d array, in numpy's order (its pairwise_sum): up to 128 values in
+    one block (_block); more are cut in two halves at a multiple of 8, summed the same way and
+    added. numpy recurses; this walks the same tree with a small stack (numba's cache cannot
+    hold a recursive function)."""
+    n = a.shape[0]
+    if n <= 128:
+        return _block(a, 0, n)
+    los = np.empty(64, np.int64)
+    ns = np.empty(64, np.int64)
+    left = np.empty(64, a.dtype)
+    stage = np.zeros(64, np.int64)  # 0: left half to do, 1: right half to do, 2: waiting for it
+    top = 0
+    los[0], ns[0] = 0, n
+    result = value = a[0]  # value: the sum just delivered to the parent
+    while top >= 0:
+        if ns[top] <= 128 or stage[top] == 2:
+            if ns[top] <= 128:
+                value = _block(a, los[top], ns[top])
+            else:
+                value = left[top] + value  # left half + the right half's sum, just delivered
+            top -= 1
+            # deliver value to the parent (or finish)
+            if top < 0:
+                result = value
+            elif stage[top] == 0:
+                left[top] = value
+                stage[top] = 1
+            else:
+                stage[top] = 2
+                # the parent adds value next time round, with value still set
+            continue
+        half = ns[top] // 2
+        half -= half % 8
+        if stage[top] == 0:
+            lo, count = los[top], half
+        else:
+            lo, count = los[top] + half, ns[top] - half
+        top += 1
+        los[top], ns[top], stage[top] = lo, count, 0
+    return result
 
 
 @jit
-def _pairwise(a, lo, n):
-    # fewer than 8 values: one after the other; up to 128: 8 partial sums over blocks of 8,
-    # combined as a tree, then the rest; more: the two halves (cut at a multiple of 8), added.
-    # numpy starts from 0.0, which changes only a sum of -0.0s: not a sum of squares.
+def _block(a, lo, n):
+    # fewer than 8 values: one after the other; else 8 partial sums over blocks of 8, combined
+    # as a tree, then the rest. numpy starts from 0.0, which changes only a sum of -0.0s.
     if n < 8:
         res = a[lo]
         for i in range(lo + 1, lo + n):
             res += a[i]
         return res
-    if n > 128:
-        half = n // 2
-        half -= half % 8
-        return _pairwise(a, lo, half) + _pairwise(a, lo + half, n - half)
     r0, r1, r2, r3, r4, r5, r6, r7 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3], a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
     i = lo + 8
     end = lo + n - n % 8
