@@ -68,10 +68,10 @@ def test_unknown_setting_is_refused():
 def test_memory_estimate_matches_allocation():
     import gc
 
-    from microrl.td3 import estimate_bytes
+    from microrl.memory import estimate_bytes
 
     if not hasattr(gc, "mem_alloc"):  # CPython: sizes only, the figure is checked under micropython
-        assert estimate_bytes(3, 1, TD3Config(hidden=(8,), batch=8, replay_capacity=64)) > 64 * 36
+        assert estimate_bytes(3, 1, TD3Config(hidden=(8,), batch=8, replay_capacity=64)) > 64 * 11
         return
     for cfg in (TD3Config(hidden=(16, 16), batch=16, replay_capacity=500), TD3Config(hidden=(24,), batch=8, replay_capacity=200, activation="gelu")):
         gc.collect()
@@ -80,5 +80,5 @@ def test_memory_estimate_matches_allocation():
         gc.collect()
         used = gc.mem_alloc() - before
         est = estimate_bytes(3, 1, cfg)
-        assert abs(used - est) < 6000, (used, est)
+        assert 0 <= est - used < 1024, (used, est)  # never under, within 1 KB
         del agent
