@@ -32,8 +32,12 @@ def bounds(env):
 
 
 def _zeros(n, typecode):
-    # exact size and no temporary list (compat.zeros is for float arrays)
-    a = array(typecode, range(n)) if n > 4096 else array(typecode, bytes((2 if typecode == "h" else 4) * n))
+    # exact size with no temporary copy: MicroPython truncates range's values into 'h' (zeroed
+    # below); CPython refuses them, and has the memory for a temporary
+    try:
+        a = array(typecode, range(n))
+    except OverflowError:
+        return array(typecode, bytes(2 * n))
     for i in range(n):
         a[i] = 0
     return a

@@ -56,20 +56,16 @@ class TD3:
         # the other); one gradient buffer and one backward scratch pair for all three trained
         # networks (each gradient is used by its Adam step before the next backward pass); the
         # second critic and target read the first's input rows. Critic 1 is built first: it is the
-        # largest, and owns what the others share. Initialised in the order actor, critics.
+        # largest, and owns what the others share.
         act = c.activation
         critic1 = MLP(critic_sizes, (act, "identity"), n)
-        self.actor = MLP(actor_sizes, (act, "tanh"), n, scratch_from=critic1).init(self.rng)
-        critic1.init(self.rng)
+        self.actor = MLP(actor_sizes, (act, "tanh"), n, scratch_from=critic1)
         self.actor_target = MLP(actor_sizes, (act, "tanh"), n, trainable=False, share=critic1)
-        self.actor_target.copy_from(self.actor)
-        critic2 = MLP(critic_sizes, (act, "identity"), n, share=critic1, scratch_from=critic1, input_from=critic1).init(self.rng)
+        critic2 = MLP(critic_sizes, (act, "identity"), n, share=critic1, scratch_from=critic1, input_from=critic1)
         self.critics = [critic1, critic2]
         target1 = MLP(critic_sizes, (act, "identity"), n, trainable=False, share=critic1)
         target2 = MLP(critic_sizes, (act, "identity"), n, trainable=False, share=critic1, input_from=target1)
         self.critic_targets = [target1, target2]
-        for k in range(2):
-            self.critic_targets[k].copy_from(self.critics[k])
         # batch buffers, allocated once
         self.reward = zeros(n)
         self.done = zeros(n)
@@ -85,6 +81,14 @@ class TD3:
         self.scale = (env.action_high - env.action_low) / 2.0
         self.offset = (env.action_high + env.action_low) / 2.0
         self.env_action = zeros(ad)
+        # weights last: initialising makes garbage (a float object per draw on MicroPython), which
+        # would leave holes between buffers allocated after it
+        self.actor.init(self.rng)
+        critic1.init(self.rng)
+        critic2.init(self.rng)
+        self.actor_target.copy_from(self.actor)
+        for k in range(2):
+            self.critic_targets[k].copy_from(self.critics[k])
         # training state
         self.steps = 0
         self.updates = 0
