@@ -46,7 +46,7 @@ def _zeros(n, typecode):
 class ReplayBuffer:
     """capacity rows; with bounds (one per field: obs..., action..., reward) rows are 16-bit."""
 
-    def __init__(self, capacity, obs_dim, act_dim, bounds=None):
+    def __init__(self, capacity, obs_dim, act_dim, bounds=None, rng=None):
         if capacity < 2:
             raise ValueError("replay capacity must be at least 2, got %r" % capacity)
         self.capacity = capacity
@@ -64,6 +64,9 @@ class ReplayBuffer:
         self.pos = 0  # the row the next transition goes into
         self.size = 0  # rows written (valid or tail)
         self._obs_written = False  # row pos already holds its observation (the last next obs)
+        # rng given: once full, each new episode starts at a random row instead of the oldest, so
+        # that a small buffer keeps some of the early (swing-up) episodes instead of only the last
+        self.rng = rng
 
     def nbytes(self):
         return (2 if self.fixed else 4) * len(self.data) + len(self.flags)
@@ -108,6 +111,9 @@ class ReplayBuffer:
             if nxt == cap:
                 nxt = 0
             self._obs_written = False
+            if self.rng is not None and self.size + 2 >= cap:
+                nxt = self.rng.randint(cap)
+                self.flags[nxt - 1 if nxt else cap - 1] = 0  # its successor is about to change
         else:
             written = 1
             self._obs_written = True

@@ -26,6 +26,13 @@ class TD3Config:
         self.warmup = 1000
         self.replay_capacity = 10000
         self.steps = 10000
+        # learning rates fall linearly to this share of their value at `steps` (1.0: constant):
+        # small networks with a small replay oscillate late in training, and a falling rate
+        # settles them (docs/on-board-training.md)
+        self.lr_end = 1.0
+        # which rows a full replay overwrites: "oldest" (a ring), or "random" (each new episode
+        # starts at a random row: a small buffer keeps some early episodes)
+        self.replay_overwrite = "oldest"
         for k in overrides:
             if not hasattr(self, k):
                 raise ValueError("unknown TD3 setting %r" % k)
@@ -50,7 +57,7 @@ class TD3:
         actor_sizes = [od] + hidden + [ad]
         critic_sizes = [od + ad] + hidden + [1]
         # the replay buffer is the largest block: take it while a board's heap is still whole
-        self.replay = ReplayBuffer(c.replay_capacity, od, ad, replay_bounds(env))
+        self.replay = ReplayBuffer(c.replay_capacity, od, ad, replay_bounds(env), self.rng if c.replay_overwrite == "random" else None)
         # RAM, nothing held twice: one set of hidden activations for the actor, one for every other
         # network (the targets run forward only and before the critics; the critics train one after
         # the other); one gradient buffer and one backward scratch pair for all three trained
@@ -190,7 +197,7 @@ class TD3:
             for s in range(n):
                 dq[s] = scale * (q[s] - y[s])
             critic.backward(self.dq_view, n)
-            critic.adam_step(c.critic_lr)
+            critic.adam_step(c.critic_lr * self.lr_scale())
         self.updates += 1
         if self.updates % c.policy_delay:
             return
@@ -217,12 +224,19 @@ class TD3:
             for i in range(ad):
                 da[s * ad + i] = dx[s * (od + ad) + od + i]
         actor.backward(self.da_view, n)
-        actor.adam_step(c.actor_lr)
+        actor.adam_step(c.actor_lr * self.lr_scale())
         # targets follow slowly
         tau = c.tau
         self.actor_target.polyak_from(actor, tau)
         for k in range(2):
             self.critic_targets[k].polyak_from(self.critics[k], tau)
+
+    def lr_scale(self):
+        c = self.config
+        if c.lr_end == 1.0:
+            return 1.0
+        done = self.steps / c.steps
+        return c.lr_end + (1.0 - c.lr_end) * (1.0 - done) if done < 1.0 else c.lr_end
 
     def policy(self):
         """The current actor as a Policy in environment units (sharing the actor's weights)."""

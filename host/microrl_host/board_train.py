@@ -25,6 +25,7 @@ MARGIN_PER_GC_BLOCK = 24 * 1024 // 32
 # MIN_REPLAY rows of replay (or all the steps of a shorter run).
 LADDER = (((32, 32), 32), ((24, 24), 32), ((16, 16), 32), ((16, 16), 16), ((8, 8), 16))
 MIN_REPLAY = 4000
+SMALLEST_REPLAY = 500  # below this a board is refused rather than given a replay too small to learn from
 DEFAULT_WARMUP = TD3Config().warmup
 
 
@@ -85,21 +86,22 @@ def choose(steps, free, largest, gc_block=32, hidden=None, batch=None, replay=No
     rungs = [(h, b) for h, b in LADDER if (hidden is None or tuple(hidden) == h) and (batch is None or batch == b)]
     if hidden is not None or batch is not None:
         rungs.append((tuple(hidden) if hidden is not None else LADDER[-1][0], batch if batch is not None else LADDER[-1][1]))
-    for h, b in rungs:
-        if replay is not None:
+    if replay is not None:
+        for h, b in rungs:
             if fits(h, b, replay, free, largest, gc_block):
                 return h, b, replay, "the largest network on the ladder that fits beside a replay of %d rows" % replay
-            continue
-        rows = largest_replay(h, b, free, largest, gc_block, cap=wanted)
-        if rows >= useful:
-            why = "the largest network on the ladder that fits with a replay of %d rows or more" % useful
-            if rows == wanted:
-                why += "; the replay holds every step of the run"
-            else:
-                why += "; the replay fills the rest of the free heap"
-            return h, b, rows, why
+    else:
+        # the largest rung with a useful replay; failing that, the largest with any replay at all
+        for least, kind in ((useful, "a replay of %d rows or more" % useful), (min(SMALLEST_REPLAY, wanted), "the replay that fits (less than %d rows: "
+                                                                                  "expect little learning)" % useful)):
+            for h, b in rungs:
+                rows = largest_replay(h, b, free, largest, gc_block, cap=wanted)
+                if rows >= least:
+                    why = "the largest network on the ladder that fits with " + kind
+                    why += "; the replay holds every step of the run" if rows == wanted else "; the replay fills the rest of the free heap"
+                    return h, b, rows, why
     h, b = rungs[-1] if rungs else LADDER[-1]
-    r = replay if replay is not None else useful
+    r = replay if replay is not None else min(SMALLEST_REPLAY, wanted)
     est = estimate_bytes(h, b, r, gc_block)
     detail = ", ".join("%s %.1f kB" % (k, v / 1024.0) for k, v in est.items() if k != "total")
     raise BoardTrainError(

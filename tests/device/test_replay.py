@@ -94,3 +94,20 @@ def test_out_of_range_values_saturate_and_bad_sizes_are_refused():
     assert abs(oa[0] - 1.0) < 1e-4 and abs(oa[1] + 1.0) < 1e-4 and abs(rew[0] - 1.0) < 1e-4
     assert "at least 2" in str(raises(ValueError, ReplayBuffer, 1, 3, 1))
     assert "bounds" in str(raises(ValueError, ReplayBuffer, 4, 3, 1, (1.0, 1.0)))
+
+
+def test_random_overwrite_keeps_every_sample_whole():
+    # once full, each episode starts at a random row: samples still pair each obs with its own
+    # next obs, and some rows of the first episodes survive long after a ring would have lost them
+    rb = ReplayBuffer(64, 1, 1, None, Rng(7))
+    for ep in range(40):
+        for t in range(10):
+            o = ep * 100 + t
+            rb.add([o], [0.0], 1.0, [o + 1], False, episode_end=(t == 9))
+    oa, rew, nxt, done = _sample(rb, 400, 1, 1, seed=2)
+    episodes = set()
+    for s in range(400):
+        o = int(oa[s * 2])
+        assert nxt[s] == o + 1, (o, nxt[s])
+        episodes.add(o // 100)
+    assert min(episodes) < 34  # a ring of 64 rows would hold only episodes 35-39
