@@ -6,10 +6,12 @@ from .replay import row_values
 from .td3 import TD3Config
 
 
-def buffer_sizes(obs_dim, act_dim, config=None, fixed_replay=True):
+def buffer_sizes(obs_dim, act_dim, config=None, fixed_replay=None):
     """Bytes of every buffer TD3(env, config) allocates, as a list, following the constructor's
     sharing rules (one definition of what is held, for estimate_bytes and the docs)."""
     c = config or TD3Config()
+    if fixed_replay is None:
+        fixed_replay = c.replay_fixed_point
     n = c.batch
     hidden = list(c.hidden)
     od, ad = obs_dim, act_dim
@@ -42,10 +44,11 @@ OBJECT_BYTES = 8448
 OBJECT_BYTES_PER_LAYER = 1664  # the six networks together
 
 
-def estimate_bytes(obs_dim, act_dim, config=None, gc_block=32, fixed_replay=True):
+def estimate_bytes(obs_dim, act_dim, config=None, gc_block=32, fixed_replay=None):
     """RAM that TD3(env, config) takes on a MicroPython heap with gc_block-byte allocation blocks
     (32 on 64-bit ports, 16 on 32-bit): every buffer rounded up to whole blocks plus its array
-    object, and the objects around them."""
+    object, and the objects around them. fixed_replay: whether the environment's bounds make the
+    replay rows 16-bit (default: the config's replay_fixed_point)."""
     c = config or TD3Config()
     total = 0
     for b in buffer_sizes(obs_dim, act_dim, c, fixed_replay):

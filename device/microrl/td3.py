@@ -33,6 +33,9 @@ class TD3Config:
         # which rows a full replay overwrites: "oldest" (a ring), or "random" (each new episode
         # starts at a random row: a small buffer keeps some early episodes)
         self.replay_overwrite = "oldest"
+        # 16-bit replay rows when the environment gives bounds (obs_high, reward_bound); False:
+        # float32 rows (measured against each other in docs/on-board-training.md)
+        self.replay_fixed_point = True
         for k in overrides:
             if not hasattr(self, k):
                 raise ValueError("unknown TD3 setting %r" % k)
@@ -57,7 +60,7 @@ class TD3:
         actor_sizes = [od] + hidden + [ad]
         critic_sizes = [od + ad] + hidden + [1]
         # the replay buffer is the largest block: take it while a board's heap is still whole
-        self.replay = ReplayBuffer(c.replay_capacity, od, ad, replay_bounds(env), self.rng if c.replay_overwrite == "random" else None)
+        self.replay = ReplayBuffer(c.replay_capacity, od, ad, replay_bounds(env) if c.replay_fixed_point else None, self.rng if c.replay_overwrite == "random" else None)
         # RAM, nothing held twice: one set of hidden activations for the actor, one for every other
         # network (the targets run forward only and before the critics; the critics train one after
         # the other); one gradient buffer and one backward scratch pair for all three trained
