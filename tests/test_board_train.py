@@ -102,7 +102,8 @@ def test_chosen_sizes_train_without_running_out(heap, tmp_path):
     with VirtualBoard(str(tmp_path / "fs"), heap=heap) as vb:
         deploy(vb.port, mpy=True)
         info = _read_board(vb.port)
-        h, b, r, _ = choose(20000, info["free"], info["largest"], info["gc_block"])
+        h, b, r, _ = choose(20000, info["usable"], info["largest"], info["gc_block"])
+        assert info["usable"] <= info["free"]
         res = cli_json("train-on-board", "--port", vb.port, "--steps", "60", "--warmup", "40", "--hidden", ",".join(map(str, h)), "--batch", b,
                        "--replay", r, "--out", tmp_path / "p.mrlp", "--episodes", "1", "--no-deploy", "--quiet")
         assert (res["hidden"], res["batch"], res["replay"]) == (list(h), b, r)

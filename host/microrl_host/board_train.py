@@ -14,12 +14,13 @@ from microrl.pendulum import ACT_DIM, EPISODE_STEPS, OBS_DIM
 from microrl.replay import bytes_per_transition
 from microrl.td3 import TD3Config
 
-# Free heap a run needs beyond its estimate, measured on the virtual board (64-bit unix port,
-# microrl imported from .mpy; bench/board_train.py --frontier): the smallest heap on which each
-# of 7 configurations (8,8/16 to 64,64/64) built and trained left 17.4-19.8 KB of the free heap
-# unused by its estimate (the holes importing leaves, too small for the buffers, and room for a
-# step's garbage). 24 KB on 64-bit ports; 32-bit ports have half the words and 16-byte blocks.
-MARGIN_PER_GC_BLOCK = 24 * 1024 // 32
+# Usable heap (see USABLE_PROBE) a run needs beyond its estimate: room for a step's garbage, the
+# run's own code compiled on the board, attribute tables that grow, arrays too big for the 1 kB
+# pieces the probe counts. Measured as the smallest heap on which a size builds, trains and sends
+# its weights back (bench/board_train.py --margin): 5.1-12.4 kB for 6 sizes from 8,8/16 to
+# 64,64/64 on the 64-bit unix port, 10.8 kB for 16,16/32 on the 32-bit Cortex-M3 qemu port.
+MARGIN = 16 * 1024
+
 # The networks and batches a default run may take, largest first. A rung is taken when its run
 # fits with at least MIN_REPLAY rows of replay (or all the steps of a shorter run): measured over
 # 5 seeds x 20,000 steps (docs/on-board-training.md), 16,16 with 5,700 rows returned -125 to
@@ -38,7 +39,8 @@ class BoardTrainError(Exception):
 
 
 def margin_bytes(gc_block=32):
-    return MARGIN_PER_GC_BLOCK * gc_block
+    """The same on 32- and 64-bit ports: measured, it did not halve with the word size."""
+    return MARGIN
 
 
 def rows_for(steps):
@@ -109,15 +111,35 @@ def choose(steps, free, largest, gc_block=32, hidden=None, batch=None, replay=No
     est = estimate_bytes(h, b, r, gc_block)
     detail = ", ".join("%s %.1f kB" % (k, v / 1024.0) for k, v in est.items() if k != "total")
     raise BoardTrainError(
-        "this run needs about %.1f kB of RAM (%s), with %.1f kB in one block, but the board has %.1f kB free after "
+        "this run needs about %.1f kB of RAM (%s), with %.1f kB in one block, but the board has %.1f kB usable after "
         "importing microrl, %.1f kB in its largest block: use a smaller --replay (%d bytes per transition), --batch or "
         "--hidden, or leave them out to have them chosen"
         % (est["total"] / 1024.0, detail, replay_block_bytes(r) / 1024.0, free / 1024.0, largest / 1024.0, bytes_per_transition(OBS_DIM, ACT_DIM))
     )
 
 
-# free heap, the largest free block (micropython.mem_info's "max free sz", in GC blocks of 4
-# words), the block size and byte order, the backend: only what training needs is imported
+# What a board can give to buffers: the bytes it can allocate in pieces of PIECE bytes, after a
+# collection. gc.mem_free() also counts the holes that importing leaves between objects, which no
+# buffer fits in (15-35 kB of them here: 64-bit unix port, 32-bit Cortex-M3); the probe does not.
+PIECE = 1024
+USABLE_PROBE = """
+def usable_heap(piece=%d):
+    gc.collect()
+    held = [None] * (gc.mem_free() // piece + 1)
+    n = 0
+    try:
+        while n < len(held):
+            held[n] = bytearray(piece)
+            n += 1
+    except MemoryError:
+        pass
+    held = None
+    gc.collect()
+    return n * piece
+""" % PIECE
+
+# free heap, usable heap, the largest free block (micropython.mem_info's "max free sz", in GC
+# blocks of 4 words), the block size and byte order, the backend: only what training needs is imported
 _PREPARE = """
 import gc, sys
 from microrl.td3 import TD3, TD3Config
@@ -130,6 +152,8 @@ try:
 except (ImportError, AttributeError):
     pass
 print('F', gc.mem_free(), 16 if sys.maxsize < 2 ** 32 else 32, sys.byteorder, backend_name())
+""" + USABLE_PROBE + """
+print('U', usable_heap())
 """
 
 # TD3 allocates the replay buffer (the biggest block) first, while the heap is still whole. The
@@ -167,7 +191,8 @@ def read_board(transport):
     fields = text.split("F ")[-1].split()
     free, block = int(fields[0]), int(fields[1])
     largest = int(text.split("max free sz:")[1].split()[0]) * block if "max free sz:" in text else free
-    return {"free": free, "largest": largest, "gc_block": block, "byteorder": fields[2], "backend": fields[3]}
+    usable = int(text.split("U ")[-1].split()[0])
+    return {"free": free, "usable": usable, "largest": largest, "gc_block": block, "byteorder": fields[2], "backend": fields[3]}
 
 
 def default_warmup(steps, batch):
@@ -182,16 +207,16 @@ def train_on_board(transport, steps, hidden=None, batch=None, replay=None, warmu
     progress(step, latest_return, mem_free) is called as lines arrive. Returns a dict with
     'policy_bytes' (the trained policy file), the sizes, 'mem_free_start', 'seconds', 'returns'."""
     board = read_board(transport)
-    free, largest_free, block = board["free"], board["largest"], board["gc_block"]
+    free, usable, largest_free, block = board["free"], board["usable"], board["largest"], board["gc_block"]
     chosen = [hidden is None, batch is None, replay is None]
-    hidden, batch, replay, why = choose(steps, free, largest_free, block, hidden, batch, replay)
+    hidden, batch, replay, why = choose(steps, usable, largest_free, block, hidden, batch, replay)
     est = estimate_bytes(hidden, batch, replay, block)
     warmup_steps = default_warmup(steps, batch) if warmup is None else warmup
     if say:
         what = "chosen" if all(chosen) else ("given" if not any(chosen) else "given and chosen")
-        say("board: %.1f kB free after importing microrl (largest block %.1f kB, %d-byte blocks, %s kernels); sizes %s: hidden %s, "
-            "batch %d, replay %d rows (%d bytes each): about %.1f kB with a %.0f kB margin (%s)"
-            % (free / 1024.0, largest_free / 1024.0, block, board["backend"], what, ",".join(map(str, hidden)), batch, replay,
+        say("board: %.1f kB free after importing microrl, %.1f kB of it usable in 1 kB pieces (largest block %.1f kB, %d-byte blocks, "
+            "%s kernels); sizes %s: hidden %s, batch %d, replay %d rows (%d bytes each): about %.1f kB with a %.0f kB margin (%s)"
+            % (free / 1024.0, usable / 1024.0, largest_free / 1024.0, block, board["backend"], what, ",".join(map(str, hidden)), batch, replay,
                bytes_per_transition(OBS_DIM, ACT_DIM), est["total"] / 1024.0, est["margin"] / 1024.0, why))
     every = every or max(1, min(50, steps // 100))
     code = _RUN % {"hidden": tuple(hidden), "batch": batch, "replay": replay, "warmup": warmup_steps, "steps": steps, "seed": seed, "every": every,
@@ -259,6 +284,7 @@ def train_on_board(transport, steps, hidden=None, batch=None, replay=None, warmu
         "gc_block": block,
         "mem_after_alloc": state.get("mem_after_alloc"),
         "mem_free_start": free,
+        "mem_usable_start": usable,
         "largest_free_block": largest_free,
         "mem_free_min": state["mem"],
         "estimate_bytes": est["total"],
