@@ -88,8 +88,19 @@ def run_heap(heap, seeds, steps, native, plain_steps, log):
                 log("%s seed %d: %s batch %d replay %d, return %.0f (host, 10 episodes), %.0f s, %.0f steps/s, %s" % (
                     heap, seed, r["hidden"], r["batch"], r["replay"], r["eval_return"], r["seconds"], r["train_steps_per_second"] or 0, r["backend"]))
         if plain_steps:
-            # the sizes chosen for the whole budget (the native runs'), timed over plain_steps
-            sizes = (out["runs"][0]["hidden"], out["runs"][0]["batch"], out["runs"][0]["replay"]) if out["runs"] else None
+            # the network and batch chosen for the whole budget, timed over plain_steps (the replay
+            # is chosen again: without the native module the usable heap differs)
+            if out["runs"]:
+                sizes = (out["runs"][0]["hidden"], out["runs"][0]["batch"], None)
+            else:
+                from microrl_host.board_train import choose, read_board
+
+                transport = connect(board.port, soft_reset=True)
+                try:
+                    info = read_board(transport)
+                finally:
+                    transport.close()
+                sizes = choose(steps, info["usable"], info["largest"], info["gc_block"])[:2] + (None,)
             r = one(0, plain_steps, False, sizes)
             out["plain"] = {k: r[k] for k in ("backend", "train_steps_per_second", "steps_per_second", "seconds", "hidden", "batch", "replay")}
             if r["train_steps_per_second"]:

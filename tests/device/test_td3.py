@@ -82,3 +82,23 @@ def test_memory_estimate_matches_allocation():
         est = estimate_bytes(3, 1, cfg)
         assert 0 <= est - used < 1024, (used, est)  # never under, within 1 KB
         del agent
+
+
+def test_learning_rate_falls_linearly_to_lr_end():
+    agent = TD3(Pendulum(), TD3Config(hidden=(8,), batch=8, warmup=16, replay_capacity=64, steps=100, lr_end=0.1), 0)
+    assert agent.lr_scale() == 1.0
+    for _ in range(50):
+        agent.step()
+    assert abs(agent.lr_scale() - 0.55) < 1e-9
+    agent.steps = 150
+    assert agent.lr_scale() == 0.1
+
+
+def test_random_overwrite_and_float_rows_train():
+    # the on-board settings (a full replay overwritten from random rows) and float32 rows
+    for kw in ({"replay_overwrite": "random"}, {"replay_fixed_point": False}):
+        agent = _small(5, **kw)
+        for _ in range(120):  # the 64-row buffer fills and wraps
+            agent.step()
+        assert agent.updates > 0 and agent.replay.size == 64
+        assert agent.replay.fixed == ("replay_fixed_point" not in kw)
