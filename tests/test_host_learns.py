@@ -1,7 +1,7 @@
 """The host's numba TD3 and SAC solve Pendulum (-300 or better after 10,000 steps) in seconds (slow)."""
 import pytest
 
-from microrl_host import sac, td3
+from microrl_host.algos import sac, td3
 
 
 @pytest.mark.slow

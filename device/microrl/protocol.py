@@ -1,5 +1,5 @@
 # The serial protocol between the host and microrl.serve() on a board, defined once: the board's
-# server and the host's client (microrl_host/serial_link.py) both encode and decode with this.
+# server and the host's client (microrl_host/board/serial_link.py) both encode and decode with this.
 #
 # Frame (little-endian):
 #   0  2  magic b"\xa5\x5a"

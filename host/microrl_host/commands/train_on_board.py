@@ -2,7 +2,7 @@
 import json
 import sys
 
-from ..cli import CommandError
+from . import CommandError
 
 
 def _sizes(text):
@@ -45,10 +45,10 @@ def run(args):
     from microrl.pendulum import Pendulum
 
     from .. import atomic
-    from ..board_train import BoardTrainError, estimate_bytes, train_on_board
-    from ..deploy import DeployError, deploy
-    from ..progress import Progress
-    from ..serial_link import LinkError, connect
+    from ..board.train import BoardTrainError, estimate_bytes, train_on_board
+    from ..board.deploy import DeployError, deploy
+    from .progress import Progress
+    from ..board.serial_link import LinkError, connect
 
     hidden = _sizes(args.hidden)
     if args.steps < 1 or args.batch < 1 or args.replay < args.batch:

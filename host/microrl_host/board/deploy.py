@@ -13,7 +13,7 @@ import tempfile
 
 from .serial_link import LinkError, connect
 
-DEVICE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "device", "microrl")
+DEVICE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))), "device", "microrl")
 BOARD_LIB = "lib/microrl"  # on sys.path of every MicroPython port ('/lib' on boards)
 BOARD_POLICY = "policy.mrlp"
 HOST_ONLY = ("_numpy.py",)  # needs numpy: never on a board

@@ -1,126 +1,40 @@
-"""What the host's off-policy trainers (td3.py, sac.py) share: environments (Pendulum compiled
-in-loop, or any gymnasium Box-action env stepped from Python), the training driver (progress,
-run log, evaluation, checkpoints, resume), export to the policy file, and the command line.
+"""What the host's off-policy trainers (td3.py, sac.py) share: the training driver (run log,
+evaluation, checkpoints, resume) over the compiled Pendulum or a gymnasium env, and export to the
+policy file. It prints nothing: a caller follows a run through Callbacks (callbacks.py).
 
-An algorithm module provides: NAME, SQUASH, default_config(), hyperparameters(config),
-new_state(config, obs_dim, act_dim, seed), actor_export(state), and compiled explore(S, hp, obs,
-out), observe(S, hp, obs, action, reward, next_obs, terminated), run_pendulum(S, hp, n, ep_step,
-ep_return). Its State is a namedtuple of arrays (nested namedtuples allowed), which is what a
-checkpoint holds.
+An algorithm module describes itself as ALGO = Algorithm(name=..., squash=..., ...): its
+default_config(), hyperparameters(config), new_state(config, obs_dim, act_dim, seed),
+actor_export(state), and compiled explore(S, hp, obs, out), observe(S, hp, obs, action, reward,
+next_obs, terminated), run_pendulum(S, hp, n, ep_step, ep_return). Its State is a namedtuple of
+arrays (nested namedtuples allowed), which is what a checkpoint holds.
 """
 import io
 import json
-import math
 import os
-import sys
 import time
 import zipfile
 
 import numpy as np
 
-from microrl import pendulum
-from microrl.policy import Policy
+from microrl.policy import Policy, save
 
-from . import atomic, nets
+from .. import atomic
+from ..envs.gym import GymTask, evaluate_gym
+from ..envs.pendulum import PENDULUM, CompiledPendulum, evaluate_pendulum, pendulum_reset
+from ..nn.mlp import greedy_action
+from ..nn.rng import randint
+from ..runlog import RunLog
+from .callbacks import NONE
 
-PENDULUM = "pendulum"
 # the paper keeps 10,000 transitions for 10,000 steps, i.e. all of them; the host keeps up to
 # a million (memory is only used as the buffer fills, and checkpoints hold the filled part)
 REPLAY_CAPACITY = 1000000
-DEFAULT_EVERY = 1000  # steps between evaluations and between checkpoints, from the command line
 CHECKPOINT_FORMAT = "microrl-checkpoint"
 CHECKPOINT_VERSION = 1
-# options every algorithm shares, defined by commands/train.py; the rest come from add_arguments
-SHARED = ("hidden", "gamma", "activation", "steps")
-HELP = {
-    "batch": "transitions per update",
-    "tau": "Polyak rate of the target networks",
-    "actor_lr": "actor learning rate (Adam)",
-    "critic_lr": "critic learning rate (Adam)",
-    "alpha_lr": "entropy temperature learning rate (Adam)",
-    "exploration_noise": "std of the Gaussian action noise while training, in units of the [-1, 1] action range",
-    "policy_delay": "critic updates per actor and target update",
-    "target_noise": "std of the target policy smoothing noise",
-    "target_noise_clip": "clip of the target policy smoothing noise",
-    "replay_capacity": "transitions the replay buffer keeps",
-    "warmup": "uniform random steps before the actor acts and training starts",
-    "initial_alpha": "starting entropy temperature",
-    "target_entropy": "entropy the temperature is tuned towards (default: -action_dim)",
-}
-EXAMPLE_ENVS = ("Pendulum-v1", "MountainCarContinuous-v0", "LunarLanderContinuous-v3", "BipedalWalker-v3")
-
-
-class TaskError(ValueError):
-    """A task (environment) that cannot be trained: unknown id, or not continuous actions."""
 
 
 class CheckpointError(ValueError):
     """A checkpoint that is missing, damaged, or for another run."""
-
-
-# ---------------------------------------------------------------- environments
-
-
-class CompiledPendulum:
-    """Pendulum-v1 from microrl.pendulum, simulated inside the compiled training loop."""
-
-    name = PENDULUM
-    obs_dim = pendulum.OBS_DIM
-    act_dim = pendulum.ACT_DIM
-    low = np.array([-pendulum.MAX_TORQUE], np.float32)
-    high = np.array([pendulum.MAX_TORQUE], np.float32)
-    compiled = True
-
-
-class GymTask:
-    """A gymnasium environment with Box observations and actions, stepped from Python."""
-
-    compiled = False
-
-    def __init__(self, env_id):
-        self.name = env_id
-        self.env = make_gym_env(env_id)
-        self.obs_dim = int(np.prod(self.env.observation_space.shape))
-        self.act_dim = int(np.prod(self.env.action_space.shape))
-        self.low = np.asarray(self.env.action_space.low, np.float32).reshape(-1)
-        self.high = np.asarray(self.env.action_space.high, np.float32).reshape(-1)
-        self.obs = None
-        self.episode_return = 0.0
-
-    def close(self):
-        self.env.close()
-
-
-def make_gym_env(env_id, **kwargs):
-    """gymnasium.make with errors a user can act on (TaskError)."""
-    try:
-        import gymnasium as gym
-    except ImportError as e:  # pragma: no cover - gymnasium is a core dependency
-        raise TaskError("gymnasium is not installed (pip install gymnasium): %s" % e)
-    try:
-        env = gym.make(env_id, **kwargs)
-    except gym.error.Error as e:
-        raise TaskError("unknown task %r (%s); use 'pendulum' (compiled, fastest) or a gymnasium id with continuous actions, e.g. %s; short MuJoCo names such as 'ant' are --algo ppo's" % (env_id, e, ", ".join(EXAMPLE_ENVS)))
-    except ImportError as e:
-        raise TaskError("task %r needs a package that is not installed: %s" % (env_id, e))
-    from gymnasium import spaces
-
-    if not isinstance(env.action_space, spaces.Box):
-        env.close()
-        raise TaskError("task %r has %s actions; TD3 and SAC need continuous (Box) actions, e.g. %s" % (env_id, type(env.action_space).__name__, ", ".join(EXAMPLE_ENVS)))
-    if not isinstance(env.observation_space, spaces.Box):
-        env.close()
-        raise TaskError("task %r has %s observations; only flat Box observations are supported" % (env_id, type(env.observation_space).__name__))
-    if not np.all(np.isfinite(env.action_space.low)) or not np.all(np.isfinite(env.action_space.high)):
-        env.close()
-        raise TaskError("task %r has unbounded actions; TD3 and SAC need finite action bounds" % env_id)
-    return env
-
-
-def make_task(task):
-    if task.lower() == PENDULUM:
-        return CompiledPendulum()
-    return GymTask(task)
 
 
 # ---------------------------------------------------------------- state <-> flat arrays
@@ -189,6 +103,13 @@ def restore(state, arrays, path):
 # ---------------------------------------------------------------- the algorithm front end
 
 
+def make_task(task):
+    """The environment a task name means: 'pendulum' compiled in the loop, else a gymnasium id."""
+    if task.lower() == PENDULUM:
+        return CompiledPendulum()
+    return GymTask(task)
+
+
 class Run:
     """What a training run returns: the policy, evaluations [(step, mean, std)], figures, and the
     final training state (networks, optimiser, replay: the arrays a checkpoint holds)."""
@@ -201,65 +122,58 @@ class Run:
 
 
 class Algorithm:
-    """The front end of an algorithm module (td3.py, sac.py): configuration, command line,
-    training driver. Created at the end of the module as ALGO = Algorithm(__name__)."""
+    """An off-policy algorithm (td3.py, sac.py) as its parts, and the training driver over them.
+    Each module ends with ALGO = Algorithm(...) naming its own functions."""
 
-    def __init__(self, module_name):
-        self.module_name = module_name
-
-    @property
-    def m(self):
-        return sys.modules[self.module_name]
+    def __init__(self, name, squash, default_config, hyperparameters, new_state, actor_export, explore, observe, run_pendulum):
+        self.name = name
+        self.squash = squash
+        self.default_config = default_config
+        self.hyperparameters = hyperparameters
+        self.new_state = new_state
+        self.actor_export = actor_export
+        self.explore = explore
+        self.observe = observe
+        self.run_pendulum = run_pendulum
 
     # configuration ---------------------------------------------------
     def config(self, **overrides):
-        c = self.m.default_config()
+        """The default configuration with overrides (None: keep the default); ValueError names
+        an unknown setting."""
+        c = self.default_config()
         for k, v in overrides.items():
             if v is None:
                 continue
             if not hasattr(c, k):
-                raise ValueError("unknown %s setting %r; known: %s" % (self.m.NAME, k, ", ".join(sorted(self.settings(c)))))
+                raise ValueError("unknown %s setting %r; known: %s" % (self.name, k, ", ".join(sorted(self.settings(c)))))
             setattr(c, k, v)
         c.hidden = tuple(int(h) for h in c.hidden)
         return c
 
     def settings(self, config=None):
-        c = config or self.m.default_config()
+        """{name: value} of a configuration (the defaults without one)."""
+        c = config or self.default_config()
         return {k: getattr(c, k) for k in dir(c) if not k.startswith("_") and not callable(getattr(c, k))}
-
-    def add_arguments(self, parser):
-        """Options for this algorithm's hyperparameters (the shared ones are train.py's)."""
-        group = parser.add_argument_group("%s hyperparameters" % self.m.NAME.upper())
-        for k, default in sorted(self.settings().items()):
-            if k in SHARED:
-                continue
-            kind = int if isinstance(default, int) and not isinstance(default, bool) else float
-            if k == "replay_capacity":
-                kind = int
-            text = HELP.get(k, k.replace("_", " "))
-            if default is not None:
-                text += " (default %s)" % (default,)
-            group.add_argument("--" + k.replace("_", "-"), dest=k, type=kind, default=None, metavar=kind.__name__.upper(), help=text)
 
     # training ----------------------------------------------------------
     def train_pendulum(self, steps=10000, seed=0, **kwargs):
         """Train on the compiled Pendulum; returns (microrl.policy.Policy, [(step, mean, std)])."""
-        return self.train(PENDULUM, steps=steps, seed=seed, **kwargs)
-
-    def train(self, task, steps=10000, seed=0, **kwargs):
-        run = self.run(task, steps=steps, seed=seed, **kwargs)
+        run = self.run(PENDULUM, steps=steps, seed=seed, **kwargs)
         return run.policy, run.evals
 
-    def run(self, task, steps=10000, seed=0, eval_every=1000, eval_episodes=10, out=None, run_dir=None, checkpoint_every=0, resume=False, quiet=True, progress=None, **settings):
+    def train(self, config, env=PENDULUM, callbacks=None, seed=0, **options):
+        """Train with a configuration (self.config(...)) on env ('pendulum' or a gymnasium id);
+        returns a Run. options: those of run() (eval_every, out, run_dir, resume, ...)."""
+        settings = self.settings(config)
+        steps = settings.pop("steps")
+        return self.run(env, steps=steps, seed=seed, callbacks=callbacks, **dict(settings, **options))
+
+    def run(self, task, steps=10000, seed=0, eval_every=1000, eval_episodes=10, out=None, run_dir=None, checkpoint_every=0, resume=False, callbacks=None, **settings):
         """Train; returns a Run. out: policy file to write; run_dir: folder for run.json,
         progress.csv and checkpoint.npz (checkpoints every checkpoint_every steps and at the end);
-        resume: continue from run_dir's checkpoint; quiet=False shows a progress bar;
-        progress(step, state, last_eval) is called after every chunk of up to 1000 steps, as
-        microrl.train.train_pendulum calls it (last_eval: (step, mean, std) or None)."""
-        from .progress import Progress
-        from .runlog import RunLog
-
-        m = self.m
+        resume: continue from run_dir's checkpoint; callbacks: a Callbacks, told of every chunk of
+        up to 1000 steps (trainer: the State; figures: {"eval": the last evaluation's mean})."""
+        callbacks = callbacks or NONE
         wall0 = time.perf_counter()
         env = make_task(task)
         ckpt_path = os.path.join(run_dir, "checkpoint.npz") if run_dir else None
@@ -268,21 +182,21 @@ class Algorithm:
             if not ckpt_path:
                 raise CheckpointError("resuming needs a run folder holding checkpoint.npz")
             meta, arrays = read_checkpoint(ckpt_path)
-            if meta["algo"] != m.NAME or meta["task"].lower() != env.name.lower():
-                raise CheckpointError("checkpoint %s is for %s on %s, not %s on %s" % (ckpt_path, meta["algo"], meta["task"], m.NAME, env.name))
+            if meta["algo"] != self.name or meta["task"].lower() != env.name.lower():
+                raise CheckpointError("checkpoint %s is for %s on %s, not %s on %s" % (ckpt_path, meta["algo"], meta["task"], self.name, env.name))
             config = self.config(**meta["config"])
             seed = meta["seed"]
         else:
             config = self.config(**settings)
         config.steps = int(steps)
-        state = m.new_state(config, env.obs_dim, env.act_dim, int(seed))
+        state = self.new_state(config, env.obs_dim, env.act_dim, int(seed))
         if resume:
             restore(state, arrays, ckpt_path)
-        hp = m.hyperparameters(config)
+        hp = self.hyperparameters(config)
         meta = {
             "format": CHECKPOINT_FORMAT,
             "version": CHECKPOINT_VERSION,
-            "algo": m.NAME,
+            "algo": self.name,
             "task": env.name,
             "seed": int(seed),
             "config": {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.settings(config).items()},
@@ -302,14 +216,14 @@ class Algorithm:
         ep_return = np.zeros(1024)
         if env.compiled:
             if start == 0:
-                nets.pendulum_reset(state.env, state.rng, state.obs)
-            m.run_pendulum(state, hp, 0, ep_step, ep_return)
-            nets.evaluate_pendulum(state.actor, m.SQUASH, 0, 0)
+                pendulum_reset(state.env, state.rng, state.obs)
+            self.run_pendulum(state, hp, 0, ep_step, ep_return)
+            evaluate_pendulum(state.actor, self.squash, 0, 0)
         else:
             rng = state.rng.copy()
-            m.explore(state, hp, state.obs, state.action)
+            self.explore(state, hp, state.obs, state.action)
             state.rng[:] = rng  # compiling must not change the run
-            nets.greedy_action(state.actor, state.obs, m.SQUASH, state.action)
+            greedy_action(state.actor, state.obs, self.squash, state.action)
             env.obs = None
         compile_s = time.perf_counter() - t0
 
@@ -319,7 +233,7 @@ class Algorithm:
         eval_s = 0.0
         step = start
         last_eval = None
-        bar = Progress(steps, desc="%s %s" % (m.NAME, env.name), quiet=quiet, initial=start)
+        callbacks.on_start(steps, start, "%s %s" % (self.name, env.name))
         try:
             while step < steps:
                 n = steps - step
@@ -330,7 +244,7 @@ class Algorithm:
                 t0 = time.perf_counter()
                 c0 = time.process_time()
                 if env.compiled:
-                    ended = m.run_pendulum(state, hp, n, ep_step, ep_return)
+                    ended = self.run_pendulum(state, hp, n, ep_step, ep_return)
                 else:
                     ended = self._run_gym(env, state, hp, n, ep_step, ep_return)
                 train_s += time.perf_counter() - t0
@@ -349,26 +263,21 @@ class Algorithm:
                         log.row(step, eval_mean=mean, eval_std=std)
                 if ckpt_path and ((checkpoint_every and step % checkpoint_every == 0) or step == steps):
                     save_checkpoint(ckpt_path, state, dict(meta, step=step))
-                postfix = {"eval": "%.1f" % last_eval} if last_eval is not None else {}
-                bar.update(n, **postfix)
-                if progress is not None:
-                    progress(step, state, evals[-1] if evals else None)
+                callbacks.on_progress(step, n, state, {"eval": last_eval} if last_eval is not None else {})
         finally:
-            bar.close()
+            callbacks.on_end()
             if log:
                 log.close()
             if not env.compiled:
                 env.close()
         policy = self.policy(state, env)
         if out:
-            from microrl.policy import save
-
             folder = os.path.dirname(os.path.abspath(out))
             os.makedirs(folder, exist_ok=True)
             save(out, policy)
         done = steps - start
         stats = {
-            "algo": m.NAME,
+            "algo": self.name,
             "task": env.name,
             "seed": int(seed),
             "steps": int(steps),
@@ -388,21 +297,20 @@ class Algorithm:
 
     def _run_gym(self, env, state, hp, n, ep_step, ep_return):
         """n steps of a gymnasium env from Python; networks and updates stay compiled."""
-        m = self.m
         e = env.env
         scale = (env.high - env.low) / 2.0
         offset = (env.high + env.low) / 2.0
         ended = 0
         for _ in range(n):
             if env.obs is None:
-                obs, _ = e.reset(seed=int(nets.randint(state.rng, 2**31)))
+                obs, _ = e.reset(seed=int(randint(state.rng, 2**31)))
                 env.obs = np.asarray(obs, np.float32).reshape(-1)
                 env.episode_return = 0.0
-            m.explore(state, hp, env.obs, state.action)
+            self.explore(state, hp, env.obs, state.action)
             act = (scale * state.action + offset).reshape(e.action_space.shape)
             next_obs, reward, terminated, truncated, _ = e.step(act)
             next_obs = np.asarray(next_obs, np.float32).reshape(-1)
-            m.observe(state, hp, env.obs, state.action, float(reward), next_obs, bool(terminated))
+            self.observe(state, hp, env.obs, state.action, float(reward), next_obs, bool(terminated))
             env.episode_return += float(reward)
             if terminated or truncated:
                 if ended < len(ep_step):
@@ -418,87 +326,22 @@ class Algorithm:
         if not episodes:
             return float("nan"), float("nan")
         if env.compiled:
-            returns = nets.evaluate_pendulum(state.actor, self.m.SQUASH, episodes, seed)
+            returns = evaluate_pendulum(state.actor, self.squash, episodes, seed)
             return float(returns.mean()), float(returns.std())
         return evaluate_gym(self.policy(state, env), env.name, episodes, seed)[:2]
 
     def policy(self, state, env):
         """The deterministic actor as a microrl.policy.Policy in environment units."""
-        sizes, acts, params = self.m.actor_export(state)
+        sizes, acts, params = self.actor_export(state)
         scale = (env.high.astype(np.float64) - env.low) / 2.0
         offset = (env.high.astype(np.float64) + env.low) / 2.0
         return Policy([int(s) for s in sizes], [int(a) for a in acts], params=_farray(params), act_scale=list(scale), act_offset=list(offset))
-
-    # command line --------------------------------------------------------
-    def train_from_args(self, args):
-        """Run `microrl train` with this algorithm; returns the exit code."""
-        settings = {}
-        for k in self.settings():
-            if k in SHARED:
-                continue
-            v = getattr(args, k, None)
-            if v is not None:
-                settings[k] = v
-        if args.hidden is not None:
-            settings["hidden"] = args.hidden
-        if args.gamma is not None:
-            settings["gamma"] = args.gamma
-        if args.activation is not None:
-            settings["activation"] = args.activation
-        run = self.run(
-            args.task,
-            steps=args.steps,
-            seed=args.seed,
-            eval_every=DEFAULT_EVERY if args.eval_every is None else args.eval_every,
-            eval_episodes=args.eval_episodes,
-            out=args.out,
-            run_dir=args.run_dir,
-            checkpoint_every=DEFAULT_EVERY if args.checkpoint_every is None else args.checkpoint_every,
-            resume=args.resume,
-            quiet=args.quiet or args.json,
-            **settings
-        )
-        s = run.stats
-        if args.json:
-            print(json.dumps(s, sort_keys=True))
-        elif not args.quiet:
-            print(
-                "%s on %s: %d steps in %.2f s (%.0f steps/s; compile/cache load %.2f s), eval return %.1f +- %.1f; policy: %s; run: %s"
-                % (s["algo"], s["task"], s["steps"], s["train_s"], s["steps_per_s"] or 0.0, s["compile_s"], _num(s["eval_mean"]), _num(s["eval_std"]), s["out"], s["run_dir"])
-            )
-        return 0
-
-
-def evaluate_gym(policy, env_id, episodes=10, seed=12345):
-    """(mean, std, returns) of a policy (obs -> action in env units) on a gymnasium env; episode
-    e starts from reset(seed=seed + e)."""
-    env = make_gym_env(env_id)
-    returns = []
-    try:
-        for e in range(episodes):
-            obs, _ = env.reset(seed=seed + e)
-            total = 0.0
-            done = False
-            while not done:
-                act = np.asarray(policy(np.asarray(obs, np.float32).reshape(-1)), np.float32).reshape(env.action_space.shape)
-                obs, reward, terminated, truncated, _ = env.step(act)
-                total += float(reward)
-                done = terminated or truncated
-            returns.append(total)
-    finally:
-        env.close()
-    r = np.array(returns)
-    return float(r.mean()), float(r.std()), returns
 
 
 def _farray(values):
     from array import array
 
     return array("f", np.ascontiguousarray(values, np.float32).tobytes())
-
-
-def _num(v):
-    return float("nan") if v is None else v
 
 
 def _truncate_progress(path, step):
