@@ -330,10 +330,6 @@ class VirtualBoard:
                     time.sleep(0.01)
 
 
-def port_is_virtual(port):
-    return port is not None and port.startswith("/dev/pts/")
-
-
 @contextlib.contextmanager
 def board_port(port=None, heap=None, log=None):
     """Yield (port, description): the given port, or a virtual board started for the duration."""
