@@ -8,11 +8,8 @@ actor_export(state), and compiled explore(S, hp, obs, out), observe(S, hp, obs, 
 next_obs, terminated), run_pendulum(S, hp, n, ep_step, ep_return). Its State is a namedtuple of
 arrays (nested namedtuples allowed), which is what a checkpoint holds.
 """
-import io
-import json
 import os
 import time
-import zipfile
 
 import numpy as np
 
@@ -24,19 +21,14 @@ from ..envs.pendulum import PENDULUM, CompiledPendulum, evaluate_pendulum, pendu
 from ..nn.mlp import greedy_action
 from ..nn.rng import randint
 from ..runlog import RunLog
+from . import checkpoint
 from .callbacks import NONE
+from .checkpoint import CheckpointError
+from .checkpoint import read as read_checkpoint
 
 # the paper keeps 10,000 transitions for 10,000 steps, i.e. all of them; the host keeps up to
 # a million (memory is only used as the buffer fills, and checkpoints hold the filled part)
 REPLAY_CAPACITY = 1000000
-CHECKPOINT_FORMAT = "microrl-checkpoint"
-CHECKPOINT_VERSION = 1
-
-
-class CheckpointError(ValueError):
-    """A checkpoint that is missing, damaged, or for another run."""
-
-
 # ---------------------------------------------------------------- state <-> flat arrays
 
 
@@ -61,25 +53,7 @@ def save_checkpoint(path, state, meta):
     size = int(state.replay.count[1])
     for k in REPLAY_ROWS:  # only the filled part of the replay buffer
         arrays[k] = arrays[k][:size]
-    arrays["__meta__"] = np.frombuffer(json.dumps(meta, sort_keys=True).encode(), dtype=np.uint8)
-    buf = io.BytesIO()
-    np.savez(buf, **arrays)  # uncompressed: a replay buffer of random floats does not compress
-    atomic.write_bytes(path, buf.getvalue())
-
-
-def read_checkpoint(path):
-    """(meta, {name: array}); CheckpointError if missing or damaged."""
-    if not os.path.exists(path):
-        raise CheckpointError("no checkpoint at %s (train without --resume to start a new run)" % path)
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            arrays = {k: data[k] for k in data.files}
-        meta = json.loads(bytes(arrays.pop("__meta__")).decode())
-    except (zipfile.BadZipFile, ValueError, KeyError, EOFError, OSError, UnicodeDecodeError) as e:
-        raise CheckpointError("checkpoint %s is damaged or not a microrl checkpoint (%s: %s); start a new run without --resume" % (path, type(e).__name__, e))
-    if meta.get("format") != CHECKPOINT_FORMAT or meta.get("version") != CHECKPOINT_VERSION:
-        raise CheckpointError("%s is not a microrl checkpoint of version %d" % (path, CHECKPOINT_VERSION))
-    return meta, arrays
+    checkpoint.write(path, meta, arrays)
 
 
 def restore(state, arrays, path):
@@ -194,8 +168,8 @@ class Algorithm:
             restore(state, arrays, ckpt_path)
         hp = self.hyperparameters(config)
         meta = {
-            "format": CHECKPOINT_FORMAT,
-            "version": CHECKPOINT_VERSION,
+            "format": checkpoint.FORMAT,
+            "version": checkpoint.VERSION,
             "algo": self.name,
             "task": env.name,
             "seed": int(seed),

@@ -28,10 +28,10 @@ from microrl import policy as policy_file
 from microrl.activations import IDENTITY, code
 from microrl.nn import layout
 
-from .. import atomic
 from ..envs.gym import rollout_returns
 from ..envs.mujoco import MujocoVectorEnv, make_gymnasium_env, resolve_task
 from ..runlog import RunLog
+from . import checkpoint
 from .callbacks import NONE
 
 LOG_2PI = math.log(2.0 * math.pi)
@@ -499,12 +499,12 @@ def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_epi
         if resume:
             if not ckpt_path or not os.path.exists(ckpt_path):
                 raise FileNotFoundError("nothing to resume: no %s in %s" % (CHECKPOINT, run_dir))
-            with np.load(ckpt_path) as s:
-                if str(s["task"]) != task:
-                    raise ValueError("the checkpoint in %s is for %s, not %s" % (run_dir, s["task"], task))
-                learner.load_state(s)
-                step, iteration, elapsed_before = int(s["step"]), int(s["iteration"]), float(s["elapsed"])
-                evals = [tuple(e) for e in s["evals"].tolist()]
+            meta, s = checkpoint.read(ckpt_path)
+            if meta.get("algo") != "ppo" or str(s["task"]) != task:
+                raise checkpoint.CheckpointError("the checkpoint in %s is for %s, not %s" % (run_dir, s["task"] if meta.get("algo") == "ppo" else meta.get("algo"), task))
+            learner.load_state(s)
+            step, iteration, elapsed_before = int(s["step"]), int(s["iteration"]), float(s["elapsed"])
+            evals = [tuple(e) for e in s["evals"].tolist()]
         meta = {"task": task, "algo": "ppo", "config": c.as_dict()}
         log = RunLog(run_dir, meta, resume=resume) if run_dir else None
         T, N = c.rollout_steps, c.envs
@@ -527,7 +527,8 @@ def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_epi
 
         def save_checkpoint():
             if ckpt_path:
-                atomic.write_npz(ckpt_path, task=np.array(task), step=np.array(step), iteration=np.array(iteration), elapsed=np.array(elapsed_before + time.perf_counter() - start), evals=np.array(evals, np.float64).reshape(-1, 3), **learner.state())
+                arrays = dict(task=np.array(task), step=np.array(step), iteration=np.array(iteration), elapsed=np.array(elapsed_before + time.perf_counter() - start), evals=np.array(evals, np.float64).reshape(-1, 3), **learner.state())
+                checkpoint.write(ckpt_path, {"algo": "ppo", "task": task, "step": step}, arrays, compress=True)
                 policy_file.save(os.path.join(run_dir, POLICY), learner.to_policy())
 
         interrupt = _DeferredInterrupt(callbacks.on_message)

@@ -14,6 +14,7 @@ import numpy as np
 
 from microrl.activations import TANH
 from microrl.nn import layout
+from microrl.layout import actor_critic_sizes
 from microrl.td3 import TD3Config
 
 from ..envs.pendulum import MAX_TORQUE, pendulum_reset, pendulum_step
@@ -77,10 +78,9 @@ def hyperparameters(config):
 
 def new_state(config, obs_dim, act_dim, seed):
     c = config
-    hidden = list(c.hidden)
     n = c.batch
-    actor = mlp.new_net([obs_dim] + hidden + [2 * act_dim], (c.activation, "identity"), n, seed=seed * 4 + 1)
-    critic_sizes = [obs_dim + act_dim] + hidden + [1]
+    actor_sizes, critic_sizes = actor_critic_sizes(obs_dim, act_dim, c.hidden, actor_outputs=2 * act_dim)
+    actor = mlp.new_net(actor_sizes, (c.activation, "identity"), n, seed=seed * 4 + 1)
     critics = [mlp.new_net(critic_sizes, (c.activation, "identity"), n, seed=seed * 4 + k) for k in (2, 3)]
     targets = [mlp.target_of(critic) for critic in critics]
     f32 = np.float32

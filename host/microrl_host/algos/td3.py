@@ -11,6 +11,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from microrl.layout import actor_critic_sizes
 from microrl.td3 import TD3Config
 
 from ..envs.pendulum import MAX_TORQUE, pendulum_reset, pendulum_step
@@ -51,10 +52,8 @@ def hyperparameters(config):
 def new_state(config, obs_dim, act_dim, seed):
     """Fresh networks (PyTorch init from the seed), empty replay, counters at zero."""
     c = config
-    hidden = list(c.hidden)
     n = c.batch
-    actor_sizes = [obs_dim] + hidden + [act_dim]
-    critic_sizes = [obs_dim + act_dim] + hidden + [1]
+    actor_sizes, critic_sizes = actor_critic_sizes(obs_dim, act_dim, c.hidden)
     actor_acts = (c.activation, "tanh")
     critic_acts = (c.activation, "identity")
     actor = mlp.new_net(actor_sizes, actor_acts, n, seed=seed * 4 + 1)

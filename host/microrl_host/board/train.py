@@ -7,7 +7,7 @@ the replay buffer), and a run that would not fit the board's free heap is refuse
 import time
 
 from microrl import td3
-from microrl.layout import param_count
+from microrl.layout import actor_critic_sizes, param_count
 from microrl.pendulum import ACT_DIM, OBS_DIM
 from microrl.replay import bytes_per_transition
 
@@ -42,7 +42,7 @@ class BoardTrainError(Exception):
 
 def largest_array_bytes(hidden, batch, replay, obs_dim=OBS_DIM, act_dim=ACT_DIM):
     """The biggest single buffer of the run: it needs one contiguous free block of the heap."""
-    critic = [obs_dim + act_dim] + list(hidden) + [1]
+    critic = actor_critic_sizes(obs_dim, act_dim, hidden)[1]
     return max(replay * bytes_per_transition(obs_dim, act_dim), 4 * param_count(critic), 4 * batch * max(critic))
 
 

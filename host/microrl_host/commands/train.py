@@ -7,7 +7,8 @@ import argparse
 import json
 import os
 
-from ..algos import offpolicy, ppo, sac, td3
+from ..algos import ppo, sac, td3
+from ..algos.checkpoint import CheckpointError
 from . import CommandError
 from ..envs.gym import TaskError
 from ..envs.mujoco import MujocoMissingError, UnknownTaskError, resolve_task
@@ -85,7 +86,7 @@ class OffPolicy:
                 out=args.out, run_dir=args.run_dir, checkpoint_every=DEFAULT_EVERY if args.checkpoint_every is None else args.checkpoint_every,
                 resume=args.resume, callbacks=callbacks, **settings
             )
-        except (TaskError, offpolicy.CheckpointError) as e:
+        except (TaskError, CheckpointError) as e:
             raise CommandError(str(e))
         s = run.stats
         summary = "%s on %s: %d steps in %.2f s (%.0f steps/s; compile/cache load %.2f s), eval return %.1f +- %.1f; policy: %s; run: %s" % (
@@ -149,7 +150,7 @@ class PPOCommand:
                 config, task, callbacks, run_dir=run_dir, out=args.out, resume=args.resume,
                 checkpoint_every=args.checkpoint_every or 100_000, eval_every=eval_every or None, eval_episodes=args.eval_episodes or 10,
             )
-        except (MujocoMissingError, UnknownTaskError) as e:
+        except (MujocoMissingError, UnknownTaskError, CheckpointError) as e:
             raise CommandError(str(e)) from None
         result = {"task": task, "algo": "ppo", "run_dir": run_dir, "policy": args.out, "steps": config.steps, "evals": [list(e) for e in evals]}
         last = evals[-1] if evals else None

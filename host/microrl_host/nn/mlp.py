@@ -10,8 +10,9 @@ from math import erf, exp, sqrt, tanh
 
 import numpy as np
 
-from microrl.activations import GELU, IDENTITY, RELU, SIGMOID, TANH, code
-from microrl.nn import MLP, layout
+from microrl.activations import GELU, IDENTITY, RELU, SIGMOID, TANH
+from microrl.layout import layout, shape
+from microrl.nn import MLP
 from microrl.rng import Rng
 
 from .jit import jit
@@ -26,12 +27,7 @@ Net = namedtuple("Net", "params wt grads m v sizes acts offsets yoff ys zs dxa d
 def new_net(sizes, activations, batch, seed=None, trainable=True):
     """A network for up to `batch` rows. Initialised like the device core's MLP.init (PyTorch's
     nn.Linear init) from microrl.rng.Rng(seed) when seed is given, else zeros."""
-    sizes = [int(s) for s in sizes]
-    if isinstance(activations, str):
-        activations = [activations] * (len(sizes) - 1)
-    elif len(activations) == 2 and len(sizes) != 3:
-        activations = [activations[0]] * (len(sizes) - 2) + [activations[1]]
-    acts = [code(a) for a in activations]
+    sizes, acts = shape(sizes, activations)
     offsets, n = layout(sizes)
     params = np.zeros(n, np.float32)
     if seed is not None:
