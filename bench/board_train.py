@@ -48,10 +48,10 @@ def run_heap(heap, seeds, steps, native, plain_steps, log):
     from microrl.pendulum import Pendulum
     from microrl.policy import load
 
-    from microrl_host.board import VirtualBoard
-    from microrl_host.board_train import train_on_board
-    from microrl_host.deploy import deploy
-    from microrl_host.serial_link import connect
+    from microrl_host.board.virtual import VirtualBoard
+    from microrl_host.board.train import train_on_board
+    from microrl_host.board.deploy import deploy
+    from microrl_host.board.serial_link import connect
 
     out = {"heap": heap, "runs": []}
     with tempfile.TemporaryDirectory() as tmp, VirtualBoard(os.path.join(tmp, "fs"), heap=heap) as board:
@@ -93,7 +93,7 @@ def run_heap(heap, seeds, steps, native, plain_steps, log):
             if out["runs"]:
                 sizes = (out["runs"][0]["hidden"], out["runs"][0]["batch"], None)
             else:
-                from microrl_host.board_train import choose, read_board
+                from microrl_host.board.train import choose, read_board
 
                 transport = connect(board.port, soft_reset=True)
                 try:
@@ -158,9 +158,9 @@ def margin(steps=60):
     from microrl.memory import estimate_bytes
     from microrl.td3 import TD3Config
 
-    from microrl_host.board import micropython_command
-    from microrl_host.board_train import USABLE_PROBE
-    from microrl_host.deploy import core_sources
+    from microrl_host.board.virtual import micropython_command
+    from microrl_host.board.train import USABLE_PROBE
+    from microrl_host.board.deploy import core_sources
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -33,7 +33,7 @@ def test_policy_from_the_boards_weights_acts_as_the_boards_actor(tmp_path):
     from microrl.policy import Policy, load
     from microrl.td3 import TD3, TD3Config
 
-    from microrl_host.board_train import policy_bytes
+    from microrl_host.board.train import policy_bytes
 
     agent = TD3(Pendulum(), TD3Config(hidden=(8, 8), batch=8, replay_capacity=50), 3)
     hexed = bytes(array("f", agent.actor.params)).hex()
@@ -49,7 +49,7 @@ def test_run_that_does_not_fit_is_refused_with_the_memory_it_needs(board, tmp_pa
     r = cli("train-on-board", "--port", board.port, "--steps", "10", "--hidden", "64,64", "--batch", "100", "--replay", "10000",
             "--out", tmp_path / "x.mrlp", "--no-deploy", "--quiet")
     assert r.returncode == 2 and "Traceback" not in r.stderr
-    from microrl_host.board_train import estimate_bytes
+    from microrl_host.board.train import estimate_bytes
 
     est = estimate_bytes((64, 64), 100, 10000)
     assert "needs about %.1f kB" % (est["total"] / 1024.0) in r.stderr and "replay %.1f kB" % (est["replay"] / 1024.0) in r.stderr
@@ -58,7 +58,7 @@ def test_run_that_does_not_fit_is_refused_with_the_memory_it_needs(board, tmp_pa
 
 
 def test_sizes_are_chosen_from_the_free_heap():
-    from microrl_host.board_train import LADDER, MIN_REPLAY, BoardTrainError, choose, estimate_bytes, largest_replay, rows_for
+    from microrl_host.board.train import LADDER, MIN_REPLAY, BoardTrainError, choose, estimate_bytes, largest_replay, rows_for
 
     # a roomy board takes the top rung and a replay that holds the whole run
     h, b, r, why = choose(20000, 4 << 20, 4 << 20)
@@ -76,8 +76,8 @@ def test_sizes_are_chosen_from_the_free_heap():
 
 
 def _read_board(port):
-    from microrl_host.board_train import read_board
-    from microrl_host.serial_link import connect
+    from microrl_host.board.train import read_board
+    from microrl_host.board.serial_link import connect
 
     transport = connect(port, soft_reset=True)
     try:
@@ -95,9 +95,9 @@ def test_chosen_sizes_train_without_running_out(heap, tmp_path):
     # the sizes chosen for a long run (the largest replay that fits) on each heap, run for a few
     # training steps (everything is allocated before the first step); and a run one rung larger
     # than fits is refused before it starts rather than running out
-    from microrl_host.board import VirtualBoard
-    from microrl_host.board_train import LADDER, choose
-    from microrl_host.deploy import deploy
+    from microrl_host.board.virtual import VirtualBoard
+    from microrl_host.board.train import LADDER, choose
+    from microrl_host.board.deploy import deploy
 
     with VirtualBoard(str(tmp_path / "fs"), heap=heap) as vb:
         deploy(vb.port, mpy=True)
@@ -122,7 +122,7 @@ def test_chosen_sizes_train_without_running_out(heap, tmp_path):
 
 def test_readme_example_runs_as_written_at_112k(tmp_path):
     # README: `microrl train-on-board --port PORT --steps N`, no size flags, on the smallest heap
-    from microrl_host.board import VirtualBoard
+    from microrl_host.board.virtual import VirtualBoard
 
     with VirtualBoard(str(tmp_path / "fs"), heap="112K") as vb:
         res = cli_json("train-on-board", "--port", vb.port, "--steps", "150", "--out", tmp_path / "p.mrlp", "--episodes", "1", "--quiet")
@@ -132,10 +132,10 @@ def test_readme_example_runs_as_written_at_112k(tmp_path):
 def test_memory_estimate_matches_the_board(tmp_path):
     # the estimate (from the sizes) against what the board's allocator reports for the real objects,
     # built the way train-on-board builds them (on a roomy heap: this measures use, not fit)
-    from microrl_host.board import VirtualBoard
-    from microrl_host.board_train import _PREPARE, estimate_bytes
-    from microrl_host.deploy import board_exec, deploy
-    from microrl_host.serial_link import connect
+    from microrl_host.board.virtual import VirtualBoard
+    from microrl_host.board.train import _PREPARE, estimate_bytes
+    from microrl_host.board.deploy import board_exec, deploy
+    from microrl_host.board.serial_link import connect
 
     with VirtualBoard(str(tmp_path / "fs"), heap="1M") as big:
         deploy(big.port, mpy=True)

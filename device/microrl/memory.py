@@ -39,7 +39,7 @@ def buffer_sizes(obs_dim, act_dim, config=None, fixed_replay=None):
 
 
 # Objects besides the buffers (networks, views, tuples, the agent), measured on the 64-bit unix
-# port (bench/board_train.py --memory): 11.3-14.5 KB for 2-4 layers; a 32-bit port takes about half.
+# port: 11.3-14.5 KB for 2-4 layers (tests/device/test_td3.py checks the total); a 32-bit port, about half.
 OBJECT_BYTES = 8448
 OBJECT_BYTES_PER_LAYER = 1664  # the six networks together
 OBJECT_SLACK = 256  # on the 32-bit Cortex-M3 port the scaled figure fell up to 112 bytes short

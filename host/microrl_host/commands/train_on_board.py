@@ -2,17 +2,8 @@
 import json
 import sys
 
-from ..cli import CommandError
-
-
-def _sizes(text):
-    try:
-        sizes = tuple(int(x) for x in text.split(","))
-    except ValueError:
-        raise CommandError("--hidden takes layer widths separated by commas, e.g. 16,16; got %r" % text) from None
-    if not sizes or min(sizes) < 1:
-        raise CommandError("--hidden widths must be positive, got %r" % text)
-    return sizes
+from . import CommandError
+from .options import parse_hidden
 
 
 def register(sub):
@@ -27,7 +18,7 @@ def register(sub):
     )
     p.add_argument("--port", required=True, help="the board's serial port (or a virtual board's: 'microrl board sim')")
     p.add_argument("--steps", type=int, required=True, help="environment steps (one training update each after warm-up)")
-    p.add_argument("--hidden", default=None, help="hidden layer widths of actor and critics, e.g. 32,32 (default: chosen to fit)")
+    p.add_argument("--hidden", type=parse_hidden, default=None, help="hidden layer widths of actor and critics, e.g. 32,32 (default: chosen to fit)")
     p.add_argument("--batch", type=int, default=None, help="training batch (default: chosen to fit)")
     p.add_argument("--replay", type=int, default=None, help="replay buffer rows, 11 bytes each (default: as many as fit, up to one per step)")
     p.add_argument("--warmup", type=int, default=None, help="random-action steps before training (default 1000, at most a quarter of the steps)")
@@ -47,12 +38,12 @@ def run(args):
     from microrl.pendulum import Pendulum
 
     from .. import atomic
-    from ..board_train import BoardTrainError, train_on_board
-    from ..deploy import DeployError, deploy
-    from ..progress import Progress
-    from ..serial_link import LinkError, connect
+    from ..board.deploy import DeployError, deploy
+    from ..board.serial_link import LinkError, connect
+    from ..board.train import BoardTrainError, train_on_board
+    from .progress import Progress
 
-    hidden = _sizes(args.hidden) if args.hidden is not None else None
+    hidden = args.hidden
     if args.steps < 1 or (args.batch is not None and args.batch < 1) or (args.replay is not None and args.replay < 2):
         raise CommandError("--steps and --batch must be at least 1, and --replay at least 2")
     say = (lambda t: print(t, file=sys.stderr)) if args.json else print

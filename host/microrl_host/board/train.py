@@ -14,6 +14,8 @@ from microrl.pendulum import ACT_DIM, EPISODE_STEPS, OBS_DIM
 from microrl.replay import bytes_per_transition
 from microrl.td3 import TD3Config
 
+from .deploy import _exec, board_program
+
 # Usable heap (see USABLE_PROBE) a run needs beyond its estimate: room for a step's garbage, the
 # run's own code compiled on the board, attribute tables that grow, arrays too big for the 1 kB
 # pieces the probe counts. Measured as the smallest heap on which a size builds, trains and sends
@@ -125,72 +127,19 @@ def choose(steps, free, largest, gc_block=32, hidden=None, batch=None, replay=No
     )
 
 
-# What a board can give to buffers: the bytes it can allocate in pieces of PIECE bytes, after a
-# collection. gc.mem_free() also counts the holes that importing leaves between objects, which no
-# buffer fits in (15-35 kB of them here: 64-bit unix port, 32-bit Cortex-M3); the probe does not.
-PIECE = 1024
-USABLE_PROBE = """
-def usable_heap(piece=%d):
-    gc.collect()
-    held = [None] * (gc.mem_free() // piece + 1)
-    n = 0
-    try:
-        while n < len(held):
-            held[n] = bytearray(piece)
-            n += 1
-    except MemoryError:
-        pass
-    held = None
-    gc.collect()
-    return n * piece
-""" % PIECE
-
-# free heap, usable heap, the largest free block (micropython.mem_info's "max free sz", in GC
-# blocks of 4 words), the block size and byte order, the backend: only what training needs is imported
-_PREPARE = """
-import gc, sys
-from microrl.td3 import TD3, TD3Config
-from microrl.pendulum import Pendulum
-from microrl import backend_name
-gc.collect()
-try:
-    import micropython
-    micropython.mem_info()
-except (ImportError, AttributeError):
-    pass
-print('F', gc.mem_free(), 16 if sys.maxsize < 2 ** 32 else 32, sys.byteorder, backend_name())
-""" + USABLE_PROBE + """
-print('U', usable_heap())
-"""
-
-# TD3 allocates the replay buffer (the biggest block) first, while the heap is still whole. The
-# trained actor's weights come back as hex lines (no policy code or file on the board).
-_RUN = """
-gc.collect()
-agent = TD3(Pendulum(), TD3Config(hidden=%(hidden)r, batch=%(batch)d, replay_capacity=%(replay)d, warmup=%(warmup)d, steps=%(steps)d, replay_overwrite=%(overwrite)r), %(seed)d)
-gc.collect()
-print('M', gc.mem_free())
-last = None
-for step in range(1, %(steps)d + 1):
-    r = agent.step()
-    if r is not None:
-        last = r
-    if r is not None or step %% %(every)d == 0 or step == %(steps)d:
-        print('P', step, 'nan' if last is None else last, gc.mem_free())
-agent.replay = None
-from binascii import hexlify
-mv = memoryview(agent.actor.params)
-for i in range(0, len(mv), 16):
-    print('W', hexlify(mv[i:i + 16]).decode())
-print('D')
-"""
+# What a board can give to buffers: the bytes it can allocate in pieces of 1 kB, after a
+# collection (programs/usable_heap.py). gc.mem_free() also counts the holes that importing leaves
+# between objects, which no buffer fits in (15-35 kB of them here: 64-bit unix port, 32-bit
+# Cortex-M3); the probe does not.
+USABLE_PROBE = board_program("usable_heap")
+# the board side of the run: programs/train_prepare.py (free heap, usable heap, largest block,
+# block size, byte order, backend), then programs/train_run.py
+_PREPARE = USABLE_PROBE + board_program("train_prepare")
 
 
 def read_board(transport):
     """Free heap, largest free block, allocation block size, byte order and backend of the board
     with the training code imported."""
-    from .deploy import _exec
-
     out, err = _exec(transport, _PREPARE, 60)
     if err:
         raise BoardTrainError("importing microrl on the board failed: %s" % _last_line(err))
@@ -226,8 +175,8 @@ def train_on_board(transport, steps, hidden=None, batch=None, replay=None, warmu
             % (free / 1024.0, usable / 1024.0, largest_free / 1024.0, block, board["backend"], what, ",".join(map(str, hidden)), batch, replay,
                bytes_per_transition(OBS_DIM, ACT_DIM), est["total"] / 1024.0, est["margin"] / 1024.0, why))
     every = every or max(1, min(50, steps // 100))
-    code = _RUN % {"hidden": tuple(hidden), "batch": batch, "replay": replay, "warmup": warmup_steps, "steps": steps, "seed": seed, "every": every,
-                   "overwrite": REPLAY_OVERWRITE}
+    code = board_program("train_run", HIDDEN=tuple(hidden), BATCH=batch, REPLAY=replay, WARMUP=warmup_steps, STEPS=steps, SEED=seed, EVERY=every,
+                         OVERWRITE=REPLAY_OVERWRITE)
     # timestamps of progress lines after warm-up: the speed of steps that train, not of random play
     state = {"buf": b"", "returns": [], "mem": None, "step": 0, "done": False, "train_start": None, "train_end": None, "weights": []}
 
