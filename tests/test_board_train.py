@@ -108,10 +108,10 @@ def test_chosen_sizes_train_without_running_out(heap, tmp_path):
                        "--replay", r, "--out", tmp_path / "p.mrlp", "--episodes", "1", "--no-deploy", "--quiet")
         assert (res["hidden"], res["batch"], res["replay"]) == (list(h), b, r)
         # what the run took: TD3's buffers and objects (the estimate) and the run's own code, compiled
-        # on the board (about 3.5 kB on this 64-bit port), all inside the margin
+        # on the board (4-7 kB on this 64-bit port), inside the margin
         taken = res["mem_free_start"] - res["mem_after_alloc"]
         allocated = res["estimate_parts"]["total"] - res["estimate_parts"]["margin"]
-        assert allocated <= taken <= allocated + 6 * 1024, (taken, allocated)
+        assert allocated <= taken <= allocated + res["estimate_parts"]["margin"], (taken, allocated)
         k = LADDER.index((h, b)) if (h, b) in LADDER else len(LADDER)
         if k > 0:
             bigger = LADDER[k - 1]
