@@ -69,6 +69,17 @@ def test_native_backend_is_found_in_lib_where_deploy_puts_it(tmp_path):
     assert proc.stdout.strip() == "native"
 
 
+def test_a_module_for_another_board_falls_back_to_plain(tmp_path):
+    """MicroPython refuses a .mpy of another architecture with ValueError; the device core then
+    runs plain rather than failing to import."""
+    import shutil
+
+    shutil.copy(native.mpy_for_arch("armv7m"), str(tmp_path / native.MPY_NAME))
+    proc = _run(str(tmp_path), ["-c", "import microrl; print(microrl.backend_name())"])
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "plain"
+
+
 @pytest.mark.skipif(not MPY_DIR, reason="MPY_DIR not set: name a MicroPython source tree to check a fresh build of the C sources")
 def test_a_fresh_build_reports_the_current_source_hash(tmp_path):
     path = native_build.build_mpy(MPY_DIR, "x64", str(tmp_path))
