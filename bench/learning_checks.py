@@ -51,7 +51,7 @@ def _ppo_ip(seed, steps):
 
     from microrl_host import ppo
 
-    config = ppo.PPOConfig(steps=steps or 30720, envs=16, rollout_steps=64, minibatches=4, hidden=(64, 64), seed=seed)
+    config = ppo.PPOConfig(steps=steps or 61440, envs=16, rollout_steps=64, minibatches=4, hidden=(64, 64), seed=seed)
     with tempfile.TemporaryDirectory() as run_dir:
         return ppo.train("InvertedPendulum-v5", config, run_dir=run_dir, eval_every=10240, eval_episodes=5, quiet=True)[1]
 
