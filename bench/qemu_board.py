@@ -26,7 +26,7 @@ for _p in (os.path.join(ROOT, "host"), os.path.join(ROOT, "device")):
     if _p not in sys.path:
         sys.path.insert(0, _p)
 
-from microrl_host import qemu_board  # noqa: E402
+from microrl_host.board import qemu as qemu_board  # noqa: E402
 
 BOARD_CODE = r"""
 import gc, json, time

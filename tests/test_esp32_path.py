@@ -2,7 +2,7 @@
 docs/native.md): `deploy --mpy` compiles the device core ahead with mpy-cross -march=xtensawin,
 so the int16 fixed-point policy runs as viper machine code on the board. Checked by compiling for
 that architecture, with deploy's own function, and reading every header."""
-from microrl_host import deploy, native
+from microrl_host.board import deploy, native
 
 ESP32 = 6 | (3 << 8) | (native.MPY_ARCHS.index("xtensawin") << 10)  # an ESP32's sys.implementation._mpy, .mpy 6.3
 

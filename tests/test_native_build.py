@@ -1,8 +1,8 @@
-"""microrl_host.native: telling a board's architecture from sys.implementation._mpy and finding
+"""microrl_host.board.native: telling a board's architecture from sys.implementation._mpy and finding
 the microrl_kernels.mpy it loads (what `microrl deploy` copies), shipped or $MICRORL_NATIVE_DIR's."""
 import os
 
-from microrl_host import native as nb
+from microrl_host.board import native as nb
 
 
 def _fake_mpy(folder, arch, version=6, sub=3):

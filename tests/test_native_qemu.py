@@ -15,7 +15,7 @@ import shutil
 import pytest
 
 from helpers import DEVICE_TESTS
-from microrl_host import qemu_board
+from microrl_host.board import qemu as qemu_board
 
 FIRMWARE = os.environ.get("MICRORL_QEMU_FIRMWARE")
 

@@ -1,4 +1,4 @@
-"""The microrl_kernels.mpy files shipped in the package (host/microrl_host/native/): never stale.
+"""The microrl_kernels.mpy files shipped in the package (host/microrl_host/board/native/): never stale.
 Each matches its manifest entry (size, sha256, architecture and .mpy version in its header, the
 source hash compiled into it), every entry was built from the C sources in native_modules/ as they
 are now, and every architecture the build script makes is there. The package data rule of
@@ -11,7 +11,8 @@ import sys
 import pytest
 
 from helpers import MICROPYTHON, ROOT
-from microrl_host import native, native_build
+from microrl_host.board import native
+from microrl_host.board.native import build as native_build
 
 REBUILD = "rebuild the .mpy files: python3 native_modules/microrl_kernels/build_dist.py --mpy-dir <MicroPython %s tree> (README.md there)"
 
@@ -66,18 +67,18 @@ def test_every_architecture_of_the_build_script_is_shipped():
 
 
 def test_package_data_covers_every_shipped_file():
-    text = open(os.path.join(ROOT, "pyproject.toml")).read()
-    block = text.split("[tool.setuptools.package-data]", 1)[1].split("\n[", 1)[0]
-    rule = re.search(r"^microrl_host\s*=\s*\[(.*?)\]", block, re.M | re.S)
-    assert rule, "pyproject.toml: no package-data for microrl_host"
-    patterns = re.findall(r'"([^"]+)"', rule.group(1))
     import fnmatch
 
-    package = os.path.dirname(os.path.dirname(native.HERE))
+    text = open(os.path.join(ROOT, "pyproject.toml")).read()
+    block = text.split("[tool.setuptools.package-data]", 1)[1].split("\n[", 1)[0]
+    rule = re.search(r'^"?microrl_host\.board\.native"?\s*=\s*\[(.*?)\]', block, re.M | re.S)
+    assert rule, "pyproject.toml: no package-data for microrl_host.board.native"
+    assert '"microrl_host.board.native"' in text.split("packages =", 1)[1].split("\n", 1)[0], "pyproject.toml: microrl_host.board.native is not in packages"
+    patterns = re.findall(r'"([^"]+)"', rule.group(1))
     for (version, sub), man in _manifests():
         folder = native.version_dir(version, sub)
         for rel in [e["path"] for e in man["files"].values()] + [native.MANIFEST]:
-            path = os.path.relpath(os.path.join(folder, rel), os.path.join(package, "microrl_host")).replace(os.sep, "/")
+            path = os.path.relpath(os.path.join(folder, rel), native.HERE).replace(os.sep, "/")
             assert any(fnmatch.fnmatch(path, p) for p in patterns), "%s is not package data in pyproject.toml (%s)" % (path, patterns)
 
 

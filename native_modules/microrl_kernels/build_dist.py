@@ -5,7 +5,7 @@
 MPY_DIR is a MicroPython source tree checked out at RELEASE (the tree is yours, outside this
 repository; it is never committed). Each architecture is built with MicroPython's
 py/dynruntime.mk in a temporary copy of these sources, with the hash of the sources compiled in
-(microrl_kernels.SOURCE_HASH), and copied to host/microrl_host/native/mpy<v>.<s>/<arch>/;
+(microrl_kernels.SOURCE_HASH), and copied to host/microrl_host/board/native/mpy<v>.<s>/<arch>/;
 manifest.json there records architecture, .mpy version, size, sha256 and source hash of each file.
 See README.md for compilers and timings."""
 import argparse
@@ -21,7 +21,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "host"))
-from microrl_host import native  # noqa: E402  (the one definition of the source hash and layout)
+from microrl_host.board import native  # noqa: E402  (the one definition of the source hash and layout)
 
 RELEASE = "v1.28.0"  # .mpy 6.3, like every release from v1.23.0 on
 ARCHS = ("x64", "x86", "armv6m", "armv7m", "armv7emsp", "rv32imc", "xtensa")

@@ -1,7 +1,7 @@
 """microrl render: an animated GIF of the pendulum under a policy."""
 import math
 
-from ..cli import CommandError
+from . import CommandError
 
 
 def register(sub):

@@ -14,10 +14,11 @@ import tempfile
 from . import native
 from .serial_link import LinkError, connect
 
-DEVICE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "device", "microrl")
+DEVICE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))), "device", "microrl")
 BOARD_LIB = "lib/microrl"  # on sys.path of every MicroPython port ('/lib' on boards)
 BOARD_POLICY = "policy.mrlp"
 BOARD_NATIVE = "lib/" + native.MPY_NAME  # the C kernels: /lib is on every port's sys.path
+PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs")  # run on the board
 HOST_ONLY = ("_numpy.py",)  # needs numpy: never on a board
 MIN_VERSION = (1, 20, 0)
 ENOSPC = 28
@@ -61,33 +62,17 @@ def _exec(transport, code, timeout):
         raise DeployError("lost the board while running code on it: %s" % (str(e) or type(e).__name__)) from None
 
 
-def board_eval(transport, expr, timeout=30):
-    return ast.literal_eval(board_exec(transport, "print(repr(%s))" % expr, timeout).strip())
-
-
-_INFO = """
-import sys, gc, os
-try:
-    import hashlib
-    h = hasattr(hashlib, 'sha256')
-except ImportError:
-    h = False
-free = -1
-for p in ('.', '/', ''):
-    try:
-        s = os.statvfs(p)
-        free = s[0] * s[3]
-        break
-    except Exception:
-        pass
-gc.collect()
-print(repr((sys.implementation.name, tuple(sys.implementation.version[:3]), getattr(sys.implementation, '_mpy', 0), sys.platform, gc.mem_free(), free, h)))
-"""
+def board_program(name, **params):
+    """The text of programs/<name>.py (a program that runs on the board), after one line per
+    parameter: NAME = repr(value)."""
+    with open(os.path.join(PROGRAMS, name + ".py")) as f:
+        text = f.read()
+    return "".join("%s = %r\n" % (k, v) for k, v in sorted(params.items())) + text
 
 
 def board_info(transport):
     try:
-        name, version, mpy, platform, mem_free, fs_free, has_sha = ast.literal_eval(board_exec(transport, _INFO).strip())
+        name, version, mpy, platform, mem_free, fs_free, has_sha = ast.literal_eval(board_exec(transport, board_program("board_info")).strip())
     except (ValueError, SyntaxError, DeployError) as e:
         raise DeployError("the board's answer to a version query made no sense (%s): is it running MicroPython?" % e) from None
     info = {"name": name, "version": tuple(version), "mpy": mpy, "platform": platform, "mem_free": mem_free, "fs_free": fs_free, "sha256": has_sha}
@@ -143,31 +128,10 @@ def compile_mpy(sources, info, out_dir):
     return files
 
 
-_HASHES = """
-import hashlib
-def _h(p):
-    try:
-        f = open(p, 'rb')
-    except OSError:
-        return None
-    h = hashlib.sha256()
-    b = bytearray(512)
-    m = memoryview(b)
-    while True:
-        n = f.readinto(b)
-        if not n:
-            break
-        h.update(m[:n])
-    f.close()
-    return ''.join('%%02x' %% c for c in h.digest())
-print(repr([_h(p) for p in %r]))
-"""
-
-
 def board_hashes(transport, paths):
     if not paths:
         return []
-    return ast.literal_eval(board_exec(transport, _HASHES % (list(paths),), timeout=120).strip())
+    return ast.literal_eval(board_exec(transport, board_program("file_hashes", PATHS=list(paths)), timeout=120).strip())
 
 
 def _sha(data):
@@ -246,14 +210,6 @@ def copy_files(transport, files, stale=(), fs_free=-1, log=None):
     return changed
 
 
-_CHECK = """
-import microrl
-from microrl.policy import load
-p = load(%r)
-print(repr([list(p(o)) for o in %r]))
-"""
-
-
 def check_policy(transport, board_path, policy):
     """Run the policy on the board on a few observations; return the largest difference from
     the host's actions (raise DeployError if it is not close)."""
@@ -261,7 +217,7 @@ def check_policy(transport, board_path, policy):
 
     rng = Rng(7)
     obs = [[rng.uniform(-1.0, 1.0) for _ in range(policy.obs_dim)] for _ in range(4)]
-    board = ast.literal_eval(board_exec(transport, _CHECK % (board_path, obs), timeout=120).strip())
+    board = ast.literal_eval(board_exec(transport, board_program("check_policy", POLICY_PATH=board_path, OBSERVATIONS=obs), timeout=120).strip())
     worst = 0.0
     for o, b in zip(obs, board):
         host = list(policy(o))
@@ -284,19 +240,9 @@ def load_policy(path):
         raise DeployError(str(e)) from None
 
 
-_BACKEND = """
-import microrl
-print(microrl.__version__, microrl.backend_name())
-try:
-    import microrl_kernels
-except Exception as e:
-    print(repr(e))
-"""
-
-
 def deploy(port=None, policy_path=None, mpy=False, transport=None, log=None, timeout=10, use_native=True):
     """Deploy the device core (and the policy) to the board; returns a report dict. With
-    use_native, the C kernels that fit the board (microrl_host.native) go to /lib/ too; the
+    use_native, the C kernels that fit the board (board.native.for_board) go to /lib/ too; the
     report's "backend" is what the board then chose, "native_note" says why native is missing."""
     policy = load_policy(policy_path) if policy_path else None
     own = transport is None
@@ -338,10 +284,14 @@ def deploy(port=None, policy_path=None, mpy=False, transport=None, log=None, tim
             size = len(files.pop(BOARD_NATIVE))
             native_path, native_note = None, "no room for the native kernels (%d bytes) on the board's filesystem: using plain; free some space, or deploy with --mpy" % size
             copied = copy_files(transport, files, stale + [BOARD_NATIVE], info["fs_free"], log)
-        check = board_exec(transport, _BACKEND).split(None, 2)
+        check = board_exec(transport, board_program("backend")).split(None, 2)
         backend = check[1] if len(check) > 1 else "?"
         if native_path and backend != "native":
             native_note = "the board did not load %s: %s" % (BOARD_NATIVE, check[2].strip() if len(check) > 2 else "it picked %s" % backend)
+        native_desc = None
+        if native_path:
+            version, sub, arch = native.mpy_header(native_path)
+            native_desc = "%s (.mpy %d.%d)" % (arch, version, sub)
         report = {
             "board": "MicroPython %s (%s, .mpy v%d.%d%s)" % (".".join(map(str, info["version"])), info["platform"], info["mpy_version"][0], info["mpy_version"][1], ", " + info["arch"] if info["arch"] else ""),
             "info": info,
@@ -350,7 +300,7 @@ def deploy(port=None, policy_path=None, mpy=False, transport=None, log=None, tim
             "bytes": sum(len(files[p]) for p in copied),
             "microrl": check[0] if check else "?",
             "backend": backend,
-            "native": "%s (.mpy %d.%d)" % (native.mpy_header(native_path)[2], native.mpy_header(native_path)[0], native.mpy_header(native_path)[1]) if native_path else None,
+            "native": native_desc,
             "native_note": native_note,
             "format": "mpy" if mpy else "py",
         }

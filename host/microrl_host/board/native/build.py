@@ -1,15 +1,16 @@
 """Building the native kernels (native_modules/microrl_kernels) from this source tree: the
 .mpy for one architecture from a MicroPython source tree (tests, benchmarks; the shipped files
 come from native_modules/microrl_kernels/build_dist.py), and the same C kernels as a host shared
-library (tests, benchmarks). Finding the shipped .mpy for a board is microrl_host.native's job.
+library (tests, benchmarks). Finding the shipped .mpy for a board is this package's __init__.
 See docs/native.md."""
 import os
 import shutil
 import subprocess
 
-from . import native
+from .. import native
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# the checkout: host/microrl_host/board/native/build.py -> five levels up
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 SOURCE_DIR = os.path.join(ROOT, "native_modules", "microrl_kernels")
 
 # Flags for the host build of the kernels: the -O2 of the module build, and double kernels

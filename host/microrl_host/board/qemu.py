@@ -5,7 +5,6 @@ microrl_kernels.mpy, in a ROMFS image that the firmware mounts at /rom (on its s
 The firmware is yours: built from MicroPython's sources by their own documentation
 (ports/qemu/README.md); this project ships none. Boards known here: MPS2_AN385 (Cortex-M3,
 armv7m, qemu-system-arm) and VIRT_RV32 (rv32imc, qemu-system-riscv32)."""
-import glob
 import os
 import re
 import shutil
@@ -14,8 +13,7 @@ import sys
 import time
 
 from . import native
-
-DEVICE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "device", "microrl")
+from .deploy import core_sources
 
 # arch -> (qemu executable, extra arguments, ROMFS partition address of the board's linker script)
 BOARDS = {
@@ -40,7 +38,7 @@ def build_romfs(work, arch, extra_py=(), with_native=True):
         if not shipped:
             raise RuntimeError("no shipped microrl_kernels.mpy for %s" % arch)
         shutil.copy(shipped, os.path.join(rom, "lib"))
-    sources = [(p, os.path.join(rom, "lib", "microrl")) for p in glob.glob(os.path.join(DEVICE_DIR, "*.py")) if not p.endswith("_numpy.py")]
+    sources = [(p, os.path.join(rom, "lib", "microrl")) for p in core_sources()]
     sources += [(p, rom) for p in extra_py]
     for src, dest in sources:
         out = os.path.join(dest, os.path.basename(src)[:-3] + ".mpy")
