@@ -47,7 +47,8 @@ def build(mpy_dir, arch, source_hash, work):
     src = os.path.join(work, arch)
     shutil.copytree(HERE, src, ignore=shutil.ignore_patterns("build", "build-*", "*.mpy", "__pycache__"))
     cmd = ["make", "-j2", "MPY_DIR=" + mpy_dir, "ARCH=" + arch, "MICRORL_SOURCE_HASH=" + source_hash]
-    proc = subprocess.run(cmd, cwd=src, capture_output=True, text=True)
+    # mpy_ld walks Python sets of symbols: a fixed hash seed makes the same sources give the same bytes
+    proc = subprocess.run(cmd, cwd=src, capture_output=True, text=True, env=dict(os.environ, PYTHONHASHSEED="0"))
     path = os.path.join(src, native.MPY_NAME)
     if proc.returncode != 0 or not os.path.isfile(path):
         sys.exit("building %s failed (%s):\n%s%s" % (arch, " ".join(cmd), proc.stdout[-2000:], proc.stderr[-2000:]))
