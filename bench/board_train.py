@@ -31,16 +31,12 @@ sys.path[:0] = [os.path.join(ROOT, "host"), os.path.join(ROOT, "device")]
 
 
 def native_module(path=None):
-    """The x64 microrl_kernels.mpy for the virtual board: the path given, else one built or
-    shipped in this checkout, else None."""
+    """The x64 microrl_kernels.mpy for the virtual board: the path given, else the one shipped in
+    the package (deploy installs it; this bench copies it in and out to time both backends)."""
     if path:
         return path if os.path.isfile(path) else None
-    for cand in ("native_modules/build/x64/microrl_kernels.mpy", "native_modules/microrl_kernels/build-x64/microrl_kernels.mpy",
-                 "host/microrl_host/native/x64/microrl_kernels.mpy"):
-        p = os.path.join(ROOT, cand)
-        if os.path.isfile(p):
-            return p
-    return None
+    p = os.path.join(ROOT, "host", "microrl_host", "board", "native", "mpy6.3", "x64", "microrl_kernels.mpy")
+    return p if os.path.isfile(p) else None
 
 
 def run_heap(heap, seeds, steps, native, plain_steps, log):
@@ -55,7 +51,7 @@ def run_heap(heap, seeds, steps, native, plain_steps, log):
 
     out = {"heap": heap, "runs": []}
     with tempfile.TemporaryDirectory() as tmp, VirtualBoard(os.path.join(tmp, "fs"), heap=heap) as board:
-        deploy(board.port, mpy=True)
+        deploy(board.port, mpy=True, use_native=False)
         kernels = os.path.join(board.folder, "lib", "microrl_kernels.mpy")
 
         def one(seed, n, with_native, sizes=None):
@@ -199,7 +195,7 @@ def main():
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--steps", type=int, default=20000, help="steps per run with the native kernels (default 20000)")
     ap.add_argument("--plain-steps", type=int, default=400, help="steps of the plain-Python speed run per heap (0: none)")
-    ap.add_argument("--native", default=None, help="an x64 microrl_kernels.mpy for the virtual board (default: the checkout's)")
+    ap.add_argument("--native", default=None, help="an x64 microrl_kernels.mpy for the virtual board (default: the one shipped)")
     ap.add_argument("--margin", action="store_true", help="measure the working margin instead")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
