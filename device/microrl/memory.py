@@ -1,7 +1,7 @@
 # The RAM a TD3 run takes, from its sizes alone: every buffer td3.TD3 allocates, following its
 # sharing rules, and the objects around them. The host checks a run against a board's heap with
 # this before it starts; a board that trains does not import it.
-from .layout import param_count
+from .layout import actor_critic_sizes, param_count
 from .replay import row_values
 from .td3 import TD3Config
 
@@ -16,8 +16,8 @@ def buffer_sizes(obs_dim, act_dim, config=None, fixed_replay=None):
     hidden = list(c.hidden)
     od, ad = obs_dim, act_dim
     gelu = c.activation == "gelu"
-    p_actor = param_count([od] + hidden + [ad])
-    p_critic = param_count([od + ad] + hidden + [1])
+    actor_sizes, critic_sizes = actor_critic_sizes(od, ad, hidden)
+    p_actor, p_critic = param_count(actor_sizes), param_count(critic_sizes)
     rows = c.replay_capacity
     sizes = [rows * row_values(od, ad) * (2 if fixed_replay else 4), rows]  # replay values, flags
     hidden_set = [n * w for w in hidden] * (2 if gelu else 1)  # outputs (GELU keeps z too)

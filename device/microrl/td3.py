@@ -2,6 +2,7 @@
 # smoothing, delayed actor updates. Defaults are the paper's Pendulum benchmark. The caller drives
 # training one environment step at a time (agent.step()), so a board can interleave other work.
 from .compat import zeros
+from .layout import actor_critic_sizes
 from .nn import MLP
 from .replay import ReplayBuffer
 from .replay import bounds as replay_bounds
@@ -57,8 +58,7 @@ class TD3:
         od, ad, n = env.obs_dim, env.act_dim, c.batch
         self.obs_dim, self.act_dim = od, ad
         hidden = list(c.hidden)
-        actor_sizes = [od] + hidden + [ad]
-        critic_sizes = [od + ad] + hidden + [1]
+        actor_sizes, critic_sizes = actor_critic_sizes(od, ad, hidden)
         # the replay buffer is the largest block: take it while a board's heap is still whole
         self.replay = ReplayBuffer(c.replay_capacity, od, ad, replay_bounds(env) if c.replay_fixed_point else None, self.rng if c.replay_overwrite == "random" else None)
         # RAM, nothing held twice: one set of hidden activations for the actor, one for every other

@@ -10,6 +10,7 @@ import time
 from array import array
 
 from microrl import memory
+from microrl.layout import actor_critic_sizes
 from microrl.pendulum import ACT_DIM, EPISODE_STEPS, OBS_DIM
 from microrl.replay import bytes_per_transition
 from microrl.td3 import TD3Config
@@ -260,7 +261,7 @@ def policy_bytes(hidden, hex_weights, byteorder="little"):
     params = array("f", bytes.fromhex(hex_weights))
     if byteorder != "little":
         params.byteswap()
-    sizes = [OBS_DIM] + list(hidden) + [ACT_DIM]
+    sizes = actor_critic_sizes(OBS_DIM, ACT_DIM, hidden)[0]
     config = TD3Config(hidden=tuple(hidden))
     scale = (Pendulum.action_high - Pendulum.action_low) / 2.0  # as TD3.policy() maps [-1, 1]
     offset = (Pendulum.action_high + Pendulum.action_low) / 2.0
