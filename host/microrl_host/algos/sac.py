@@ -15,7 +15,6 @@ import numpy as np
 from microrl.activations import TANH
 from microrl.nn import layout
 from microrl.layout import actor_critic_sizes
-from microrl.td3 import TD3Config
 
 from ..envs.pendulum import MAX_TORQUE, pendulum_reset, pendulum_step
 from ..nn import mlp
@@ -23,34 +22,13 @@ from ..nn.jit import jit
 from ..nn.mlp import backward, forward, polyak
 from ..nn.rng import new_rng, normal, uniform
 from . import offpolicy
-from .offpolicy import REPLAY_CAPACITY
+from .config import SACConfig
 from .replay import new_replay, replay_add, replay_sample
 
 NAME = "sac"
 SQUASH = True  # the deterministic action is tanh(mean)
 LOG_STD_MIN = -20.0  # Stable-Baselines3's clamp of the log-std output
 LOG_STD_MAX = 2.0
-
-
-class SACConfig:
-    """Defaults: the TD3 paper's Pendulum settings (64-64 ReLU, batch 100, learning rates 1e-3,
-    gamma .99, tau .005, 100 warm-up steps) with SAC's automatic entropy tuning (alpha starts at
-    1, target entropy -action_dim)."""
-
-    def __init__(self, **overrides):
-        paper = TD3Config()  # the settings SAC shares with TD3, defined once
-        for k in ("hidden", "activation", "batch", "gamma", "tau", "actor_lr", "critic_lr"):
-            setattr(self, k, getattr(paper, k))
-        self.alpha_lr = 1e-3
-        self.initial_alpha = 1.0
-        self.target_entropy = None  # None: -action_dim
-        self.warmup = 100
-        self.replay_capacity = REPLAY_CAPACITY
-        self.steps = 10000
-        for k in overrides:
-            if not hasattr(self, k):
-                raise ValueError("unknown SAC setting %r" % k)
-            setattr(self, k, overrides[k])
 
 
 HP = ("gamma", "tau", "actor_lr", "critic_lr", "alpha_lr", "target_entropy", "warmup")

@@ -12,7 +12,6 @@ from collections import namedtuple
 import numpy as np
 
 from microrl.layout import actor_critic_sizes
-from microrl.td3 import TD3Config
 
 from ..envs.pendulum import MAX_TORQUE, pendulum_reset, pendulum_step
 from ..nn import mlp
@@ -20,7 +19,7 @@ from ..nn.jit import jit
 from ..nn.mlp import backward, forward, polyak
 from ..nn.rng import new_rng, normal, uniform
 from . import offpolicy
-from .offpolicy import REPLAY_CAPACITY
+from .config import td3_config
 from .replay import new_replay, replay_add, replay_sample
 
 NAME = "td3"
@@ -39,10 +38,7 @@ State = namedtuple(
 )
 
 
-def default_config():
-    c = TD3Config()
-    c.replay_capacity = REPLAY_CAPACITY
-    return c
+default_config = td3_config
 
 
 def hyperparameters(config):
