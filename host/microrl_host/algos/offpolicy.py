@@ -183,6 +183,7 @@ class Algorithm:
             log = RunLog(run_dir, dict(meta, steps=int(steps), out=out), resume=resume)
 
         # compile (or load from numba's cache) before the clock starts: cold vs warm is visible
+        callbacks.on_compile("the training loop")
         t0 = time.perf_counter()
         ep_step = np.zeros(1024, np.int64)
         ep_return = np.zeros(1024)
@@ -190,7 +191,8 @@ class Algorithm:
             if start == 0:
                 pendulum_reset(state.env, state.rng, state.obs)
             self.run_pendulum(state, hp, 0, ep_step, ep_return)
-            evaluate_pendulum(state.actor, self.squash, 0, 0)
+            if eval_episodes:
+                evaluate_pendulum(state.actor, self.squash, 0, 0)
         else:
             rng = state.rng.copy()
             self.explore(state, hp, state.obs, state.action)

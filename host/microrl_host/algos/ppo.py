@@ -497,6 +497,7 @@ def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_epi
     from ..envs.mujoco import MujocoVectorEnv, resolve_task  # MuJoCo and gymnasium load only when used
 
     wall0 = time.perf_counter()
+    callbacks.on_compile("the environments' kernels")
     task = resolve_task(task)
     envs = MujocoVectorEnv(task, c.envs, threads=c.threads, max_episode_steps=max_episode_steps)
     try:

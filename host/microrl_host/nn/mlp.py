@@ -52,7 +52,8 @@ def new_net(sizes, activations, batch, seed=None, trainable=True):
         dxa=np.zeros(batch * max(sizes), np.float32),
         dxb=np.zeros(batch * max(sizes), np.float32),
     )
-    sync_transposed(net)
+    for l, (wo, bo) in enumerate(net.offsets):  # sync_transposed(net), without loading compiled code at start-up
+        net.wt[wo:bo] = params[wo:bo].reshape(sizes[l + 1], sizes[l]).T.ravel()
     return net
 
 
