@@ -8,6 +8,10 @@ torch, MKL, OpenBLAS and OpenMP limited to one thread. Times are of training onl
 and RLtools' compiled code come from their caches (a first run per peer fills them and is not
 timed; microrl's cold compile is measured separately with an empty numba cache). Every final
 policy is evaluated the same way: 10 episodes of gymnasium's Pendulum-v1, seeds 1000..1009.
+Then whole processes, ours and the wrapper's interleaved (--process-runs): `microrl train
+pendulum` against a process that imports the wrapper, builds and runs its trainer; each reports
+its training loop, so the time outside the loop (start-up, imports, cache loads) shows too, in
+wall and CPU seconds (under load, CPU time is the steadier figure). Ratios: ours / the wrapper's.
 
     pip install torch==2.13.0 && pip install -e .[bench]    # peers (a CPU torch wheel)
     nice -n 5 python bench/pendulum_td3.py            # 10 seeds of ours, 3 of each peer
@@ -191,14 +195,23 @@ def process_run(peer, seed, steps):
         else:
             cmd = [sys.executable, os.path.abspath(__file__), "--worker", "rltools-td3-process", "--seed", str(seed), "--steps", str(steps)]
         t0 = time.perf_counter()
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=folder, timeout=1800)
-        process_s = time.perf_counter() - t0
+        with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+            child = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, env=env, cwd=folder)
+            _, status, usage = os.wait4(child.pid, 0)  # its own CPU time: under load, wall time is mostly waiting
+            process_s = time.perf_counter() - t0
+            child.returncode = os.waitstatus_to_exitcode(status)
+            out.seek(0)
+            err.seek(0)
+            proc = subprocess.CompletedProcess(cmd, child.returncode, out.read(), err.read())
+        process_cpu_s = usage.ru_utime + usage.ru_stime
     lines = [line for line in proc.stdout.splitlines() if line.startswith(("{", "RESULT "))]
     if proc.returncode or not lines:
         return {"error": "%s process run failed (exit %d): %s" % (peer, proc.returncode, (proc.stderr or proc.stdout)[-800:].strip())}
     r = json.loads(lines[-1].split(" ", 1)[1] if lines[-1].startswith("RESULT ") else lines[-1])
     loop_s = r.get("train_s", r.get("wall_s"))
-    return {"process_s": process_s, "loop_s": loop_s, "outside_loop_s": process_s - loop_s}
+    loop_cpu_s = r.get("train_cpu_s", r.get("cpu_s"))
+    return {"process_s": process_s, "loop_s": loop_s, "outside_loop_s": process_s - loop_s,
+            "process_cpu_s": process_cpu_s, "loop_cpu_s": loop_cpu_s, "outside_loop_cpu_s": process_cpu_s - loop_cpu_s}
 
 
 def measure_processes(peers, runs, steps, log):
@@ -208,13 +221,14 @@ def measure_processes(peers, runs, steps, log):
         for peer in peers:
             r = process_run(peer, i, steps)
             out[peer].append(r)
-            log("  process %s run %d: %s" % (peer, i, r.get("error") or "%.2f s whole, %.2f s training loop, %.2f s outside it" % (r["process_s"], r["loop_s"], r["outside_loop_s"])))
+            log("  process %s run %d: %s" % (peer, i, r.get("error") or "%.2f s whole, %.2f s training loop, %.2f s outside it (CPU: %.2f, %.2f, %.2f s)" % (
+                r["process_s"], r["loop_s"], r["outside_loop_s"], r["process_cpu_s"], r["loop_cpu_s"], r["outside_loop_cpu_s"])))
     summary = {}
     for peer, rs in out.items():
         ok = [r for r in rs if "error" not in r]
         summary[peer] = {"runs": rs}
         if ok:
-            for k in ("process_s", "loop_s", "outside_loop_s"):
+            for k in ("process_s", "loop_s", "outside_loop_s", "process_cpu_s", "loop_cpu_s", "outside_loop_cpu_s"):
                 summary[peer][k + "_median"] = statistics.median(r[k] for r in ok)
     return summary
 
@@ -313,10 +327,12 @@ def main(argv=None):
     versus = {}
     if "wall_s_median" in ours and "wall_s_median" in theirs:
         versus["training_loop"] = ours["wall_s_median"] / theirs["wall_s_median"]
+        versus["training_loop_cpu"] = ours["cpu_s_median"] / theirs["cpu_s_median"]
     po, pt = procs.get("microrl-td3", {}), procs.get("rltools-td3", {})
     if "process_s_median" in po and "process_s_median" in pt:
         versus["whole_process"] = po["process_s_median"] / pt["process_s_median"]
         versus["training_loop_in_process_runs"] = po["loop_s_median"] / pt["loop_s_median"]
+        versus["whole_process_cpu"] = po["process_cpu_s_median"] / pt["process_cpu_s_median"]
     result["microrl_td3_over_rltools"] = versus
     if args.json:
         print(json.dumps(result, sort_keys=True))
@@ -339,8 +355,9 @@ def main(argv=None):
         print("speed-up %-28s wall %6.1fx   CPU %6.1fx" % (k, v["wall"], v["cpu"]))
     for peer, s in procs.items():
         if "process_s_median" in s:
-            print("whole process %-14s %.2f s, training loop %.2f s, outside the loop %.2f s (medians of %d, interleaved)" % (
-                peer, s["process_s_median"], s["loop_s_median"], s["outside_loop_s_median"], sum("error" not in r for r in s["runs"])))
+            print("whole process %-14s %.2f s, training loop %.2f s, outside the loop %.2f s; CPU %.2f, %.2f, %.2f s (medians of %d, interleaved)" % (
+                peer, s["process_s_median"], s["loop_s_median"], s["outside_loop_s_median"], s["process_cpu_s_median"], s["loop_cpu_s_median"],
+                s["outside_loop_cpu_s_median"], sum("error" not in r for r in s["runs"])))
     for k, v in versus.items():
         print("microrl-td3 / rltools-td3, %-30s %.2f" % (k, v))
     return 0

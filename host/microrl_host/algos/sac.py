@@ -18,7 +18,7 @@ from microrl.layout import actor_critic_sizes
 
 from ..envs.pendulum import MAX_TORQUE, pendulum_reset, pendulum_step
 from ..nn import mlp
-from ..nn.jit import jit
+from ..nn.jit import inline, jit
 from ..nn.mlp import backward, forward, polyak
 from ..nn.rng import new_rng, normal, uniform
 from . import offpolicy
@@ -109,7 +109,7 @@ def actor_export(state):
     return sizes[:-1] + [ad], acts[:-1] + [TANH], params
 
 
-@jit
+@inline
 def _sample(S, x, n):
     """Squashed Gaussian actions for n rows of x into S.a_pi, log-probabilities into S.logp,
     the noise into S.eps (the actor keeps its activations for the backward pass)."""
@@ -130,7 +130,7 @@ def _sample(S, x, n):
     return out
 
 
-@jit
+@inline
 def update(S, hp):
     n = S.reward.shape[0]
     od = S.obs.shape[0]
@@ -198,7 +198,7 @@ def update(S, hp):
     polyak(S.critic2_target, S.critic2, tau)
 
 
-@jit
+@inline
 def explore(S, hp, obs, out):
     """Training-time action in [-1, 1]: uniform during warm-up, then a sample of the policy."""
     ad = out.shape[0]
@@ -219,7 +219,7 @@ def explore(S, hp, obs, out):
 # when compiling, and a shared version (a closure, or functions passed in) would miss the disk cache
 
 
-@jit
+@inline
 def observe(S, hp, obs, action, reward, next_obs, terminated):
     """Store a transition, count the step, and train once the warm-up is over."""
     replay_add(S.replay, obs, action, reward, next_obs, terminated)

@@ -15,7 +15,7 @@ from microrl.layout import actor_critic_sizes
 
 from ..envs.pendulum import MAX_TORQUE, pendulum_reset, pendulum_step
 from ..nn import mlp
-from ..nn.jit import jit
+from ..nn.jit import inline, jit
 from ..nn.mlp import backward, forward, polyak
 from ..nn.rng import new_rng, normal, uniform
 from . import offpolicy
@@ -89,7 +89,7 @@ def actor_export(state):
     return list(a.sizes), list(a.acts), a.params.copy()
 
 
-@jit
+@inline
 def update(S, hp):
     """One TD3 update from a sampled batch: both critics, and every policy_delay updates the
     actor and the three targets."""
@@ -138,7 +138,7 @@ def update(S, hp):
     polyak(S.critic2_target, S.critic2, tau)
 
 
-@jit
+@inline
 def explore(S, hp, obs, out):
     """Training-time action in [-1, 1]: uniform during warm-up, then actor plus Gaussian noise."""
     if S.counters[STEPS] < hp[WARMUP]:
@@ -151,7 +151,7 @@ def explore(S, hp, obs, out):
         out[i] = -1.0 if v < -1.0 else (1.0 if v > 1.0 else v)
 
 
-@jit
+@inline
 def observe(S, hp, obs, action, reward, next_obs, terminated):
     """Store a transition, count the step, and train once the warm-up is over."""
     replay_add(S.replay, obs, action, reward, next_obs, terminated)

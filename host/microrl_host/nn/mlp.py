@@ -15,7 +15,7 @@ from microrl.layout import layout, shape
 from microrl.nn import MLP
 from microrl.rng import Rng
 
-from .jit import jit
+from .jit import inline, jit
 
 # ---------------------------------------------------------------- networks
 # params: the device core's layout; wt: each layer's weights again, transposed ([in, out]), for
@@ -61,14 +61,14 @@ _INV_SQRT2 = 0.7071067811865476
 _INV_SQRT_2PI = 0.3989422804014327
 
 
-@jit
+@inline
 def _weights(net, l):
     n_in, n_out = net.sizes[l], net.sizes[l + 1]
     wo, bo = net.offsets[l, 0], net.offsets[l, 1]
     return net.params[wo:bo].reshape((n_out, n_in)), net.params[bo : bo + n_out]
 
 
-@jit
+@inline
 def _transposed(net, l):
     n_in, n_out = net.sizes[l], net.sizes[l + 1]
     return net.wt[net.offsets[l, 0] : net.offsets[l, 1]].reshape((n_in, n_out))
@@ -85,7 +85,7 @@ def sync_transposed(net):
                 WT[i, j] = W[j, i]
 
 
-@jit
+@inline
 def layer_output(net, l, n):
     """Output rows of layer l from the last forward of n rows."""
     w = net.sizes[l + 1]
@@ -194,7 +194,7 @@ def adam(net, lr, step, beta1=0.9, beta2=0.999, eps=1e-8):
     sync_transposed(net)
 
 
-@jit
+@inline
 def polyak(target, source, tau):
     t, s = target.params, source.params
     for k in range(t.shape[0]):
@@ -207,7 +207,7 @@ def polyak(target, source, tau):
 # ---------------------------------------------------------------- pieces of actor-critic updates
 
 
-@jit
+@inline
 def twin_min(target1, target2, x, n, out):
     """out[s] = min(target1(x[s]), target2(x[s])): the clipped double-Q estimate."""
     q1 = forward(target1, x, n)
@@ -219,7 +219,7 @@ def twin_min(target1, target2, x, n, out):
             out[s] = q2[s, 0]
 
 
-@jit
+@inline
 def regress(critic, x, y, n, scale, lr, step, dq):
     """One Adam step of critic towards y on loss scale/2 * mean((critic(x) - y)^2)."""
     q = forward(critic, x, n)
@@ -229,7 +229,7 @@ def regress(critic, x, y, n, scale, lr, step, dq):
     adam(critic, lr, step)
 
 
-@jit
+@inline
 def copy_columns(src, dst, start):
     """dst[:, :] = src[:, start:start + dst.shape[1]] (observations out of a critic's input rows
     and back)."""
@@ -247,7 +247,7 @@ def target_of(net):
     return t
 
 
-@jit
+@inline
 def greedy_action(net, obs, squash, out):
     """Deterministic action in [-1, 1] for one observation: the network's first len(out) outputs,
     through tanh when squash (SAC's mean head) or clipped (TD3's tanh output)."""
