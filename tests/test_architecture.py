@@ -123,3 +123,21 @@ def test_no_import_cycles():
         if m not in state:
             visit(m, [m])
     assert cycles == []
+
+
+def test_readme_layout_and_architecture_doc_name_every_library_module():
+    """Every module of the host library and every folder of it is named in the README's Layout
+    section and in docs/architecture.md (a new module gets its line; a moved one its new place)."""
+    readme = open(os.path.join(ROOT, "README.md")).read()
+    layout = readme[readme.index("## Layout"):]
+    layout = layout[: layout.index("\n## ", 4)]
+    doc = open(os.path.join(ROOT, "docs", "architecture.md")).read()
+    names = set()
+    for m in LIBRARY:
+        if m.startswith("microrl_host"):
+            path = MODULES[m]
+            names.add(os.path.basename(os.path.dirname(path)) + "/" if path.endswith("__init__.py") else os.path.basename(path))
+    names -= {"microrl_host/"}
+    names |= {"programs/", "support/", "commands/", "cli.py"}
+    missing = sorted((n, where) for n in names for where, text in (("README", layout), ("architecture.md", doc)) if n not in text)
+    assert missing == []
