@@ -252,6 +252,7 @@ class Algorithm:
         stats = run_result(
             self.name, env.name, seed, steps, start if resume else None, wall_s=time.perf_counter() - wall0, train_s=train_s, train_cpu_s=train_cpu_s,
             compile_s=compile_s, eval_s=eval_s, evals=evals, policy=out, run_dir=run_dir,
+            used=("numpy", "numba", "scipy") + (() if env.compiled else ("gymnasium",)),
         )
         return Run(policy, evals, stats, state)
 

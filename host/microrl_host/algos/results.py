@@ -1,8 +1,8 @@
 """The one shape of a training run's results, the same for every algorithm and task: what
 `microrl train --json` prints, offpolicy.Run.stats and a PPO learner's `result`. docs/training.md
 ("Results") explains each key; tests/test_host_cli.py checks that every algorithm gives them all."""
+import importlib.metadata
 import platform
-import sys
 
 KEYS = (
     "algo", "task", "seed", "steps", "resumed_from",
@@ -13,21 +13,26 @@ KEYS = (
 PACKAGES = ("numpy", "numba", "scipy", "gymnasium", "mujoco")
 
 
-def versions():
-    """{"microrl", "python", and each of PACKAGES: version string, or None when not loaded}.
-    Looks only at modules already imported, so it costs nothing at start-up."""
+def versions(used):
+    """{"microrl", "python", and each of PACKAGES: its installed version if the run used it
+    (used: names from PACKAGES), else None}."""
     import microrl
 
     out = {"microrl": microrl.__version__, "python": platform.python_version()}
     for name in PACKAGES:
-        module = sys.modules.get(name)
-        out[name] = getattr(module, "__version__", None) if module is not None else None
+        out[name] = None
+        if name in used:
+            try:
+                out[name] = importlib.metadata.version(name)
+            except importlib.metadata.PackageNotFoundError:
+                pass
     return out
 
 
-def run_result(algo, task, seed, steps, resumed_from, wall_s, train_s, train_cpu_s, compile_s, eval_s, evals, policy, run_dir):
+def run_result(algo, task, seed, steps, resumed_from, wall_s, train_s, train_cpu_s, compile_s, eval_s, evals, policy, run_dir, used):
     """A run's results as a dict with exactly KEYS. steps: the run's total (including those done
-    before a resume, which resumed_from gives, else None); evals: [(step, mean, std)]."""
+    before a resume, which resumed_from gives, else None); evals: [(step, mean, std)]; used: the
+    PACKAGES the run used."""
     done = steps - (resumed_from or 0)
     last = evals[-1] if evals else None
     return {
@@ -47,7 +52,7 @@ def run_result(algo, task, seed, steps, resumed_from, wall_s, train_s, train_cpu
         "evals": [[int(s), float(m), float(d)] for s, m, d in evals],
         "policy": policy,
         "run_dir": run_dir,
-        "versions": versions(),
+        "versions": versions(used),
     }
 
 

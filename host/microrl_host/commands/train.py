@@ -7,8 +7,6 @@ import argparse
 import json
 import os
 
-import importlib
-
 from ..algos import config as offpolicy_config
 from ..algos.checkpoint import CheckpointError
 from ..algos.results import summary_line
@@ -59,16 +57,13 @@ OFFPOLICY_HELP = {
 
 class OffPolicy:
     """TD3 or SAC: options from the default configuration's settings, run by the algorithm
-    module's ALGO (an offpolicy.Algorithm), imported only when it runs (it loads numba)."""
+    module's ALGO (an offpolicy.Algorithm) that load() imports when it runs (it loads numba)."""
 
-    def __init__(self, name, default_config):
+    def __init__(self, name, default_config, load):
         self.name = name
         self.default_config = default_config
+        self.load = load
         self.title = "%s hyperparameters" % name.upper()
-
-    @property
-    def algo(self):
-        return importlib.import_module("..algos." + self.name, __package__).ALGO
 
     def options(self):
         out = []
@@ -88,7 +83,7 @@ class OffPolicy:
             if getattr(args, k) is not None:
                 settings[k] = getattr(args, k)
         try:
-            run = self.algo.run(
+            run = self.load().run(
                 args.task, steps=args.steps, seed=args.seed,
                 eval_every=DEFAULT_EVERY if args.eval_every is None else args.eval_every, eval_episodes=args.eval_episodes,
                 out=args.out, run_dir=args.run_dir, checkpoint_every=DEFAULT_EVERY if args.checkpoint_every is None else args.checkpoint_every,
@@ -164,7 +159,19 @@ class PPOCommand:
 
 
 # the registry: --algo NAME -> how the command runs it
-ALGOS = {"td3": OffPolicy("td3", offpolicy_config.td3_config), "sac": OffPolicy("sac", offpolicy_config.SACConfig), "ppo": PPOCommand()}
+def _td3():
+    from ..algos import td3
+
+    return td3.ALGO
+
+
+def _sac():
+    from ..algos import sac
+
+    return sac.ALGO
+
+
+ALGOS = {"td3": OffPolicy("td3", offpolicy_config.td3_config, _td3), "sac": OffPolicy("sac", offpolicy_config.SACConfig, _sac), "ppo": PPOCommand()}
 
 
 def available():
