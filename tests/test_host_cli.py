@@ -176,3 +176,22 @@ def test_missing_corrupt_or_foreign_checkpoint(tmp_path, trained):
     bad = tmp_path / "bad.mrlp"
     bad.write_bytes(open(trained[0], "rb").read()[:100])
     assert_user_error(microrl("eval", bad), "truncated")
+
+
+def test_compile_notice_shows_only_when_compiling_takes_long():
+    """While the training loop compiles the command says so; a quick cache load shows nothing."""
+    import io
+    import time
+
+    from microrl_host.commands.progress import CompileNotice
+
+    text = "compiling the training loop, first run only (numba caches it)"
+    slow = io.StringIO()
+    notice = CompileNotice(text, stream=slow, delay=0.05)
+    time.sleep(0.3)
+    notice.stop()
+    lines = slow.getvalue().splitlines()
+    assert lines[0] == text + "..." and lines[1].startswith("ready after ")
+    quick = io.StringIO()
+    CompileNotice(text, stream=quick, delay=5.0).stop()
+    assert quick.getvalue() == ""

@@ -183,7 +183,7 @@ class Algorithm:
             log = RunLog(run_dir, dict(meta, steps=int(steps), out=out), resume=resume)
 
         # compile (or load from numba's cache) before the clock starts: cold vs warm is visible
-        callbacks.on_compile("the training loop")
+        callbacks.on_compile("compiling the training loop, first run only (numba caches it)")
         t0 = time.perf_counter()
         ep_step = np.zeros(1024, np.int64)
         ep_return = np.zeros(1024)

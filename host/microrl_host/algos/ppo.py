@@ -424,7 +424,7 @@ def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_epi
     from ..envs.mujoco import MujocoVectorEnv, resolve_task  # MuJoCo and gymnasium load only when used
 
     wall0 = time.perf_counter()
-    callbacks.on_compile("the environments' kernels")
+    callbacks.on_compile("building the environments (a first run also compiles their kernels)")
     task = resolve_task(task)
     envs = MujocoVectorEnv(task, c.envs, threads=c.threads, max_episode_steps=max_episode_steps)
     try:

@@ -41,13 +41,14 @@ FORMATS = {"eval": "%.1f", "return": "%.0f", "lr": "%.1e", "kl": "%.4f"}
 
 
 class CompileNotice:
-    """While code compiles: after `delay` seconds (a cache load is quicker and shows nothing), a
-    spinner with the seconds so far on a terminal, else one line; stop() says how long it took."""
+    """While code compiles: after `delay` seconds (a cache load is quicker and shows nothing), the
+    text with a spinner and the seconds so far on a terminal, else one line; stop() says how long
+    it took."""
 
     FRAMES = "|/-\\"
 
-    def __init__(self, what, stream=None, delay=1.0):
-        self.text = "compiling %s, first run only (numba caches it)" % what
+    def __init__(self, text, stream=None, delay=1.0):
+        self.text = text
         self.stream = stream or sys.stderr
         self.delay = delay
         self.t0 = time.perf_counter()
@@ -76,7 +77,7 @@ class CompileNotice:
         self.thread.join()
         if self.shown:
             end = "\r" if self.stream.isatty() else ""
-            self.stream.write("%scompiled in %.1f s; later runs load it from the cache%s\n" % (end, time.perf_counter() - self.t0, " " * 30 if end else ""))
+            self.stream.write("%sready after %.1f s%s\n" % (end, time.perf_counter() - self.t0, " " * 40 if end else ""))
             self.stream.flush()
 
 
@@ -89,9 +90,9 @@ class ProgressBar(Callbacks):
         self.bar = None
         self.compiling = None
 
-    def on_compile(self, what):
+    def on_compile(self, text):
         if not self.quiet:
-            self.compiling = CompileNotice(what)
+            self.compiling = CompileNotice(text)
 
     def on_start(self, total, initial, desc):
         self._compiled()
