@@ -169,8 +169,8 @@ def update(S, hp):
         first = S.q1[s] <= q2[s, 0]
         S.dq[s, 0] = -1.0 / n if first else 0.0
         S.dq2[s, 0] = 0.0 if first else -1.0 / n
-    backward(S.critic1, S.critic_in, n, S.dq, False, S.dx)
-    backward(S.critic2, S.critic_in, n, S.dq2, False, S.dx2)
+    backward(S.critic1, S.critic_in, n, S.dq, S.critic1.grads[:0], S.dx)
+    backward(S.critic2, S.critic_in, n, S.dq2, S.critic2.grads[:0], S.dx2)
     c = alpha / n
     alpha_grad = 0.0
     for s in range(n):
@@ -186,7 +186,7 @@ def update(S, hp):
                 S.dout[s, ad + i] = 0.0
             else:
                 S.dout[s, ad + i] = du * exp(ls) * S.eps[s, i] - c
-    backward(S.actor, S.actor_in, n, S.dout, True, S.dx[:0])
+    backward(S.actor, S.actor_in, n, S.dout, S.actor.grads, S.dx[:0])
     mlp.adam(S.actor, hp[ACTOR_LR], step)
     # temperature: Adam on log alpha for the loss -log_alpha * mean(log pi + target entropy)
     b1, b2 = 0.9, 0.999

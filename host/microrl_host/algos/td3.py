@@ -128,9 +128,9 @@ def update(S, hp):
     forward(S.critic1, S.critic_in, n)
     for s in range(n):
         S.dq[s, 0] = -1.0 / n
-    backward(S.critic1, S.critic_in, n, S.dq, False, S.dx)
+    backward(S.critic1, S.critic_in, n, S.dq, S.critic1.grads[:0], S.dx)
     mlp.copy_columns(S.dx, S.da, od)
-    backward(S.actor, S.actor_in, n, S.da, True, S.dx[:0])
+    backward(S.actor, S.actor_in, n, S.da, S.actor.grads, S.dx[:0])
     mlp.adam(S.actor, hp[ACTOR_LR], step // delay)
     tau = hp[TAU]
     polyak(S.actor_target, S.actor, tau)

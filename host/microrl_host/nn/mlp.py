@@ -130,9 +130,11 @@ def forward(net, x, n):
 
 
 @jit
-def backward(net, x, n, dy, param_grads, dx):
+def backward(net, x, n, dy, grads, dx):
     """Backward of the last forward(net, x, n) from dy = dL/d(output) (overwritten). Writes the
-    parameter gradients into net.grads when param_grads, and dL/dx into dx when dx.size > 0."""
+    parameter gradients into grads when grads.size > 0 (net.grads, or net.grads[:0] for none),
+    and dL/dx into dx when dx.size > 0. (Arrays rather than flags: a constant flag would make
+    numba compile one copy of backward per value.)"""
     L = net.acts.shape[0]
     g = dy
     for l in range(L - 1, -1, -1):
@@ -156,11 +158,11 @@ def backward(net, x, n, dy, param_grads, dx):
                         z = net.zs[net.yoff[l] + i * w + j]
                         g[i, j] *= 0.5 * (1.0 + erf(z * _INV_SQRT2)) + z * _INV_SQRT_2PI * exp(-0.5 * z * z)
         xin = x if l == 0 else layer_output(net, l - 1, n)
-        if param_grads:
+        if grads.size > 0:
             n_in = net.sizes[l]
             wo, bo = net.offsets[l, 0], net.offsets[l, 1]
-            np.dot(g.T, xin, net.grads[wo:bo].reshape((w, n_in)))
-            db = net.grads[bo : bo + w]
+            np.dot(g.T, xin, grads[wo:bo].reshape((w, n_in)))
+            db = grads[bo : bo + w]
             for j in range(w):
                 db[j] = 0.0
             for i in range(n):
@@ -225,7 +227,7 @@ def regress(critic, x, y, n, scale, lr, step, dq):
     q = forward(critic, x, n)
     for s in range(n):
         dq[s, 0] = scale / n * (q[s, 0] - y[s])
-    backward(critic, x, n, dq, True, dq[:0])
+    backward(critic, x, n, dq, critic.grads, dq[:0])
     adam(critic, lr, step)
 
 
@@ -254,7 +256,7 @@ def greedy_action(net, obs, squash, out):
     x = net.dxa[: obs.shape[0]].reshape((1, obs.shape[0]))  # scratch row, free outside backward
     for i in range(obs.shape[0]):
         x[0, i] = obs[i]
-    y = forward(net, x, 1)
+    y = forward(net, x, x.shape[0])  # not the constant 1: that would compile forward once more
     for i in range(out.shape[0]):
         v = tanh(y[0, i]) if squash else y[0, i]
         out[i] = -1.0 if v < -1.0 else (1.0 if v > 1.0 else v)
