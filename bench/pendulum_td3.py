@@ -8,6 +8,10 @@ torch, MKL, OpenBLAS and OpenMP limited to one thread. Times are of training onl
 and RLtools' compiled code come from their caches (a first run per peer fills them and is not
 timed; microrl's cold compile is measured separately with an empty numba cache). Every final
 policy is evaluated the same way: 10 episodes of gymnasium's Pendulum-v1, seeds 1000..1009.
+Then whole processes, ours and the wrapper's interleaved (--process-runs): `microrl train
+pendulum` against a process that imports the wrapper, builds and runs its trainer; each reports
+its training loop, so the time outside the loop (start-up, imports, cache loads) shows too, in
+wall and CPU seconds (under load, CPU time is the steadier figure). Ratios: ours / the wrapper's.
 
     pip install torch==2.13.0 && pip install -e .[bench]    # peers (a CPU torch wheel)
     nice -n 5 python bench/pendulum_td3.py            # 10 seeds of ours, 3 of each peer
@@ -76,7 +80,7 @@ def _gym_pendulum(rescale):
     return env
 
 
-def run_rltools(seed, steps):
+def run_rltools(seed, steps, evaluate=True):
     import numpy as np
     from rltools import TD3
 
@@ -113,6 +117,8 @@ def run_rltools(seed, steps):
     while not state.step():
         pass
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    if not evaluate:
+        return {"wall_s": wall, "cpu_s": cpu, "compile_s": compile_s}
     mean, std = _evaluate(lambda obs: 2.0 * np.asarray(state.action(np.asarray(obs, np.float32)), np.float32))
     return {"wall_s": wall, "cpu_s": cpu, "compile_s": compile_s, "return": mean, "return_std": std}
 
@@ -155,6 +161,8 @@ def worker(peer, seed, steps):
         return run_microrl(peer.split("-")[1], seed, steps)
     if peer == "rltools-td3":
         return run_rltools(seed, steps)
+    if peer == "rltools-td3-process":  # the whole process: import, build, train, exit (no evaluation)
+        return run_rltools(seed, steps, evaluate=False)
     return run_sb3(peer.split("-")[1], seed, steps)
 
 
@@ -172,6 +180,57 @@ def spawn(peer, seed, steps, extra_env=None, timeout=1800):
             return json.loads(line[7:])
     tail = (proc.stderr or proc.stdout)[-1500:]
     return {"error": "%s seed %d failed (exit %d): %s" % (peer, seed, proc.returncode, tail.strip())}
+
+
+def process_run(peer, seed, steps):
+    """One whole process, timed from its start to its exit, with the training-loop time it
+    reports: ours is the `microrl train pendulum` command (no evaluation, checkpoint at the end),
+    the wrapper's a process that imports it, builds the trainer (from its cache), trains, exits."""
+    env = dict(os.environ, **ONE_THREAD)
+    env["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "host"), os.path.join(ROOT, "device")] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    with tempfile.TemporaryDirectory() as folder:
+        if peer.startswith("microrl-"):
+            cmd = [sys.executable, "-m", "microrl_host.cli", "train", "pendulum", "--algo", peer.split("-")[1], "--steps", str(steps), "--seed", str(seed),
+                   "--eval-every", "0", "--eval-episodes", "0", "--checkpoint-every", "0", "--out", os.path.join(folder, "p.mrlp"), "--json"]
+        else:
+            cmd = [sys.executable, os.path.abspath(__file__), "--worker", "rltools-td3-process", "--seed", str(seed), "--steps", str(steps)]
+        t0 = time.perf_counter()
+        with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+            child = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, env=env, cwd=folder)
+            _, status, usage = os.wait4(child.pid, 0)  # its own CPU time: under load, wall time is mostly waiting
+            process_s = time.perf_counter() - t0
+            child.returncode = os.waitstatus_to_exitcode(status)
+            out.seek(0)
+            err.seek(0)
+            proc = subprocess.CompletedProcess(cmd, child.returncode, out.read(), err.read())
+        process_cpu_s = usage.ru_utime + usage.ru_stime
+    lines = [line for line in proc.stdout.splitlines() if line.startswith(("{", "RESULT "))]
+    if proc.returncode or not lines:
+        return {"error": "%s process run failed (exit %d): %s" % (peer, proc.returncode, (proc.stderr or proc.stdout)[-800:].strip())}
+    r = json.loads(lines[-1].split(" ", 1)[1] if lines[-1].startswith("RESULT ") else lines[-1])
+    loop_s = r.get("train_s", r.get("wall_s"))
+    loop_cpu_s = r.get("train_cpu_s", r.get("cpu_s"))
+    return {"process_s": process_s, "loop_s": loop_s, "outside_loop_s": process_s - loop_s,
+            "process_cpu_s": process_cpu_s, "loop_cpu_s": loop_cpu_s, "outside_loop_cpu_s": process_cpu_s - loop_cpu_s}
+
+
+def measure_processes(peers, runs, steps, log):
+    """Whole-process and training-loop times, the peers interleaved run by run (same load for all)."""
+    out = {p: [] for p in peers}
+    for i in range(runs):
+        for peer in peers:
+            r = process_run(peer, i, steps)
+            out[peer].append(r)
+            log("  process %s run %d: %s" % (peer, i, r.get("error") or "%.2f s whole, %.2f s training loop, %.2f s outside it (CPU: %.2f, %.2f, %.2f s)" % (
+                r["process_s"], r["loop_s"], r["outside_loop_s"], r["process_cpu_s"], r["loop_cpu_s"], r["outside_loop_cpu_s"])))
+    summary = {}
+    for peer, rs in out.items():
+        ok = [r for r in rs if "error" not in r]
+        summary[peer] = {"runs": rs}
+        if ok:
+            for k in ("process_s", "loop_s", "outside_loop_s", "process_cpu_s", "loop_cpu_s", "outside_loop_cpu_s"):
+                summary[peer][k + "_median"] = statistics.median(r[k] for r in ok)
+    return summary
 
 
 def available(peer):
@@ -207,6 +266,7 @@ def main(argv=None):
     p.add_argument("--steps", type=int, default=STEPS, help="environment steps per run (default 10000)")
     p.add_argument("--algos", default="td3,sac", help="td3, sac or both (default td3,sac)")
     p.add_argument("--no-cold", action="store_true", help="skip the cold-compile measurement of microrl")
+    p.add_argument("--process-runs", type=int, default=5, help="whole-process runs per peer, interleaved (default 5; 0: skip)")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -245,6 +305,13 @@ def main(argv=None):
                 r = spawn("microrl-" + algo, 0, 200, extra_env={"NUMBA_CACHE_DIR": cache})
             result["peers"]["microrl-" + algo]["cold_compile_s"] = r.get("compile_s")
             result["peers"]["microrl-" + algo]["warm_cache_load_s"] = statistics.median(x["compile_s"] for x in result["peers"]["microrl-" + algo]["runs"] if "compile_s" in x)
+    # whole processes: ours (the CLI) and the wrapper interleaved, for start-up and end-to-end ratios
+    if args.process_runs:
+        peers = ["microrl-" + a for a in algos]
+        if "td3" in algos and "seeds" in result["peers"].get("rltools-td3", {}):  # the wrapper is installed and ran
+            peers.append("rltools-td3")
+        log("whole processes, interleaved, %d runs each..." % (1 if args.quick else args.process_runs))
+        result["processes"] = measure_processes(peers, 1 if args.quick else args.process_runs, args.steps, log)
     # ratios: peer time / ours, on medians
     ratios = {}
     for algo in algos:
@@ -254,6 +321,19 @@ def main(argv=None):
             if "wall_s_median" in ours and "wall_s_median" in theirs:
                 ratios["%s/microrl-%s" % (peer, algo)] = {"wall": theirs["wall_s_median"] / ours["wall_s_median"], "cpu": theirs["cpu_s_median"] / ours["cpu_s_median"]}
     result["ratios"] = ratios
+    # ours / the wrapper's (the issue's target: at most 0.5), same run
+    procs = result.get("processes", {})
+    ours, theirs = result["peers"].get("microrl-td3", {}), result["peers"].get("rltools-td3", {})
+    versus = {}
+    if "wall_s_median" in ours and "wall_s_median" in theirs:
+        versus["training_loop"] = ours["wall_s_median"] / theirs["wall_s_median"]
+        versus["training_loop_cpu"] = ours["cpu_s_median"] / theirs["cpu_s_median"]
+    po, pt = procs.get("microrl-td3", {}), procs.get("rltools-td3", {})
+    if "process_s_median" in po and "process_s_median" in pt:
+        versus["whole_process"] = po["process_s_median"] / pt["process_s_median"]
+        versus["training_loop_in_process_runs"] = po["loop_s_median"] / pt["loop_s_median"]
+        versus["whole_process_cpu"] = po["process_cpu_s_median"] / pt["process_cpu_s_median"]
+    result["microrl_td3_over_rltools"] = versus
     if args.json:
         print(json.dumps(result, sort_keys=True))
         return 0
@@ -273,6 +353,13 @@ def main(argv=None):
             print("microrl-%s compile: cold %.1f s (empty numba cache), warm cache load %.2f s" % (algo, s["cold_compile_s"] or float("nan"), s["warm_cache_load_s"]))
     for k, v in ratios.items():
         print("speed-up %-28s wall %6.1fx   CPU %6.1fx" % (k, v["wall"], v["cpu"]))
+    for peer, s in procs.items():
+        if "process_s_median" in s:
+            print("whole process %-14s %.2f s, training loop %.2f s, outside the loop %.2f s; CPU %.2f, %.2f, %.2f s (medians of %d, interleaved)" % (
+                peer, s["process_s_median"], s["loop_s_median"], s["outside_loop_s_median"], s["process_cpu_s_median"], s["loop_cpu_s_median"],
+                s["outside_loop_cpu_s_median"], sum("error" not in r for r in s["runs"])))
+    for k, v in versus.items():
+        print("microrl-td3 / rltools-td3, %-30s %.2f" % (k, v))
     return 0
 
 

@@ -46,6 +46,36 @@ def test_train_writes_policy_run_folder_and_json(trained):
     assert sum(r["episode_return"] is not None for r in rows) == 7  # 200-step episodes
 
 
+ONE_SHAPE_RUNS = {
+    "td3": ("pendulum", 300, ["--warmup", 100]),
+    "sac": ("pendulum", 300, []),
+    "ppo": ("inverted_pendulum", 128, ["--envs", 4, "--rollout-steps", 16, "--hidden", "8,8"]),
+}
+
+
+@pytest.mark.parametrize("algo", sorted(ONE_SHAPE_RUNS))
+def test_train_json_has_one_shape_for_every_algorithm(tmp_path, algo):
+    """`microrl train --json` gives the same keys (docs/training.md, "Results") for every algorithm."""
+    from microrl_host.algos.results import KEYS, PACKAGES
+
+    task, steps, extra = ONE_SHAPE_RUNS[algo]
+    if algo == "ppo":
+        pytest.importorskip("mujoco", reason="mujoco not installed: pip install 'microrl[mujoco]'")
+    out = tmp_path / ("%s.mrlp" % algo)
+    proc = microrl("train", task, "--algo", algo, "--steps", steps, "--seed", 2, "--eval-every", steps, "--eval-episodes", 1, "--out", out, "--json", *extra)
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout)
+    assert sorted(r) == sorted(KEYS)
+    assert r["algo"] == algo and r["steps"] == steps and r["seed"] == 2 and r["resumed_from"] is None
+    assert r["policy"] == str(out) and out.exists() and os.path.exists(os.path.join(r["run_dir"], "progress.csv"))
+    assert r["wall_s"] >= r["train_s"] + r["compile_s"] + r["eval_s"] - 1e-6 and r["train_s"] > 0 and r["train_cpu_s"] > 0
+    assert r["steps_per_s"] == pytest.approx(steps / r["train_s"])
+    assert r["evals"] == [[steps, r["eval_mean"], r["eval_std"]]]
+    assert sorted(r["versions"]) == sorted(("microrl", "python") + PACKAGES)
+    assert r["versions"]["numpy"] and r["versions"]["microrl"]
+    assert r["versions"]["numba" if algo != "ppo" else "mujoco"]
+
+
 def test_eval_json_on_device_core_and_gymnasium():
     out = trained_pendulum_policy()
     proc = microrl("eval", out, "--episodes", 3, "--json")
@@ -146,3 +176,22 @@ def test_missing_corrupt_or_foreign_checkpoint(tmp_path, trained):
     bad = tmp_path / "bad.mrlp"
     bad.write_bytes(open(trained[0], "rb").read()[:100])
     assert_user_error(microrl("eval", bad), "truncated")
+
+
+def test_compile_notice_shows_only_when_compiling_takes_long():
+    """While the training loop compiles the command says so; a quick cache load shows nothing."""
+    import io
+    import time
+
+    from microrl_host.commands.progress import CompileNotice
+
+    text = "compiling the training loop, first run only (numba caches it)"
+    slow = io.StringIO()
+    notice = CompileNotice(text, stream=slow, delay=0.05)
+    time.sleep(0.3)
+    notice.stop()
+    lines = slow.getvalue().splitlines()
+    assert lines[0] == text + "..." and lines[1].startswith("ready after ")
+    quick = io.StringIO()
+    CompileNotice(text, stream=quick, delay=5.0).stop()
+    assert quick.getvalue() == ""

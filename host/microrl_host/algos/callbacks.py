@@ -4,6 +4,11 @@ stop a run by raising from one. Every hook is optional; subclass and override wh
 
 
 class Callbacks:
+    def on_compile(self, text):
+        """Before the run compiles its code or loads it from numba's cache (tens of seconds on a
+        first run, a fraction of one later); on_start follows when it is done. text: what it
+        does, for a person ("compiling the training loop, first run only")."""
+
     def on_start(self, total, initial, desc):
         """Before the first step: total steps of the run, steps already done (a resumed run)."""
 

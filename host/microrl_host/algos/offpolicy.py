@@ -25,10 +25,9 @@ from . import checkpoint
 from .callbacks import NONE
 from .checkpoint import CheckpointError
 from .checkpoint import read as read_checkpoint
+from .config import settings as config_settings
+from .results import run_result
 
-# the paper keeps 10,000 transitions for 10,000 steps, i.e. all of them; the host keeps up to
-# a million (memory is only used as the buffer fills, and checkpoints hold the filled part)
-REPLAY_CAPACITY = 1000000
 # ---------------------------------------------------------------- state <-> flat arrays
 
 
@@ -85,8 +84,8 @@ def make_task(task):
 
 
 class Run:
-    """What a training run returns: the policy, evaluations [(step, mean, std)], figures, and the
-    final training state (networks, optimiser, replay: the arrays a checkpoint holds)."""
+    """What a training run returns: the policy, evaluations [(step, mean, std)], stats (the one
+    result shape of results.py), and the final training state (networks, optimiser, replay: the arrays a checkpoint holds)."""
 
     def __init__(self, policy, evals, stats, state=None):
         self.state = state
@@ -126,8 +125,7 @@ class Algorithm:
 
     def settings(self, config=None):
         """{name: value} of a configuration (the defaults without one)."""
-        c = config or self.default_config()
-        return {k: getattr(c, k) for k in dir(c) if not k.startswith("_") and not callable(getattr(c, k))}
+        return config_settings(config or self.default_config())
 
     # training ----------------------------------------------------------
     def train_pendulum(self, steps=10000, seed=0, **kwargs):
@@ -185,6 +183,7 @@ class Algorithm:
             log = RunLog(run_dir, dict(meta, steps=int(steps), out=out), resume=resume)
 
         # compile (or load from numba's cache) before the clock starts: cold vs warm is visible
+        callbacks.on_compile("compiling the training loop, first run only (numba caches it)")
         t0 = time.perf_counter()
         ep_step = np.zeros(1024, np.int64)
         ep_return = np.zeros(1024)
@@ -192,7 +191,8 @@ class Algorithm:
             if start == 0:
                 pendulum_reset(state.env, state.rng, state.obs)
             self.run_pendulum(state, hp, 0, ep_step, ep_return)
-            evaluate_pendulum(state.actor, self.squash, 0, 0)
+            if eval_episodes:
+                evaluate_pendulum(state.actor, self.squash, 0, 0)
         else:
             rng = state.rng.copy()
             self.explore(state, hp, state.obs, state.action)
@@ -249,24 +249,11 @@ class Algorithm:
             folder = os.path.dirname(os.path.abspath(out))
             os.makedirs(folder, exist_ok=True)
             save(out, policy)
-        done = steps - start
-        stats = {
-            "algo": self.name,
-            "task": env.name,
-            "seed": int(seed),
-            "steps": int(steps),
-            "resumed_from": start if resume else None,
-            "compile_s": compile_s,
-            "train_s": train_s,
-            "train_cpu_s": train_cpu_s,
-            "eval_s": eval_s,
-            "wall_s": time.perf_counter() - wall0,
-            "steps_per_s": done / train_s if train_s > 0 else None,
-            "eval_mean": evals[-1][1] if evals else None,
-            "eval_std": evals[-1][2] if evals else None,
-            "out": out,
-            "run_dir": run_dir,
-        }
+        stats = run_result(
+            self.name, env.name, seed, steps, start if resume else None, wall_s=time.perf_counter() - wall0, train_s=train_s, train_cpu_s=train_cpu_s,
+            compile_s=compile_s, eval_s=eval_s, evals=evals, policy=out, run_dir=run_dir,
+            used=("numpy", "numba", "scipy") + (() if env.compiled else ("gymnasium",)),
+        )
         return Run(policy, evals, stats, state)
 
     def _run_gym(self, env, state, hp, n, ep_step, ep_return):

@@ -27,11 +27,11 @@ from microrl import policy as policy_file
 from microrl.activations import IDENTITY
 
 from ..envs.gym import rollout_returns
-from ..envs.mujoco import MujocoVectorEnv, make_gymnasium_env, resolve_task
 from ..nn.batched import Adam, Net
 from ..runlog import RunLog
 from . import checkpoint
 from .callbacks import NONE
+from .results import run_result
 
 LOG_2PI = math.log(2.0 * math.pi)
 CHECKPOINT = "checkpoint.npz"
@@ -157,6 +157,7 @@ class PPO:
         self.act_scale = ((high - low) / 2.0).astype(np.float32)
         self.act_offset = ((high + low) / 2.0).astype(np.float32)
         self.stats = {}
+        self.result = None  # train(): the finished run's results (results.run_result)
         self._pool = None  # the critic's thread in update(), started on first use
 
     # -- acting
@@ -359,6 +360,8 @@ def gae(rewards, values, dones, last_value, gamma, lam):
 def evaluate_policy(policy, task, episodes=10, seed=12345, max_steps=None):
     """Deterministic returns of a device core Policy on gymnasium's own environment: (mean, std, returns).
     Episode k starts from reset(seed=seed + k); actions are clipped to the bounds."""
+    from ..envs.mujoco import make_gymnasium_env  # MuJoCo and gymnasium load only when used
+
     env = make_gymnasium_env(task, max_episode_steps=max_steps) if max_steps else make_gymnasium_env(task)
     try:
         return rollout_returns(policy, env, episodes, seed, clip=True)
@@ -372,7 +375,8 @@ def train(config, env, callbacks=None, run_dir=None, out=None, resume=False, che
     checkpoint_every steps and at the end) and policy.mrlp; out: another path for the final
     policy. resume: continue from run_dir's checkpoint. callbacks: a Callbacks, told of every
     iteration (trainer: the PPO learner; figures: lr, kl, return). Returns (learner, evals)
-    with evals a list of (step, mean, std)."""
+    with evals a list of (step, mean, std); learner.result holds the run's results in the shape
+    every algorithm shares (results.run_result)."""
     with _one_blas_thread():
         return _train(env, config or PPOConfig(), run_dir, out, resume, checkpoint_every, eval_every, eval_episodes, callbacks or NONE, max_episode_steps)
 
@@ -417,6 +421,10 @@ def _one_blas_thread():
 
 
 def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_episodes, callbacks, max_episode_steps):
+    from ..envs.mujoco import MujocoVectorEnv, resolve_task  # MuJoCo and gymnasium load only when used
+
+    wall0 = time.perf_counter()
+    callbacks.on_compile("building the environments (a first run also compiles their kernels)")
     task = resolve_task(task)
     envs = MujocoVectorEnv(task, c.envs, threads=c.threads, max_episode_steps=max_episode_steps)
     try:
@@ -450,6 +458,9 @@ def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_epi
         next_eval = (step // eval_every + 1) * eval_every if eval_every else None
         next_ckpt = (step // checkpoint_every + 1) * checkpoint_every if checkpoint_every else None
         recent = []
+        resumed_from = step if resume else None
+        compile_s = start - wall0  # building the environments, loading (or compiling) their kernels
+        train_s = train_cpu_s = eval_s = 0.0
         callbacks.on_start(c.steps, min(step, c.steps), "ppo %s" % task)
 
         def save_checkpoint():
@@ -463,6 +474,7 @@ def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_epi
         try:
             while step < c.steps:
                 consistent = False
+                t0, c0 = time.perf_counter(), time.process_time()
                 for t in range(T):
                     raw_obs[t] = obs
                     obs_n = learner.normalize(obs)
@@ -491,6 +503,8 @@ def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_epi
                 step += per_iter
                 iteration += 1
                 consistent = True
+                train_s += time.perf_counter() - t0
+                train_cpu_s += time.process_time() - c0
                 now = elapsed_before + time.perf_counter() - start
                 episode_return = float(np.mean(recent)) if recent else None
                 if log and recent:
@@ -500,7 +514,9 @@ def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_epi
                     figures["return"] = episode_return
                 recent = []
                 if next_eval and step >= next_eval:
+                    t0 = time.perf_counter()
                     mean_r, std_r, _ = evaluate_policy(learner.to_policy(), task, eval_episodes, seed=12345)
+                    eval_s += time.perf_counter() - t0
                     evals.append((step, mean_r, std_r))
                     if log:
                         log.row(step, eval_mean=mean_r, eval_std=std_r, time_s=elapsed_before + time.perf_counter() - start)
@@ -530,6 +546,11 @@ def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_epi
         if out:
             os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
             policy_file.save(out, learner.to_policy())
+        learner.result = run_result(
+            "ppo", task, c.seed, step, resumed_from, wall_s=time.perf_counter() - wall0, train_s=train_s, train_cpu_s=train_cpu_s,
+            compile_s=compile_s, eval_s=eval_s, evals=evals, policy=out, run_dir=run_dir,
+            used=("numpy", "mujoco", "gymnasium"),
+        )
         return learner, evals
     finally:
         envs.close()

@@ -3,7 +3,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from ..nn.jit import jit
+from ..nn.jit import inline
 from ..nn.rng import randint
 
 # ---------------------------------------------------------------- replay buffer
@@ -22,7 +22,7 @@ def new_replay(capacity, obs_dim, act_dim):
     )
 
 
-@jit
+@inline
 def replay_add(r, obs, act, rew, next_obs, terminated):
     k = r.count[0]
     r.obs[k, :] = obs
@@ -36,7 +36,7 @@ def replay_add(r, obs, act, rew, next_obs, terminated):
         r.count[1] += 1
 
 
-@jit
+@inline
 def replay_sample(r, rng, n, obs_act, rew, next_obs, done):
     """n random transitions: (obs, action) side by side into obs_act rows (a critic's input),
     next observations into next_obs rows."""

@@ -15,42 +15,20 @@ import numpy as np
 from microrl.activations import TANH
 from microrl.nn import layout
 from microrl.layout import actor_critic_sizes
-from microrl.td3 import TD3Config
 
 from ..envs.pendulum import MAX_TORQUE, pendulum_reset, pendulum_step
 from ..nn import mlp
-from ..nn.jit import jit
+from ..nn.jit import inline, jit
 from ..nn.mlp import backward, forward, polyak
 from ..nn.rng import new_rng, normal, uniform
 from . import offpolicy
-from .offpolicy import REPLAY_CAPACITY
+from .config import SACConfig
 from .replay import new_replay, replay_add, replay_sample
 
 NAME = "sac"
 SQUASH = True  # the deterministic action is tanh(mean)
 LOG_STD_MIN = -20.0  # Stable-Baselines3's clamp of the log-std output
 LOG_STD_MAX = 2.0
-
-
-class SACConfig:
-    """Defaults: the TD3 paper's Pendulum settings (64-64 ReLU, batch 100, learning rates 1e-3,
-    gamma .99, tau .005, 100 warm-up steps) with SAC's automatic entropy tuning (alpha starts at
-    1, target entropy -action_dim)."""
-
-    def __init__(self, **overrides):
-        paper = TD3Config()  # the settings SAC shares with TD3, defined once
-        for k in ("hidden", "activation", "batch", "gamma", "tau", "actor_lr", "critic_lr"):
-            setattr(self, k, getattr(paper, k))
-        self.alpha_lr = 1e-3
-        self.initial_alpha = 1.0
-        self.target_entropy = None  # None: -action_dim
-        self.warmup = 100
-        self.replay_capacity = REPLAY_CAPACITY
-        self.steps = 10000
-        for k in overrides:
-            if not hasattr(self, k):
-                raise ValueError("unknown SAC setting %r" % k)
-            setattr(self, k, overrides[k])
 
 
 HP = ("gamma", "tau", "actor_lr", "critic_lr", "alpha_lr", "target_entropy", "warmup")
@@ -131,7 +109,7 @@ def actor_export(state):
     return sizes[:-1] + [ad], acts[:-1] + [TANH], params
 
 
-@jit
+@inline
 def _sample(S, x, n):
     """Squashed Gaussian actions for n rows of x into S.a_pi, log-probabilities into S.logp,
     the noise into S.eps (the actor keeps its activations for the backward pass)."""
@@ -152,7 +130,7 @@ def _sample(S, x, n):
     return out
 
 
-@jit
+@inline
 def update(S, hp):
     n = S.reward.shape[0]
     od = S.obs.shape[0]
@@ -191,8 +169,8 @@ def update(S, hp):
         first = S.q1[s] <= q2[s, 0]
         S.dq[s, 0] = -1.0 / n if first else 0.0
         S.dq2[s, 0] = 0.0 if first else -1.0 / n
-    backward(S.critic1, S.critic_in, n, S.dq, False, S.dx)
-    backward(S.critic2, S.critic_in, n, S.dq2, False, S.dx2)
+    backward(S.critic1, S.critic_in, n, S.dq, S.critic1.grads[:0], S.dx)
+    backward(S.critic2, S.critic_in, n, S.dq2, S.critic2.grads[:0], S.dx2)
     c = alpha / n
     alpha_grad = 0.0
     for s in range(n):
@@ -208,7 +186,7 @@ def update(S, hp):
                 S.dout[s, ad + i] = 0.0
             else:
                 S.dout[s, ad + i] = du * exp(ls) * S.eps[s, i] - c
-    backward(S.actor, S.actor_in, n, S.dout, True, S.dx[:0])
+    backward(S.actor, S.actor_in, n, S.dout, S.actor.grads, S.dx[:0])
     mlp.adam(S.actor, hp[ACTOR_LR], step)
     # temperature: Adam on log alpha for the loss -log_alpha * mean(log pi + target entropy)
     b1, b2 = 0.9, 0.999
@@ -220,7 +198,7 @@ def update(S, hp):
     polyak(S.critic2_target, S.critic2, tau)
 
 
-@jit
+@inline
 def explore(S, hp, obs, out):
     """Training-time action in [-1, 1]: uniform during warm-up, then a sample of the policy."""
     ad = out.shape[0]
@@ -241,7 +219,7 @@ def explore(S, hp, obs, out):
 # when compiling, and a shared version (a closure, or functions passed in) would miss the disk cache
 
 
-@jit
+@inline
 def observe(S, hp, obs, action, reward, next_obs, terminated):
     """Store a transition, count the step, and train once the warm-up is over."""
     replay_add(S.replay, obs, action, reward, next_obs, terminated)

@@ -12,15 +12,14 @@ from collections import namedtuple
 import numpy as np
 
 from microrl.layout import actor_critic_sizes
-from microrl.td3 import TD3Config
 
 from ..envs.pendulum import MAX_TORQUE, pendulum_reset, pendulum_step
 from ..nn import mlp
-from ..nn.jit import jit
+from ..nn.jit import inline, jit
 from ..nn.mlp import backward, forward, polyak
 from ..nn.rng import new_rng, normal, uniform
 from . import offpolicy
-from .offpolicy import REPLAY_CAPACITY
+from .config import td3_config
 from .replay import new_replay, replay_add, replay_sample
 
 NAME = "td3"
@@ -39,10 +38,7 @@ State = namedtuple(
 )
 
 
-def default_config():
-    c = TD3Config()
-    c.replay_capacity = REPLAY_CAPACITY
-    return c
+default_config = td3_config
 
 
 def hyperparameters(config):
@@ -93,7 +89,7 @@ def actor_export(state):
     return list(a.sizes), list(a.acts), a.params.copy()
 
 
-@jit
+@inline
 def update(S, hp):
     """One TD3 update from a sampled batch: both critics, and every policy_delay updates the
     actor and the three targets."""
@@ -132,9 +128,9 @@ def update(S, hp):
     forward(S.critic1, S.critic_in, n)
     for s in range(n):
         S.dq[s, 0] = -1.0 / n
-    backward(S.critic1, S.critic_in, n, S.dq, False, S.dx)
+    backward(S.critic1, S.critic_in, n, S.dq, S.critic1.grads[:0], S.dx)
     mlp.copy_columns(S.dx, S.da, od)
-    backward(S.actor, S.actor_in, n, S.da, True, S.dx[:0])
+    backward(S.actor, S.actor_in, n, S.da, S.actor.grads, S.dx[:0])
     mlp.adam(S.actor, hp[ACTOR_LR], step // delay)
     tau = hp[TAU]
     polyak(S.actor_target, S.actor, tau)
@@ -142,7 +138,7 @@ def update(S, hp):
     polyak(S.critic2_target, S.critic2, tau)
 
 
-@jit
+@inline
 def explore(S, hp, obs, out):
     """Training-time action in [-1, 1]: uniform during warm-up, then actor plus Gaussian noise."""
     if S.counters[STEPS] < hp[WARMUP]:
@@ -155,7 +151,7 @@ def explore(S, hp, obs, out):
         out[i] = -1.0 if v < -1.0 else (1.0 if v > 1.0 else v)
 
 
-@jit
+@inline
 def observe(S, hp, obs, action, reward, next_obs, terminated):
     """Store a transition, count the step, and train once the warm-up is over."""
     replay_add(S.replay, obs, action, reward, next_obs, terminated)

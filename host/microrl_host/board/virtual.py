@@ -331,11 +331,17 @@ class VirtualBoard:
 
 
 @contextlib.contextmanager
-def board_port(port=None, heap=None, log=None):
-    """Yield (port, description): the given port, or a virtual board started for the duration."""
+def board_port(port=None, heap=None, log=None, folder=None):
+    """Yield (port, description): the given port, or a virtual board started for the duration,
+    its filesystem in folder (kept), or in a temporary folder removed afterwards."""
     if port:
         yield port, port
         return
-    with tempfile.TemporaryDirectory(prefix="microrl-board-") as folder:
-        with VirtualBoard(folder, heap=heap or DEFAULT_HEAP, log=log) as board:
-            yield board.port, "virtual MicroPython board (unix port, heap %s) on %s" % (heap or DEFAULT_HEAP, board.port)
+    with contextlib.ExitStack() as stack:
+        if folder is None:
+            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="microrl-board-"))
+            where = "files in a temporary folder, removed afterwards"
+        else:
+            where = "files in %s" % os.path.abspath(folder)
+        board = stack.enter_context(VirtualBoard(folder, heap=heap or DEFAULT_HEAP, log=log))
+        yield board.port, "virtual MicroPython board (unix port, heap %s) on %s; %s" % (heap or DEFAULT_HEAP, board.port, where)

@@ -2,6 +2,7 @@
 (a virtual one when none is given), run the policy there in a closed loop against the board's
 own Pendulum, and measure the serial round trip."""
 import json
+import os
 import sys
 import time
 
@@ -23,6 +24,7 @@ def register(sub):
     p.add_argument("--requests", type=int, default=200, help="serial inference requests timed (default 200)")
     p.add_argument("--out", default="demo-policy.mrlp", help="where to save the trained policy (default demo-policy.mrlp)")
     p.add_argument("--heap", help="the virtual board's RAM, e.g. 160K (default: a typical ESP32's)")
+    p.add_argument("--board-dir", metavar="DIR", help="keep the virtual board's filesystem in DIR (default: a temporary folder, removed afterwards)")
     p.add_argument("--mpy", action="store_true", help="deploy .mpy files (compiled with mpy-cross for the board)")
     p.add_argument("--json", action="store_true", help="print the results as one JSON object")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -34,13 +36,17 @@ def run(args):
     from ..board.deploy import DeployError
     from ..board.serial_link import LinkError
 
+    if args.board_dir and args.port:
+        raise CommandError("--board-dir is the virtual board's folder; a real board (--port) keeps its own files")
+    if args.board_dir and os.path.exists(args.board_dir) and not os.path.isdir(args.board_dir):
+        raise CommandError("--board-dir %s is a file, not a folder" % args.board_dir)
     if args.steps < 1 or args.episodes < 1 or args.requests < 1:
         raise CommandError("--steps, --episodes and --requests must be at least 1")
     if args.episodes > 200:
         raise CommandError("--episodes must be at most 200")
     say = (lambda text: print(text, file=sys.stderr)) if args.json else (lambda text: print(text, flush=True))
     try:
-        result = run_demo(args.port, args.steps, args.seed, args.episodes, args.requests, args.out, args.heap, args.mpy, args.quiet or args.json, say)
+        result = run_demo(args.port, args.steps, args.seed, args.episodes, args.requests, args.out, args.heap, args.mpy, args.quiet or args.json, say, args.board_dir)
     except (BoardError, DeployError, LinkError) as e:
         raise CommandError(str(e)) from None
     if args.json:
@@ -48,8 +54,10 @@ def run(args):
     return 0
 
 
-def run_demo(port=None, steps=10000, seed=0, episodes=5, requests=200, out="demo-policy.mrlp", heap=None, mpy=False, quiet=False, say=print):
-    """The whole demo; returns a dict of results. say(text) prints a line of the story."""
+def run_demo(port=None, steps=10000, seed=0, episodes=5, requests=200, out="demo-policy.mrlp", heap=None, mpy=False, quiet=False, say=print, board_dir=None):
+    """The whole demo; returns a dict of results. say(text) prints a line of the story. It writes
+    the policy file out and nothing else outside board_dir (the virtual board's filesystem;
+    None: a temporary folder)."""
     import microrl
     from microrl.evaluate import evaluate
     from microrl.pendulum import Pendulum
@@ -73,9 +81,10 @@ def run_demo(port=None, steps=10000, seed=0, episodes=5, requests=200, out="demo
     mean, std, host_returns = evaluate(policy, Pendulum(), episodes, seed=eval_seed)
     result["host_return_mean"] = mean
     result["host_return_std"] = std
-    result["policy_file"] = out
-    say("    %.1f s; on the host: return %.1f +- %.1f over %d episodes; saved %s" % (result["train_seconds"], mean, std, episodes, out))
-    with board_port(port, heap) as (p, described):
+    result["policy"] = os.path.abspath(out)
+    result["board_dir"] = os.path.abspath(board_dir) if board_dir and not port else None
+    say("    %.1f s; on the host: return %.1f +- %.1f over %d episodes; policy saved to %s" % (result["train_seconds"], mean, std, episodes, result["policy"]))
+    with board_port(port, heap, folder=board_dir) as (p, described):
         say("2/4 board: %s" % described)
         report = deploy(p, out, mpy=mpy)
         result["board"] = report["board"]

@@ -7,11 +7,11 @@ import argparse
 import json
 import os
 
-from ..algos import ppo, sac, td3
+from ..algos import config as offpolicy_config
 from ..algos.checkpoint import CheckpointError
+from ..algos.results import summary_line
 from . import CommandError
 from ..envs.gym import TaskError
-from ..envs.mujoco import MujocoMissingError, UnknownTaskError, resolve_task
 from .options import parse_hidden, whole
 from .progress import ProgressBar
 
@@ -56,15 +56,18 @@ OFFPOLICY_HELP = {
 
 
 class OffPolicy:
-    """TD3 or SAC: options from the configuration's settings, run by offpolicy.Algorithm."""
+    """TD3 or SAC: options from the default configuration's settings, run by the algorithm
+    module's ALGO (an offpolicy.Algorithm) that load() imports when it runs (it loads numba)."""
 
-    def __init__(self, algo):
-        self.algo = algo
-        self.title = "%s hyperparameters" % algo.name.upper()
+    def __init__(self, name, default_config, load):
+        self.name = name
+        self.default_config = default_config
+        self.load = load
+        self.title = "%s hyperparameters" % name.upper()
 
     def options(self):
         out = []
-        for k, default in sorted(self.algo.settings().items()):
+        for k, default in sorted(offpolicy_config.settings(self.default_config()).items()):
             if k in SHARED:
                 continue
             kind = int if (isinstance(default, int) and not isinstance(default, bool)) or k == "replay_capacity" else float
@@ -80,7 +83,7 @@ class OffPolicy:
             if getattr(args, k) is not None:
                 settings[k] = getattr(args, k)
         try:
-            run = self.algo.run(
+            run = self.load().run(
                 args.task, steps=args.steps, seed=args.seed,
                 eval_every=DEFAULT_EVERY if args.eval_every is None else args.eval_every, eval_episodes=args.eval_episodes,
                 out=args.out, run_dir=args.run_dir, checkpoint_every=DEFAULT_EVERY if args.checkpoint_every is None else args.checkpoint_every,
@@ -88,14 +91,7 @@ class OffPolicy:
             )
         except (TaskError, CheckpointError) as e:
             raise CommandError(str(e))
-        s = run.stats
-        summary = "%s on %s: %d steps in %.2f s (%.0f steps/s; compile/cache load %.2f s), eval return %.1f +- %.1f; policy: %s; run: %s" % (
-            s["algo"], s["task"], s["steps"], s["train_s"], s["steps_per_s"] or 0.0, s["compile_s"], _num(s["eval_mean"]), _num(s["eval_std"]), s["out"], s["run_dir"])
-        return json.dumps(s, sort_keys=True), summary
-
-
-def _num(v):
-    return float("nan") if v is None else v
+        return run.stats
 
 
 # ---------------------------------------------------------------- PPO
@@ -103,6 +99,8 @@ class PPOCommand:
     title = "PPO (--algo ppo)"
 
     def options(self):
+        from ..algos import ppo
+
         d = ppo.PPOConfig.FIELDS
         return [
             Option("--envs", type=int, help="parallel environments (default %d)" % d["envs"]),
@@ -124,6 +122,8 @@ class PPOCommand:
 
     @staticmethod
     def config(args):
+        from ..algos import ppo
+
         g = lambda name: getattr(args, name, None)  # noqa: E731
         return ppo.PPOConfig(
             steps=g("steps"), seed=g("seed"), hidden=g("hidden"), gamma=g("gamma"), activation=g("activation"),
@@ -134,6 +134,9 @@ class PPOCommand:
         )
 
     def run(self, args, callbacks):
+        from ..algos import ppo
+        from ..envs.mujoco import MujocoMissingError, UnknownTaskError, resolve_task
+
         try:
             config = self.config(args)
             task = resolve_task(args.task)
@@ -152,14 +155,23 @@ class PPOCommand:
             )
         except (MujocoMissingError, UnknownTaskError, CheckpointError) as e:
             raise CommandError(str(e)) from None
-        result = {"task": task, "algo": "ppo", "run_dir": run_dir, "policy": args.out, "steps": config.steps, "evals": [list(e) for e in evals]}
-        last = evals[-1] if evals else None
-        summary = "policy: %s%s" % (result["policy"], "  (deterministic return %.1f +- %.1f at step %d)" % (last[1], last[2], last[0]) if last else "")
-        return json.dumps(result), summary
+        return learner.result
 
 
 # the registry: --algo NAME -> how the command runs it
-ALGOS = {"td3": OffPolicy(td3.ALGO), "sac": OffPolicy(sac.ALGO), "ppo": PPOCommand()}
+def _td3():
+    from ..algos import td3
+
+    return td3.ALGO
+
+
+def _sac():
+    from ..algos import sac
+
+    return sac.ALGO
+
+
+ALGOS = {"td3": OffPolicy("td3", offpolicy_config.td3_config, _td3), "sac": OffPolicy("sac", offpolicy_config.SACConfig, _sac), "ppo": PPOCommand()}
 
 
 def available():
@@ -229,9 +241,9 @@ def run(args):
         args.run_dir = stem + ".run"
     if os.path.isdir(args.out):
         raise CommandError("--out %s is a folder; give a file name such as %s" % (args.out, os.path.join(args.out, "policy.mrlp")))
-    text, summary = entry.run(args, ProgressBar(quiet=args.quiet or args.json))
+    result = entry.run(args, ProgressBar(quiet=args.quiet or args.json))
     if args.json:
-        print(text)
+        print(json.dumps(result, sort_keys=True))
     elif not args.quiet:
-        print(summary)
+        print(summary_line(result))
     return 0

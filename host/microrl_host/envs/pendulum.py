@@ -6,7 +6,7 @@ from numba.extending import register_jitable
 
 from microrl import pendulum
 
-from ..nn.jit import jit
+from ..nn.jit import inline, jit
 from ..nn.mlp import greedy_action
 from ..nn.rng import uniform
 
@@ -27,7 +27,7 @@ MAX_TORQUE = pendulum.MAX_TORQUE
 # env[0] theta, env[1] theta_dot, env[2] steps into the episode, env[3] episode return so far
 
 
-@jit
+@inline
 def pendulum_reset(env, rng, obs):
     env[0] = uniform(rng, -RESET_THETA, RESET_THETA)
     env[1] = uniform(rng, -RESET_THETADOT, RESET_THETADOT)
@@ -36,7 +36,7 @@ def pendulum_reset(env, rng, obs):
     pendulum_observe(env[0], env[1], obs, 0)
 
 
-@jit
+@inline
 def pendulum_step(env, torque, next_obs):
     """Advance one step; returns (reward, truncated). next_obs gets the new observation."""
     th, thdot, reward = pendulum_dynamics(env[0], env[1], torque)

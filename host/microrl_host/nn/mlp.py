@@ -15,7 +15,7 @@ from microrl.layout import layout, shape
 from microrl.nn import MLP
 from microrl.rng import Rng
 
-from .jit import jit
+from .jit import inline, jit
 
 # ---------------------------------------------------------------- networks
 # params: the device core's layout; wt: each layer's weights again, transposed ([in, out]), for
@@ -52,7 +52,8 @@ def new_net(sizes, activations, batch, seed=None, trainable=True):
         dxa=np.zeros(batch * max(sizes), np.float32),
         dxb=np.zeros(batch * max(sizes), np.float32),
     )
-    sync_transposed(net)
+    for l, (wo, bo) in enumerate(net.offsets):  # sync_transposed(net), without loading compiled code at start-up
+        net.wt[wo:bo] = params[wo:bo].reshape(sizes[l + 1], sizes[l]).T.ravel()
     return net
 
 
@@ -60,14 +61,14 @@ _INV_SQRT2 = 0.7071067811865476
 _INV_SQRT_2PI = 0.3989422804014327
 
 
-@jit
+@inline
 def _weights(net, l):
     n_in, n_out = net.sizes[l], net.sizes[l + 1]
     wo, bo = net.offsets[l, 0], net.offsets[l, 1]
     return net.params[wo:bo].reshape((n_out, n_in)), net.params[bo : bo + n_out]
 
 
-@jit
+@inline
 def _transposed(net, l):
     n_in, n_out = net.sizes[l], net.sizes[l + 1]
     return net.wt[net.offsets[l, 0] : net.offsets[l, 1]].reshape((n_in, n_out))
@@ -84,7 +85,7 @@ def sync_transposed(net):
                 WT[i, j] = W[j, i]
 
 
-@jit
+@inline
 def layer_output(net, l, n):
     """Output rows of layer l from the last forward of n rows."""
     w = net.sizes[l + 1]
@@ -129,9 +130,11 @@ def forward(net, x, n):
 
 
 @jit
-def backward(net, x, n, dy, param_grads, dx):
+def backward(net, x, n, dy, grads, dx):
     """Backward of the last forward(net, x, n) from dy = dL/d(output) (overwritten). Writes the
-    parameter gradients into net.grads when param_grads, and dL/dx into dx when dx.size > 0."""
+    parameter gradients into grads when grads.size > 0 (net.grads, or net.grads[:0] for none),
+    and dL/dx into dx when dx.size > 0. (Arrays rather than flags: a constant flag would make
+    numba compile one copy of backward per value.)"""
     L = net.acts.shape[0]
     g = dy
     for l in range(L - 1, -1, -1):
@@ -155,11 +158,11 @@ def backward(net, x, n, dy, param_grads, dx):
                         z = net.zs[net.yoff[l] + i * w + j]
                         g[i, j] *= 0.5 * (1.0 + erf(z * _INV_SQRT2)) + z * _INV_SQRT_2PI * exp(-0.5 * z * z)
         xin = x if l == 0 else layer_output(net, l - 1, n)
-        if param_grads:
+        if grads.size > 0:
             n_in = net.sizes[l]
             wo, bo = net.offsets[l, 0], net.offsets[l, 1]
-            np.dot(g.T, xin, net.grads[wo:bo].reshape((w, n_in)))
-            db = net.grads[bo : bo + w]
+            np.dot(g.T, xin, grads[wo:bo].reshape((w, n_in)))
+            db = grads[bo : bo + w]
             for j in range(w):
                 db[j] = 0.0
             for i in range(n):
@@ -193,7 +196,7 @@ def adam(net, lr, step, beta1=0.9, beta2=0.999, eps=1e-8):
     sync_transposed(net)
 
 
-@jit
+@inline
 def polyak(target, source, tau):
     t, s = target.params, source.params
     for k in range(t.shape[0]):
@@ -206,7 +209,7 @@ def polyak(target, source, tau):
 # ---------------------------------------------------------------- pieces of actor-critic updates
 
 
-@jit
+@inline
 def twin_min(target1, target2, x, n, out):
     """out[s] = min(target1(x[s]), target2(x[s])): the clipped double-Q estimate."""
     q1 = forward(target1, x, n)
@@ -218,17 +221,17 @@ def twin_min(target1, target2, x, n, out):
             out[s] = q2[s, 0]
 
 
-@jit
+@inline
 def regress(critic, x, y, n, scale, lr, step, dq):
     """One Adam step of critic towards y on loss scale/2 * mean((critic(x) - y)^2)."""
     q = forward(critic, x, n)
     for s in range(n):
         dq[s, 0] = scale / n * (q[s, 0] - y[s])
-    backward(critic, x, n, dq, True, dq[:0])
+    backward(critic, x, n, dq, critic.grads, dq[:0])
     adam(critic, lr, step)
 
 
-@jit
+@inline
 def copy_columns(src, dst, start):
     """dst[:, :] = src[:, start:start + dst.shape[1]] (observations out of a critic's input rows
     and back)."""
@@ -246,14 +249,14 @@ def target_of(net):
     return t
 
 
-@jit
+@inline
 def greedy_action(net, obs, squash, out):
     """Deterministic action in [-1, 1] for one observation: the network's first len(out) outputs,
     through tanh when squash (SAC's mean head) or clipped (TD3's tanh output)."""
     x = net.dxa[: obs.shape[0]].reshape((1, obs.shape[0]))  # scratch row, free outside backward
     for i in range(obs.shape[0]):
         x[0, i] = obs[i]
-    y = forward(net, x, 1)
+    y = forward(net, x, x.shape[0])  # not the constant 1: that would compile forward once more
     for i in range(out.shape[0]):
         v = tanh(y[0, i]) if squash else y[0, i]
         out[i] = -1.0 if v < -1.0 else (1.0 if v > 1.0 else v)

@@ -1,0 +1,40 @@
+"""The off-policy algorithms' default configurations, apart from their compiled code (td3.py,
+sac.py), so that `microrl train --help` and the other commands list options without loading numba."""
+from microrl.td3 import TD3Config
+
+# the paper keeps 10,000 transitions for 10,000 steps, i.e. all of them; the host keeps up to
+# a million (memory is only used as the buffer fills, and checkpoints hold the filled part)
+REPLAY_CAPACITY = 1000000
+
+
+def td3_config():
+    """The device core's TD3Config (the TD3 paper's Pendulum settings) with the host's replay."""
+    c = TD3Config()
+    c.replay_capacity = REPLAY_CAPACITY
+    return c
+
+
+class SACConfig:
+    """Defaults: the TD3 paper's Pendulum settings (64-64 ReLU, batch 100, learning rates 1e-3,
+    gamma .99, tau .005, 100 warm-up steps) with SAC's automatic entropy tuning (alpha starts at
+    1, target entropy -action_dim)."""
+
+    def __init__(self, **overrides):
+        paper = TD3Config()  # the settings SAC shares with TD3, defined once
+        for k in ("hidden", "activation", "batch", "gamma", "tau", "actor_lr", "critic_lr"):
+            setattr(self, k, getattr(paper, k))
+        self.alpha_lr = 1e-3
+        self.initial_alpha = 1.0
+        self.target_entropy = None  # None: -action_dim
+        self.warmup = 100
+        self.replay_capacity = REPLAY_CAPACITY
+        self.steps = 10000
+        for k in overrides:
+            if not hasattr(self, k):
+                raise ValueError("unknown SAC setting %r" % k)
+            setattr(self, k, overrides[k])
+
+
+def settings(config):
+    """{name: value} of a configuration object."""
+    return {k: getattr(config, k) for k in dir(config) if not k.startswith("_") and not callable(getattr(config, k))}

@@ -1,0 +1,63 @@
+"""The one shape of a training run's results, the same for every algorithm and task: what
+`microrl train --json` prints, offpolicy.Run.stats and a PPO learner's `result`. docs/training.md
+("Results") explains each key; tests/test_host_cli.py checks that every algorithm gives them all."""
+import importlib.metadata
+import platform
+
+KEYS = (
+    "algo", "task", "seed", "steps", "resumed_from",
+    "wall_s", "train_s", "train_cpu_s", "compile_s", "eval_s", "steps_per_s",
+    "eval_mean", "eval_std", "evals", "policy", "run_dir", "versions",
+)
+# packages whose version a result names, when the run loaded them (null otherwise)
+PACKAGES = ("numpy", "numba", "scipy", "gymnasium", "mujoco")
+
+
+def versions(used):
+    """{"microrl", "python", and each of PACKAGES: its installed version if the run used it
+    (used: names from PACKAGES), else None}."""
+    import microrl
+
+    out = {"microrl": microrl.__version__, "python": platform.python_version()}
+    for name in PACKAGES:
+        out[name] = None
+        if name in used:
+            try:
+                out[name] = importlib.metadata.version(name)
+            except importlib.metadata.PackageNotFoundError:
+                pass
+    return out
+
+
+def run_result(algo, task, seed, steps, resumed_from, wall_s, train_s, train_cpu_s, compile_s, eval_s, evals, policy, run_dir, used):
+    """A run's results as a dict with exactly KEYS. steps: the run's total (including those done
+    before a resume, which resumed_from gives, else None); evals: [(step, mean, std)]; used: the
+    PACKAGES the run used."""
+    done = steps - (resumed_from or 0)
+    last = evals[-1] if evals else None
+    return {
+        "algo": algo,
+        "task": task,
+        "seed": int(seed),
+        "steps": int(steps),
+        "resumed_from": None if resumed_from is None else int(resumed_from),
+        "wall_s": float(wall_s),
+        "train_s": float(train_s),
+        "train_cpu_s": float(train_cpu_s),
+        "compile_s": float(compile_s),
+        "eval_s": float(eval_s),
+        "steps_per_s": done / train_s if train_s > 0 else None,
+        "eval_mean": None if last is None else float(last[1]),
+        "eval_std": None if last is None else float(last[2]),
+        "evals": [[int(s), float(m), float(d)] for s, m, d in evals],
+        "policy": policy,
+        "run_dir": run_dir,
+        "versions": versions(used),
+    }
+
+
+def summary_line(r):
+    """One line for a person: what ran, how long, how well, where the files are."""
+    return "%s on %s: %d steps in %.2f s (%.0f steps/s; compile/cache load %.2f s), eval return %s; policy: %s; run: %s" % (
+        r["algo"], r["task"], r["steps"], r["train_s"], r["steps_per_s"] or 0.0, r["compile_s"],
+        "%.1f +- %.1f" % (r["eval_mean"], r["eval_std"]) if r["eval_mean"] is not None else "not evaluated", r["policy"], r["run_dir"])
