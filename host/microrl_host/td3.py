@@ -12,7 +12,7 @@ import numpy as np
 
 from microrl.td3 import TD3Config
 
-from . import nets, offpolicy
+from . import nets, offpolicy, quadrotor_env
 from .offpolicy import REPLAY_CAPACITY
 from .nets import MAX_TORQUE, jit, backward, forward, normal, polyak, replay_add, replay_sample, uniform
 
@@ -174,6 +174,26 @@ def run_pendulum(S, hp, n_steps, ep_step, ep_return):
             ended += 1
             S.counters[EPISODES] += 1
             nets.pendulum_reset(S.env, S.rng, S.obs)
+        else:
+            S.obs[:] = S.next_obs
+    return ended
+
+
+@jit
+def run_quadrotor(S, hp, n_steps, ep_step, ep_return):
+    """n_steps of training on the compiled quadrotor (quadrotor_env; S.env is its array)."""
+    ended = 0
+    for _ in range(n_steps):
+        explore(S, hp, S.obs, S.action)
+        r, terminated, truncated = quadrotor_env.step(S.env, S.action, S.next_obs)
+        observe(S, hp, S.obs, S.action, r, S.next_obs, terminated)
+        if terminated or truncated:
+            if ended < ep_step.shape[0]:
+                ep_step[ended] = S.counters[STEPS]
+                ep_return[ended] = S.env[quadrotor_env.RETURN]
+                ended += 1
+            S.counters[EPISODES] += 1
+            quadrotor_env.reset(S.env, S.rng, S.obs)
         else:
             S.obs[:] = S.next_obs
     return ended
