@@ -1,5 +1,5 @@
 """microrl.quadrotor against L2F itself (PyPI `l2f`, RLtools' C++ simulator of "Learning to Fly
-in Seconds"): same parameters, same states, same motor commands, the next states, rewards and
+in Seconds"): same parameters, same states, same motor commands, the next states and
 terminations compared over many random steps. Skipped where l2f is not installed (it compiles
 C++ at install: `pip install l2f`)."""
 import json
@@ -51,12 +51,9 @@ def test_parameters_are_l2fs(sim):
         assert close(P[Q.TAU_FALLING], d["rotor_time_constants_falling"][r])
     assert (P[Q.RPM_MIN], P[Q.RPM_MAX]) == (d["action_limit"]["min"], d["action_limit"]["max"])
     assert close(P[Q.DT], p["integration"]["dt"])
-    r = p["mdp"]["reward"]
-    assert (r["scale"], r["constant"], r["termination_penalty"]) == (Q.REWARD_SCALE, Q.REWARD_CONSTANT, Q.REWARD_TERMINATION)
-    assert (r["position"], r["position_clip"], r["orientation"], r["angular_acceleration"]) == (Q.REWARD_POSITION, Q.REWARD_POSITION_CLIP, Q.REWARD_ORIENTATION, Q.REWARD_ANGULAR_ACCELERATION)
-    assert r["linear_velocity"] == r["angular_velocity"] == r["linear_acceleration"] == r["action"] == r["d_action"] == 0.0
+    # the reward is the learning-to-fly trainer's, not this environment's (docs/quadrotor.md): not compared
     t = p["mdp"]["termination"]
-    assert t["enabled"] and (t["position_threshold"], t["linear_velocity_threshold"], t["angular_velocity_threshold"]) == (Q.LIMIT_POSITION, Q.LIMIT_VELOCITY, Q.LIMIT_ANGULAR_VELOCITY)
+    assert t["enabled"] and (t["position_threshold"], t["linear_velocity_threshold"], t["angular_velocity_threshold"]) == (P[Q.LIMIT_POSITION], P[Q.LIMIT_VELOCITY], P[Q.LIMIT_ANGULAR_VELOCITY])
     i = p["mdp"]["init"]
     assert (i["guidance"], i["max_position"], i["max_linear_velocity"], i["max_angular_velocity"]) == (P[Q.INIT_GUIDANCE], P[Q.INIT_POSITION], P[Q.INIT_VELOCITY], P[Q.INIT_ANGULAR_VELOCITY])
     assert i["relative_rpm"] and (i["min_rpm"] + 1) / 2 == P[Q.INIT_RPM_LOW] and (i["max_rpm"] + 1) / 2 == P[Q.INIT_RPM_HIGH]
@@ -87,8 +84,8 @@ def _random_state(rng):
     return s.astype(np.float32).astype(np.float64)  # l2f holds float32
 
 
-def test_next_states_rewards_and_terminations_match_l2f(sim):
-    """STEPS random (state, command) pairs, plus chains of steps from l2f's own initial states:
+def test_next_states_and_terminations_match_l2f(sim):
+    """STEPS random (state, command) pairs, and chains of steps from l2f's own initial states:
     our float64 step of the float32 state l2f holds agrees with l2f's float32 step."""
     device, env, params, l2f_rng = sim
     from l2f import vector1
@@ -101,7 +98,6 @@ def test_next_states_rewards_and_terminations_match_l2f(sim):
     vector1.initial_parameters(device, venv, vparams)
     vstate = vector1.VectorState()
     vnext = vector1.VectorState()
-    rewards = np.zeros(1, np.float32)
     flags = np.zeros(1, bool)
 
     P = Q.new_parameters()
@@ -110,7 +106,6 @@ def test_next_states_rewards_and_terminations_match_l2f(sim):
     sp = np.zeros(4)
     rng = np.random.default_rng(13)
     worst = np.zeros(5)  # position, orientation, velocity, angular velocity, rpm: max abs error
-    worst_reward = 0.0
     n_terminated = 0
     chain = None
     for k in range(STEPS):
@@ -125,7 +120,6 @@ def test_next_states_rewards_and_terminations_match_l2f(sim):
         _set(st, chain)
         vstate.states = [st]
         vector1.step(device, venv, vparams, vstate, a.reshape(1, 4), vnext, vrng)
-        vector1.reward(device, venv, vparams, vstate, a.reshape(1, 4), vnext, rewards, vrng)
         vector1.terminated(device, venv, vparams, vnext, flags, vrng)
         theirs = _get(vnext.states[0])
         s[:] = chain
@@ -136,13 +130,11 @@ def test_next_states_rewards_and_terminations_match_l2f(sim):
             worst[j] = max(worst[j], err[lo:hi].max())
         assert ours_done == bool(flags[0]), (k, chain, a, s, theirs)
         n_terminated += ours_done
-        worst_reward = max(worst_reward, abs(ours_r - float(rewards[0])))
         chain = theirs if not ours_done else None
-    print("worst relative error per part (pos, quat, vel, angvel, rpm):", worst, "reward:", worst_reward, "terminations:", n_terminated)
+    print("worst relative error per part (pos, quat, vel, angvel, rpm):", worst, "terminations:", n_terminated)
     # float32 arithmetic in l2f against float64 here: errors of a few float32 ulps of the
     # largest term (angular velocity changes by thousands of rad/s^2 x 0.01 s)
     assert worst.max() < 2e-5, worst
-    assert worst_reward < 1e-3  # the angular-acceleration term divides float32 noise by dt
     assert 0 < n_terminated < STEPS  # both outcomes were compared
 
 

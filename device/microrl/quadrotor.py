@@ -38,7 +38,16 @@ INIT_VELOCITY = const(29)  # start linear velocity uniform in +-this, per axis (
 INIT_ANGULAR_VELOCITY = const(30)  # start angular velocity uniform in +-this, per axis (rad/s)
 INIT_RPM_LOW = const(31)  # start rotor speeds uniform in [LOW, HIGH] (normalised)
 INIT_RPM_HIGH = const(32)
-PARAM_DIM = const(33)
+REWARD_SCALE = const(33)  # reward = CONSTANT - SCALE * (POSITION |p|^2 + ORIENTATION (1 - q_w^2)
+REWARD_CONSTANT = const(34)  #   + VELOCITY |v|^2 + ACTION |a - hover command|^2); 0 on termination
+REWARD_POSITION = const(35)
+REWARD_ORIENTATION = const(36)
+REWARD_VELOCITY = const(37)
+REWARD_ACTION = const(38)
+LIMIT_POSITION = const(39)  # termination: any coordinate of position (m), velocity (m/s) or
+LIMIT_VELOCITY = const(40)  # angular velocity (rad/s) beyond these
+LIMIT_ANGULAR_VELOCITY = const(41)
+PARAM_DIM = const(42)
 
 # Crazyflie 2.x as L2F has it (parameters/dynamics/crazyflie.h): 27 g take-off weight plus
 # SD-card and flow decks, thrust curve and motor time constants identified on the real craft.
@@ -67,6 +76,15 @@ CRAZYFLIE = (
     1.0,  # init angular velocity
     0.0,  # init rpm low: L2F's relative -1 ..
     0.5,  # init rpm high: .. 0, i.e. half speed
+    0.5,  # reward scale: L2F's hover reward (learning-to-fly, reward_squared_position_only_torque)
+    2.0,  # reward constant
+    5.0,  # reward position (its curriculum raises it towards 40)
+    5.0,  # reward orientation
+    0.01,  # reward velocity (curriculum: towards 1)
+    0.01,  # reward action (curriculum: towards 1)
+    1.0,  # termination position (l2f)
+    2.0,  # termination velocity
+    35.0,  # termination angular velocity
 )
 
 # ---------------------------------------------------------------- state, observation, task
@@ -82,22 +100,6 @@ INIT_DRAWS = const(17)  # uniforms in [0, 1) that initial_state() consumes
 OBS_DIM = const(13)  # position error, quaternion, linear velocity, angular velocity
 ACT_DIM = const(4)  # motor commands in [-1, 1]
 EPISODE_STEPS = const(500)  # 5 s at 100 Hz
-
-# reward: L2F's "squared" reward with the weights the l2f package runs (parameters_to_json of
-# its default environment; environment.h's comments name them in another order): 1.1 minus 0.1 of
-# 10 x distance to the target (clipped at 2.5 m) + 1 x its orientation term + 2 x the norm of the
-# angular acceleration; 0 on termination
-REWARD_SCALE = 0.1
-REWARD_CONSTANT = 1.1
-REWARD_TERMINATION = 0.0
-REWARD_POSITION = 10.0
-REWARD_POSITION_CLIP = 2.5
-REWARD_ORIENTATION = 1.0
-REWARD_ANGULAR_ACCELERATION = 2.0
-# termination: any coordinate beyond these (L2F environment.h)
-LIMIT_POSITION = 1.0
-LIMIT_VELOCITY = 2.0
-LIMIT_ANGULAR_VELOCITY = 35.0
 
 # what "it flies" means in microrl eval: from a start within +-0.5 m and 30 deg of tilt, at rest,
 # after EPISODE_STEPS without termination, within 0.1 m of the target and turning slowly
@@ -217,36 +219,35 @@ def step_state(P, s, sp, w):
             s[i] = hi
 
 
-def terminated(s):
+def terminated(P, s):
     """Left the box, too fast, or spinning (L2F: any coordinate beyond its limit)."""
+    lp = P[LIMIT_POSITION]
+    lv = P[LIMIT_VELOCITY]
+    lw = P[LIMIT_ANGULAR_VELOCITY]
     for i in range(3):
-        if abs(s[i]) > LIMIT_POSITION or abs(s[7 + i]) > LIMIT_VELOCITY or abs(s[10 + i]) > LIMIT_ANGULAR_VELOCITY:
+        if abs(s[i]) > lp or abs(s[7 + i]) > lv or abs(s[10 + i]) > lw:
             return True
     return False
 
 
 def step(P, s, a, sp, w):
     """One control step from commands a[0:4] in [-1, 1]: (reward, terminated). sp: 4 scratch
-    floats for the setpoints. The reward (L2F's reward_components) reads the state before the
-    step and the change of angular velocity over it; termination reads the state after it."""
+    floats for the setpoints. The reward (L2F's squared reward) reads the state before the
+    step; termination the state after it."""
+    hover = hover_action(P)
+    action = 0.0
     for i in range(4):
         sp[i] = rpm_setpoint(P, a[i])
-    position = sqrt(s[0] * s[0] + s[1] * s[1] + s[2] * s[2])
-    if position > REWARD_POSITION_CLIP:
-        position = REWARD_POSITION_CLIP
-    orientation = 2.0 * acos(1.0 - abs(s[6]))  # L2F's term as it is: 0 upright, grows with |q_z|
-    wx = s[10]
-    wy = s[11]
-    wz = s[12]
+        e = a[i] - hover
+        action += e * e
+    position = s[0] * s[0] + s[1] * s[1] + s[2] * s[2]
+    orientation = 1.0 - s[3] * s[3]
+    velocity = s[7] * s[7] + s[8] * s[8] + s[9] * s[9]
     step_state(P, s, sp, w)
-    if terminated(s):
-        return REWARD_TERMINATION, True
-    wx = s[10] - wx
-    wy = s[11] - wy
-    wz = s[12] - wz
-    angular_acceleration = sqrt(wx * wx + wy * wy + wz * wz) / P[DT]
-    cost = REWARD_POSITION * position + REWARD_ORIENTATION * orientation + REWARD_ANGULAR_ACCELERATION * angular_acceleration
-    return REWARD_CONSTANT - REWARD_SCALE * cost, False
+    if terminated(P, s):
+        return 0.0, True
+    cost = P[REWARD_POSITION] * position + P[REWARD_ORIENTATION] * orientation + P[REWARD_VELOCITY] * velocity + P[REWARD_ACTION] * action
+    return P[REWARD_CONSTANT] - P[REWARD_SCALE] * cost, False
 
 
 def initial_state(P, s, u, position, angle, velocity, angular_velocity, guidance, rpm_low, rpm_high):
@@ -357,3 +358,26 @@ class Quadrotor:
         self.t += 1
         observe(self.s, self.obs)
         return self.obs, r, done, self.t >= EPISODE_STEPS and not done
+
+
+def fly(policy, episodes=10, seed=12345, params=None):
+    """Run policy (obs -> 4 commands in [-1, 1]) from `microrl eval`'s start states drawn from
+    Rng(seed): a list of (return, success 1/0, final distance to the target in m, steps flown)
+    per episode. The same on the host and on a board."""
+    from .rng import Rng
+
+    rng = Rng(seed)
+    env = Quadrotor(rng, params, evaluation=True)
+    out = []
+    for _ in range(episodes):
+        obs = env.reset()
+        total = 0.0
+        done = False
+        truncated = False
+        while not (done or truncated):
+            obs, r, done, truncated = env.step(policy(obs))
+            total += r
+        s = env.s
+        ok = 1 if (not done) and success(s) else 0
+        out.append((total, ok, sqrt(s[0] * s[0] + s[1] * s[1] + s[2] * s[2]), env.t))
+    return out

@@ -24,6 +24,16 @@ from microrl.policy import Policy
 from . import atomic, nets
 
 PENDULUM = "pendulum"
+QUADROTOR = "quadrotor"
+# The quadrotor trains as L2F's TD3 does (learning-to-fly src/config/config.h): batch 256, one
+# update every 10 environment steps, 15,000 steps before the first; the settings a user gives win.
+QUADROTOR_SETTINGS = {"batch": 256, "warmup": 15000}
+QUADROTOR_TRAIN_EVERY = 10
+QUADROTOR_STEPS = 300000  # L2F's budget
+# steps over which the quadrotor's start states widen from near hover to L2F's full distribution
+QUADROTOR_CURRICULUM_STEPS = 50000
+QUADROTOR_EVERY = 10000  # its evaluations fly 100 episodes of up to 500 steps
+QUADROTOR_EVAL_EPISODES = 100  # success rates need more episodes than a Pendulum return
 # the paper keeps 10,000 transitions for 10,000 steps, i.e. all of them; the host keeps up to
 # a million (memory is only used as the buffer fills, and checkpoints hold the filled part)
 REPLAY_CAPACITY = 1000000
@@ -70,6 +80,19 @@ class CompiledPendulum:
     low = np.array([-pendulum.MAX_TORQUE], np.float32)
     high = np.array([pendulum.MAX_TORQUE], np.float32)
     compiled = True
+
+
+class CompiledQuadrotor:
+    """The quadrotor hover task from microrl.quadrotor, simulated inside the compiled loop
+    (quadrotor_env). Actions are the 4 motor commands in [-1, 1]."""
+
+    name = QUADROTOR
+    obs_dim = 13
+    act_dim = 4
+    low = -np.ones(4, np.float32)
+    high = np.ones(4, np.float32)
+    compiled = True
+    privileged = 4  # rotor speeds: an asymmetric critic's extra inputs (quadrotor_env.PRIVILEGED)
 
 
 class GymTask:
@@ -120,6 +143,8 @@ def make_gym_env(env_id, **kwargs):
 def make_task(task):
     if task.lower() == PENDULUM:
         return CompiledPendulum()
+    if task.lower() == QUADROTOR:
+        return CompiledQuadrotor()
     return GymTask(task)
 
 
@@ -138,6 +163,7 @@ def flatten(state, prefix=""):
     return out
 
 
+SCRATCH = {"actor_x"}  # work buffers a checkpoint of an earlier version may lack
 REPLAY_ROWS = ("replay.obs", "replay.act", "replay.rew", "replay.next_obs", "replay.done")
 
 
@@ -171,10 +197,12 @@ def read_checkpoint(path):
 def restore(state, arrays, path):
     """Copy checkpoint arrays into a freshly built state of the same configuration."""
     flat = flatten(state)
-    missing = sorted(set(flat) - set(arrays))
+    missing = sorted(set(flat) - set(arrays) - SCRATCH)
     if missing:
         raise CheckpointError("checkpoint %s lacks %s; it was written by another version" % (path, ", ".join(missing[:5])))
     for k, dst in flat.items():
+        if k in SCRATCH and k not in arrays:
+            continue
         src = arrays[k]
         if k in REPLAY_ROWS and src.shape[1:] == dst.shape[1:] and src.shape[0] <= dst.shape[0] and src.dtype == dst.dtype:
             dst[: src.shape[0]] = src
@@ -262,6 +290,7 @@ class Algorithm:
         m = self.m
         wall0 = time.perf_counter()
         env = make_task(task)
+        self.flight_stats = {}
         ckpt_path = os.path.join(run_dir, "checkpoint.npz") if run_dir else None
         meta = None
         if resume:
@@ -273,9 +302,18 @@ class Algorithm:
             config = self.config(**meta["config"])
             seed = meta["seed"]
         else:
+            if env.name == QUADROTOR:
+                settings = dict(QUADROTOR_SETTINGS, **{k: v for k, v in settings.items() if v is not None})
             config = self.config(**settings)
         config.steps = int(steps)
-        state = m.new_state(config, env.obs_dim, env.act_dim, int(seed))
+        if getattr(env, "privileged", 0) and getattr(m, "ASYMMETRIC", False):
+            state = m.new_state(config, env.obs_dim, env.act_dim, int(seed), privileged=env.privileged)
+        else:
+            state = m.new_state(config, env.obs_dim, env.act_dim, int(seed))
+        if env.name == QUADROTOR:
+            from . import quadrotor_env
+
+            state = state._replace(env=quadrotor_env.new_env())
         if resume:
             restore(state, arrays, ckpt_path)
         hp = m.hyperparameters(config)
@@ -300,7 +338,14 @@ class Algorithm:
         t0 = time.perf_counter()
         ep_step = np.zeros(1024, np.int64)
         ep_return = np.zeros(1024)
-        if env.compiled:
+        if env.name == QUADROTOR:
+            from . import quadrotor_env
+
+            if start == 0:
+                quadrotor_env.reset(state.env, state.rng, state.obs)
+            m.run_quadrotor(state, hp, 0, ep_step, ep_return, QUADROTOR_TRAIN_EVERY)
+            quadrotor_env.evaluate(state.actor, m.SQUASH, 0, 0, state.env[quadrotor_env.P0 :])
+        elif env.compiled:
             if start == 0:
                 nets.pendulum_reset(state.env, state.rng, state.obs)
             m.run_pendulum(state, hp, 0, ep_step, ep_return)
@@ -329,7 +374,10 @@ class Algorithm:
                 n = min(n, 1000)
                 t0 = time.perf_counter()
                 c0 = time.process_time()
-                if env.compiled:
+                if env.name == QUADROTOR:
+                    _quadrotor_curriculum(state, step)
+                    ended = m.run_quadrotor(state, hp, n, ep_step, ep_return, QUADROTOR_TRAIN_EVERY)
+                elif env.compiled:
                     ended = m.run_pendulum(state, hp, n, ep_step, ep_return)
                 else:
                     ended = self._run_gym(env, state, hp, n, ep_step, ep_return)
@@ -380,6 +428,7 @@ class Algorithm:
             "wall_s": time.perf_counter() - wall0,
             "steps_per_s": done / train_s if train_s > 0 else None,
             "eval_mean": evals[-1][1] if evals else None,
+            **self.flight_stats,
             "eval_std": evals[-1][2] if evals else None,
             "out": out,
             "run_dir": run_dir,
@@ -414,9 +463,17 @@ class Algorithm:
                 env.obs = next_obs
         return ended
 
+    flight_stats = {}  # the quadrotor's success rate and position error at the last evaluation
+
     def evaluate_state(self, env, state, episodes, seed):
         if not episodes:
             return float("nan"), float("nan")
+        if env.name == QUADROTOR:
+            from . import quadrotor_env
+
+            rows = quadrotor_env.evaluate(state.actor, self.m.SQUASH, max(episodes, QUADROTOR_EVAL_EPISODES), seed, state.env[quadrotor_env.P0 :])
+            self.flight_stats = flight_summary(rows)
+            return float(rows[:, 0].mean()), float(rows[:, 0].std())
         if env.compiled:
             returns = nets.evaluate_pendulum(state.actor, self.m.SQUASH, episodes, seed)
             return float(returns.mean()), float(returns.std())
@@ -445,15 +502,16 @@ class Algorithm:
             settings["gamma"] = args.gamma
         if args.activation is not None:
             settings["activation"] = args.activation
+        every = QUADROTOR_EVERY if args.task.lower() == QUADROTOR else DEFAULT_EVERY
         run = self.run(
             args.task,
             steps=args.steps,
             seed=args.seed,
-            eval_every=DEFAULT_EVERY if args.eval_every is None else args.eval_every,
+            eval_every=every if args.eval_every is None else args.eval_every,
             eval_episodes=args.eval_episodes,
             out=args.out,
             run_dir=args.run_dir,
-            checkpoint_every=DEFAULT_EVERY if args.checkpoint_every is None else args.checkpoint_every,
+            checkpoint_every=every if args.checkpoint_every is None else args.checkpoint_every,
             resume=args.resume,
             quiet=args.quiet or args.json,
             **settings
@@ -461,12 +519,36 @@ class Algorithm:
         s = run.stats
         if args.json:
             print(json.dumps(s, sort_keys=True))
+        elif not args.quiet and "success_rate" in s:
+            print(
+                "%s on %s: %d steps in %.2f s (%.0f steps/s; compile/cache load %.2f s); flies %.0f%% of %d episodes from +-0.5 m and 30 deg, "
+                "final distance to the target %.3f m (median), return %.1f; policy: %s; run: %s"
+                % (s["algo"], s["task"], s["steps"], s["train_s"], s["steps_per_s"] or 0.0, s["compile_s"], 100 * s["success_rate"], max(args.eval_episodes, QUADROTOR_EVAL_EPISODES), s["position_error_m"], _num(s["eval_mean"]), s["out"], s["run_dir"])
+            )
         elif not args.quiet:
             print(
                 "%s on %s: %d steps in %.2f s (%.0f steps/s; compile/cache load %.2f s), eval return %.1f +- %.1f; policy: %s; run: %s"
                 % (s["algo"], s["task"], s["steps"], s["train_s"], s["steps_per_s"] or 0.0, s["compile_s"], _num(s["eval_mean"]), _num(s["eval_std"]), s["out"], s["run_dir"])
             )
         return 0
+
+
+def _quadrotor_curriculum(state, step):
+    from . import quadrotor_env
+
+    state.env[quadrotor_env.CURRICULUM] = min(1.0, step / float(QUADROTOR_CURRICULUM_STEPS))
+
+
+def flight_summary(rows):
+    """success_rate, position_error_m (median final distance to the target) and crash_rate from
+    quadrotor evaluation rows (return, success, final distance, steps)."""
+    from microrl.quadrotor import EPISODE_STEPS
+
+    return {
+        "success_rate": float(rows[:, 1].mean()),
+        "position_error_m": float(np.median(rows[:, 2])),
+        "crash_rate": float((rows[:, 3] < EPISODE_STEPS).mean()),
+    }
 
 
 def evaluate_gym(policy, env_id, episodes=10, seed=12345):

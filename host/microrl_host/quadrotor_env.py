@@ -14,7 +14,7 @@ from microrl import quadrotor as Q
 from .nets import greedy_action, jit, uniform
 
 # device functions that call each other: registering them lets numba compile the callers unchanged
-for _f in (Q.hover_rpm, Q.rpm_setpoint, Q.derivative, Q._axpy, Q.step_state, Q.terminated, Q.initial_state, Q.observe, Q.success):
+for _f in (Q.hover_rpm, Q.hover_action, Q.rpm_setpoint, Q.derivative, Q._axpy, Q.step_state, Q.terminated, Q.initial_state, Q.observe, Q.success):
     register_jitable(_f)
 q_step = njit(cache=True)(Q.step)
 q_initial_state = njit(cache=True)(Q.initial_state)
@@ -25,6 +25,9 @@ q_hover_rpm = njit(cache=True)(Q.hover_rpm)
 NAME = "quadrotor"
 OBS_DIM = Q.OBS_DIM
 ACT_DIM = Q.ACT_DIM
+# what an asymmetric critic sees beyond the actor's 13 values: the 4 rotor speeds (as L2F's
+# critic does), scaled to [-1, 1] like the commands
+PRIVILEGED = 4
 
 # ---------------------------------------------------------------- layout of the env array
 T, RETURN, CURRICULUM = 0, 1, 2  # steps into the episode, return so far, curriculum level in [0, 1]
@@ -67,7 +70,17 @@ def reset(env, rng, obs):
     q_initial_state(P, s, u, pos, ang, vel, angvel, P[Q.INIT_GUIDANCE], P[Q.INIT_RPM_LOW], P[Q.INIT_RPM_HIGH])
     env[T] = 0.0
     env[RETURN] = 0.0
+    observe(env, obs)
+
+
+@jit
+def observe(env, obs):
+    """The 13 observations, then (when obs is longer) the privileged rotor speeds."""
+    s = env[S0:W0]
+    P = env[P0:]
     q_observe(s, obs, 0)
+    for i in range(obs.shape[0] - OBS_DIM):
+        obs[OBS_DIM + i] = 2.0 * (s[Q.RPM + i] - P[Q.RPM_MIN]) / (P[Q.RPM_MAX] - P[Q.RPM_MIN]) - 1.0
 
 
 @jit
@@ -79,7 +92,7 @@ def step(env, action, next_obs):
     r, done = q_step(P, s, a, sp, w)
     env[T] += 1.0
     env[RETURN] += r
-    q_observe(s, next_obs, 0)
+    observe(env, next_obs)
     return r, done, (not done) and env[T] >= Q.EPISODE_STEPS
 
 
@@ -120,3 +133,18 @@ def evaluate(net, squash, episodes, seed, params):
         out[e, 2] = np.sqrt(s[0] * s[0] + s[1] * s[1] + s[2] * s[2])
         out[e, 3] = env[T]
     return out
+
+
+def evaluate_policy(policy, episodes=100, seed=12345, params=Q.CRAZYFLIE):
+    """Rows of (return, success, final distance, steps) for a microrl.policy.Policy: compiled
+    when the policy is a plain actor (no observation normalisation, actions as they come out),
+    else through the device core's Q.fly (same starts only within one of the two paths)."""
+    from .nets import new_net, sync_transposed
+
+    plain = policy.obs_mean is None and (policy.act_scale is None or (list(policy.act_scale) == [1.0] * 4 and list(policy.act_offset) == [0.0] * 4))
+    if not plain:
+        return np.array(Q.fly(policy, episodes, seed, params), dtype=np.float64).reshape(-1, 4)
+    net = new_net(list(policy.sizes), list(policy.acts), 1, trainable=False)
+    net.params[:] = np.frombuffer(bytes(policy.params), dtype=np.float32)
+    sync_transposed(net)
+    return evaluate(net, False, episodes, seed, np.array(params, np.float64))

@@ -16,7 +16,7 @@ from microrl.activations import TANH
 from microrl.nn import layout
 from microrl.td3 import TD3Config
 
-from . import nets, offpolicy
+from . import nets, offpolicy, quadrotor_env
 from .offpolicy import REPLAY_CAPACITY
 from .nets import MAX_TORQUE, jit, backward, forward, normal, polyak, replay_add, replay_sample, uniform
 
@@ -50,6 +50,7 @@ class SACConfig:
 HP = ("gamma", "tau", "actor_lr", "critic_lr", "alpha_lr", "target_entropy", "warmup")
 GAMMA, TAU, ACTOR_LR, CRITIC_LR, ALPHA_LR, TARGET_ENTROPY, WARMUP = range(len(HP))
 STEPS, UPDATES, EPISODES = 0, 1, 2
+ASYMMETRIC = False  # critics see what the actor sees
 
 State = namedtuple(
     "State",
@@ -259,6 +260,30 @@ def run_pendulum(S, hp, n_steps, ep_step, ep_return):
             ended += 1
             S.counters[EPISODES] += 1
             nets.pendulum_reset(S.env, S.rng, S.obs)
+        else:
+            S.obs[:] = S.next_obs
+    return ended
+
+
+@jit
+def run_quadrotor(S, hp, n_steps, ep_step, ep_return, train_every):
+    """n_steps of training on the compiled quadrotor (quadrotor_env; S.env is its array), one
+    update every train_every steps (L2F: 10)."""
+    ended = 0
+    for _ in range(n_steps):
+        explore(S, hp, S.obs, S.action)
+        r, terminated, truncated = quadrotor_env.step(S.env, S.action, S.next_obs)
+        replay_add(S.replay, S.obs, S.action, r, S.next_obs, terminated)
+        S.counters[STEPS] += 1
+        if S.counters[STEPS] >= hp[WARMUP] and S.replay.count[1] >= S.reward.shape[0] and S.counters[STEPS] % train_every == 0:
+            update(S, hp)
+        if terminated or truncated:
+            if ended < ep_step.shape[0]:
+                ep_step[ended] = S.counters[STEPS]
+                ep_return[ended] = S.env[quadrotor_env.RETURN]
+                ended += 1
+            S.counters[EPISODES] += 1
+            quadrotor_env.reset(S.env, S.rng, S.obs)
         else:
             S.obs[:] = S.next_obs
     return ended

@@ -216,6 +216,16 @@ class SerialLink:
         return list(values[2:]), values[0], values[1]
 
 
+    def fly(self, seed, episodes, timeout=600.0):
+        """Closed loop on the board: the policy flying the board's own quadrotor. Returns
+        (rows of (return, success, final distance, steps), steps, policy us, total us)."""
+        payload = self.request(P.ROLLOUT, struct.pack("<IHB", seed, episodes, P.TASK_QUADROTOR), timeout=timeout)
+        n = (len(payload) - 12) // 4
+        values = struct.unpack("<III%df" % n, payload)
+        rows = [tuple(values[3 + 4 * k : 7 + 4 * k]) for k in range(n // 4)]
+        return rows, values[0], values[1], values[2]
+
+
 def parse_info(payload):
     version, mem_free = struct.unpack("<BI", payload[:5])
     return {"protocol": version, "mem_free": mem_free, "board": bytes(payload[5:]).decode("utf-8", "replace")}

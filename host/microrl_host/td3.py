@@ -28,8 +28,9 @@ STEPS, UPDATES, EPISODES = 0, 1, 2
 State = namedtuple(
     "State",
     "actor actor_target critic1 critic2 critic1_target critic2_target replay rng counters env "
-    "obs next_obs action critic_in next_in actor_in reward done y dq da dx",
+    "obs next_obs action critic_in next_in actor_in reward done y dq da dx actor_x",
 )
+ASYMMETRIC = True  # new_state(privileged=k): the critics also see k values the actor does not
 
 
 def default_config():
@@ -42,12 +43,16 @@ def hyperparameters(config):
     return np.array([float(getattr(config, k)) for k in HP], np.float64)
 
 
-def new_state(config, obs_dim, act_dim, seed):
-    """Fresh networks (PyTorch init from the seed), empty replay, counters at zero."""
+def new_state(config, obs_dim, act_dim, seed, privileged=0):
+    """Fresh networks (PyTorch init from the seed), empty replay, counters at zero. With
+    privileged > 0 the actor-critic is asymmetric (as L2F's): observations carry `privileged`
+    more values after the actor's obs_dim, which only the critics see."""
     c = config
     hidden = list(c.hidden)
     n = c.batch
     actor_sizes = [obs_dim] + hidden + [act_dim]
+    actor_dim = obs_dim
+    obs_dim = obs_dim + privileged
     critic_sizes = [obs_dim + act_dim] + hidden + [1]
     actor_acts = (c.activation, "tanh")
     critic_acts = (c.activation, "identity")
@@ -79,6 +84,7 @@ def new_state(config, obs_dim, act_dim, seed):
         dq=np.zeros((n, 1), f32),
         da=np.zeros((n, act_dim), f32),
         dx=np.zeros((n, obs_dim + act_dim), f32),
+        actor_x=np.zeros((n, actor_dim), f32),
     )
 
 
@@ -96,8 +102,10 @@ def update(S, hp):
     od = S.obs.shape[0]
     ad = S.action.shape[0]
     replay_sample(S.replay, S.rng, n, S.critic_in, S.reward, S.actor_in, S.done)
-    # target actions with clipped smoothing noise, beside the next observations
-    a_next = forward(S.actor_target, S.actor_in, n)
+    # target actions with clipped smoothing noise, beside the next observations (the actor sees
+    # the first actor_x columns of them, the critics all)
+    nets.copy_columns(S.actor_in, S.actor_x, 0)
+    a_next = forward(S.actor_target, S.actor_x, n)
     clip = hp[TARGET_NOISE_CLIP]
     for s in range(n):
         for i in range(od):
@@ -119,8 +127,8 @@ def update(S, hp):
     if step % delay:
         return
     # actor: maximise Q1(s, pi(s)); dL/dQ = -1/n back through critic 1 to the action inputs
-    nets.copy_columns(S.critic_in, S.actor_in, 0)
-    a = forward(S.actor, S.actor_in, n)
+    nets.copy_columns(S.critic_in, S.actor_x, 0)
+    a = forward(S.actor, S.actor_x, n)
     for s in range(n):
         for i in range(ad):
             S.critic_in[s, od + i] = a[s, i]
@@ -129,7 +137,7 @@ def update(S, hp):
         S.dq[s, 0] = -1.0 / n
     backward(S.critic1, S.critic_in, n, S.dq, False, S.dx)
     nets.copy_columns(S.dx, S.da, od)
-    backward(S.actor, S.actor_in, n, S.da, True, S.dx[:0])
+    backward(S.actor, S.actor_x, n, S.da, True, S.dx[:0])
     nets.adam(S.actor, hp[ACTOR_LR], step // delay)
     tau = hp[TAU]
     polyak(S.actor_target, S.actor, tau)
@@ -144,7 +152,7 @@ def explore(S, hp, obs, out):
         for i in range(out.shape[0]):
             out[i] = uniform(S.rng, -1.0, 1.0)
         return
-    nets.greedy_action(S.actor, obs, False, out)
+    nets.greedy_action(S.actor, obs[: S.actor_x.shape[1]], False, out)
     for i in range(out.shape[0]):
         v = out[i] + normal(S.rng, 0.0, hp[EXPLORATION_NOISE])
         out[i] = -1.0 if v < -1.0 else (1.0 if v > 1.0 else v)
@@ -180,13 +188,17 @@ def run_pendulum(S, hp, n_steps, ep_step, ep_return):
 
 
 @jit
-def run_quadrotor(S, hp, n_steps, ep_step, ep_return):
-    """n_steps of training on the compiled quadrotor (quadrotor_env; S.env is its array)."""
+def run_quadrotor(S, hp, n_steps, ep_step, ep_return, train_every):
+    """n_steps of training on the compiled quadrotor (quadrotor_env; S.env is its array), one
+    update every train_every steps (L2F: 10)."""
     ended = 0
     for _ in range(n_steps):
         explore(S, hp, S.obs, S.action)
         r, terminated, truncated = quadrotor_env.step(S.env, S.action, S.next_obs)
-        observe(S, hp, S.obs, S.action, r, S.next_obs, terminated)
+        replay_add(S.replay, S.obs, S.action, r, S.next_obs, terminated)
+        S.counters[STEPS] += 1
+        if S.counters[STEPS] >= hp[WARMUP] and S.replay.count[1] >= S.reward.shape[0] and S.counters[STEPS] % train_every == 0:
+            update(S, hp)
         if terminated or truncated:
             if ended < ep_step.shape[0]:
                 ep_step[ended] = S.counters[STEPS]

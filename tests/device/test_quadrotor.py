@@ -22,7 +22,7 @@ def test_hover_rpm_holds_the_weight():
     assert truncated and not terminated
     for i in range(13):
         assert abs(obs[i] - (1.0 if i == 3 else 0.0)) < 1e-6
-    assert_close(r, Q.REWARD_CONSTANT, 1e-9, 1e-9, "reward at the target")
+    assert_close(r, P[Q.REWARD_CONSTANT], 1e-9, 1e-9, "reward at the target")
 
 
 def test_free_fall_and_termination():
@@ -40,8 +40,8 @@ def test_free_fall_and_termination():
         # rotors at RPM_MIN give C0 of thrust each: a little less than free fall
         expected_v = -(P[Q.GRAVITY] - 4 * P[Q.THRUST_C0] / P[Q.MASS]) * t * P[Q.DT]
         assert_close(s[9], expected_v, 1e-6, 1e-9, "vertical velocity")
-    assert r == Q.REWARD_TERMINATION
-    assert s[9] < -Q.LIMIT_VELOCITY or s[2] < -Q.LIMIT_POSITION
+    assert r == 0.0
+    assert s[9] < -P[Q.LIMIT_VELOCITY] or s[2] < -P[Q.LIMIT_POSITION]
 
 
 def test_quaternion_stays_unit_and_motors_lag():
@@ -104,6 +104,22 @@ def test_reset_distributions():
             assert abs(s[i]) <= Q.EVAL_POSITION and s[7 + i] == 0.0 and s[10 + i] == 0.0
         assert_close(s[13], Q.hover_rpm(P), 1e-12, 1e-12)
     assert 10 <= at_target <= 60  # guidance 0.1 of 300
+
+
+def test_reward_is_l2fs_squared_hover_reward():
+    P = Q.new_parameters()
+    s = [0.1, -0.2, 0.3, 0.9, 0.3, -0.2, 0.2, 0.5, 0.1, -0.3, 0.0, 0.0, 0.0, 0.7, 0.7, 0.7, 0.7]
+    n = sqrt(sum(v * v for v in s[3:7]))
+    for i in range(3, 7):
+        s[i] /= n
+    a = [0.1, 0.2, 0.3, 0.4]
+    before = list(s)
+    r, done = Q.step(P, s, a, [0.0] * 4, [0.0] * Q.WORK_DIM)
+    assert not done
+    h = Q.hover_action(P)
+    cost = (P[Q.REWARD_POSITION] * (0.01 + 0.04 + 0.09) + P[Q.REWARD_ORIENTATION] * (1 - before[3] ** 2)
+            + P[Q.REWARD_VELOCITY] * (0.25 + 0.01 + 0.09) + P[Q.REWARD_ACTION] * sum((x - h) ** 2 for x in a))
+    assert_close(r, P[Q.REWARD_CONSTANT] - P[Q.REWARD_SCALE] * cost, 1e-12, 1e-12, "reward")
 
 
 def test_success_means_close_and_calm():

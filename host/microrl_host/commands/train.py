@@ -17,6 +17,7 @@ _claimed = {}  # name -> {option dest: default} of that algorithm's own options
 EXAMPLES = """examples:
   microrl train pendulum --algo td3 --steps 10000 --seed 0 --out pendulum.mrlp
   microrl train pendulum --algo sac --steps 10000 --json
+  microrl train quadrotor --algo td3 --out fly.mrlp                  # L2F's hover task, then: microrl eval fly.mrlp
   microrl train MountainCarContinuous-v0 --algo td3 --steps 50000 --exploration-noise 0.5
   microrl train pendulum --out pendulum.mrlp --steps 20000 --resume   # continue a run
 """
@@ -73,10 +74,10 @@ def register(sub):
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("task", help="'pendulum' (simulated inside the compiled training loop: fastest) or a gymnasium id with continuous actions, e.g. Pendulum-v1, MountainCarContinuous-v0")
+    p.add_argument("task", help="'pendulum' or 'quadrotor' (simulated inside the compiled training loop: fastest) or a gymnasium id with continuous actions, e.g. Pendulum-v1, MountainCarContinuous-v0")
     missing = ", ".join("%s (%s)" % (n, _load(n)) for n in ALGOS if n not in algos)
     p.add_argument("--algo", default=DEFAULT_ALGO, metavar="NAME", help="algorithm: %s (default %s)%s" % (", ".join(ALGOS), DEFAULT_ALGO, "; unavailable here: " + missing if missing else ""))
-    p.add_argument("--steps", type=_whole(1), default=10000, help="environment steps in total, counting those before a --resume (default 10000)")
+    p.add_argument("--steps", type=_whole(1), default=None, help="environment steps in total, counting those before a --resume (default 10000; quadrotor 300000, L2F's)")
     p.add_argument("--seed", type=_whole(0), default=0, help="random seed: same seed, same run (default 0)")
     p.add_argument("--out", metavar="FILE", help="policy file to write (default <task>-<algo>.mrlp)")
     p.add_argument("--run-dir", metavar="DIR", help="run folder for run.json, progress.csv, checkpoint.npz (default: --out without .mrlp, plus .run)")
@@ -121,6 +122,10 @@ def run(args):
     if isinstance(module, ImportError):
         raise CommandError("--algo %s is not available in this installation (%s); available: %s" % (name, module, ", ".join(available())))
     args.algo = name
+    if args.steps is None:
+        from ..offpolicy import QUADROTOR, QUADROTOR_STEPS
+
+        args.steps = QUADROTOR_STEPS if args.task.lower() == QUADROTOR else 10000
     for other, options in _claimed.items():
         if other == name:
             continue
