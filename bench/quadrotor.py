@@ -52,19 +52,21 @@ def run_seed(algo, seed, steps):
     import numpy as np
 
     from microrl import quadrotor as Q
-    from microrl_host import offpolicy, quadrotor_env, sac, td3
+    from microrl_host.algos import sac, td3
+    from microrl_host.algos.callbacks import EachChunk
+    from microrl_host.envs import quadrotor as quadrotor_env
 
     module = td3 if algo == "td3" else sac
     params = np.array(Q.CRAZYFLIE, np.float64)
     curve = []
     clock = {"train": 0.0, "last": None, "first_90": None}
 
-    def progress(step, state, _):
+    def progress(step, state):
         now = time.perf_counter()
         clock["train"] += now - clock["last"]
         if step % EVAL_EVERY == 0 or step == steps:
             rows = quadrotor_env.evaluate(state.actor, module.SQUASH, EVAL_EPISODES, EVAL_SEED, params)
-            s = offpolicy.flight_summary(rows)
+            s = quadrotor_env.flight_summary(rows)
             curve.append((step, round(clock["train"], 3), s["success_rate"], s["position_error_m"]))
             if clock["first_90"] is None and s["success_rate"] >= TARGET:
                 clock["first_90"] = (step, clock["train"])
@@ -73,7 +75,7 @@ def run_seed(algo, seed, steps):
     # compile (or load numba's cache) first, so that the clock holds training only
     module.ALGO.run("quadrotor", steps=1, seed=seed, eval_episodes=0)
     clock["last"] = time.perf_counter()
-    run = module.ALGO.run("quadrotor", steps=steps, seed=seed, eval_every=0, eval_episodes=0, progress=progress)
+    run = module.ALGO.run("quadrotor", steps=steps, seed=seed, eval_every=0, eval_episodes=0, callbacks=EachChunk(progress))
     final = curve[-1]
     return {
         "algo": algo,
@@ -100,7 +102,7 @@ def foundation_policy_reference(episodes=EVAL_EPISODES):
     import numpy as np
 
     from microrl import quadrotor as Q
-    from microrl_host.quadrotor_render import rotation
+    from microrl_host.envs.quadrotor_render import rotation
 
     policy = QuadrotorPolicy()
     rows = []
@@ -157,7 +159,7 @@ def main():
     ap.add_argument("--foundation", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     _path()
-    from microrl_host.offpolicy import QUADROTOR_STEPS
+    from microrl_host.algos.offpolicy import QUADROTOR_STEPS
 
     steps = a.steps or QUADROTOR_STEPS
     if a.one:

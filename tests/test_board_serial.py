@@ -42,7 +42,7 @@ def test_micropython_encodes_the_same_frames():
 def test_link_infer_matches_host_and_rollout_matches_evaluate(board):
     from microrl.evaluate import evaluate
     from microrl.pendulum import Pendulum
-    from microrl_host.serial_link import SerialLink
+    from microrl_host.board.serial_link import SerialLink
 
     with SerialLink(board.port) as link:
         n_in, n_out, described = link.load("policy.mrlp")
@@ -134,7 +134,7 @@ def _with_seq(frame, seq):
 
 @needs_board
 def test_server_survives_ten_thousand_damaged_frames(board):
-    from microrl_host.serial_link import SerialLink
+    from microrl_host.board.serial_link import SerialLink
 
     rng = random.Random(1234)
     total = 10000
@@ -195,7 +195,7 @@ def test_server_survives_ten_thousand_damaged_frames(board):
 
 @needs_board
 def test_board_out_of_memory_is_an_error_frame_not_a_crash(board, tmp_path):
-    from microrl_host.serial_link import DeviceError, SerialLink
+    from microrl_host.board.serial_link import DeviceError, SerialLink
 
     big = tmp_path / "big.mrlp"
     make_policy(big, sizes=(13, 256, 256, 4))  # 70k parameters: 280 kB, more than the 160K heap
@@ -216,7 +216,7 @@ def test_board_out_of_memory_is_an_error_frame_not_a_crash(board, tmp_path):
 
 @needs_board
 def test_board_without_microrl_is_named(tmp_path):
-    from microrl_host.board import VirtualBoard
+    from microrl_host.board.virtual import VirtualBoard
 
     policy = tmp_path / "p.mrlp"
     make_policy(policy)

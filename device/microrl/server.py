@@ -5,7 +5,6 @@
 #
 #   >>> import microrl
 #   >>> microrl.serve("policy.mrlp")   # (the code is in microrl.server)
-import struct
 import sys
 
 from . import protocol as P
@@ -86,7 +85,7 @@ class Server:
 
     # --- requests
     def info(self):
-        return struct.pack("<BI", P.VERSION, _mem_free()) + _describe_board().encode()
+        return P.pack_info(_mem_free(), _describe_board())
 
     def load(self, path):
         from .policy import load
@@ -101,7 +100,7 @@ class Server:
         from .compat import zeros
 
         self.obs = zeros(policy.obs_dim)
-        return struct.pack("<HH", policy.obs_dim, policy.act_dim) + policy.describe().encode()
+        return P.pack_loaded(policy.obs_dim, policy.act_dim, policy.describe())
 
     def infer(self, seq, payload):
         policy = self.policy
@@ -111,13 +110,13 @@ class Server:
         if len(payload) != 4 * n_in:
             return self.error(seq, P.E_PAYLOAD, "observation of %d bytes, the policy takes %d floats (%d bytes)" % (len(payload), n_in, 4 * n_in))
         obs = self.obs
-        values = struct.unpack("<%df" % n_in, payload)
+        values = P.unpack_observation(payload, n_in)
         for i in range(n_in):
             obs[i] = values[i]
         t0 = ticks_us()
         action = policy(obs)
         dt = ticks_diff(ticks_us(), t0)
-        self.send(P.INFER | P.REPLY, seq, struct.pack("<I%df" % len(action), dt, *action))
+        self.send(P.INFER | P.REPLY, seq, P.pack_action(dt, action))
 
     def rollout(self, seq, payload):
         if self.policy is None:
@@ -125,7 +124,7 @@ class Server:
         if len(payload) not in (6, 7):
             return self.error(seq, P.E_PAYLOAD, "ROLLOUT takes seed u32, episodes u16 and optionally a task u8")
         task = payload[6] if len(payload) == 7 else P.TASK_PENDULUM
-        seed, episodes = struct.unpack("<IH", payload[:6])
+        seed, episodes = P.unpack_rollout(payload[:6])
         if task == P.TASK_QUADROTOR:
             return self.fly(seq, seed, episodes)
         if task != P.TASK_PENDULUM:
@@ -137,7 +136,7 @@ class Server:
 
         timed = _Timed(self.policy)
         mean, std, returns = evaluate(timed, Pendulum(), episodes, seed=seed)
-        self.send(P.ROLLOUT | P.REPLY, seq, struct.pack("<II%df" % len(returns), timed.calls, timed.us, *returns))
+        self.send(P.ROLLOUT | P.REPLY, seq, P.pack_returns(timed.calls, timed.us, returns))
 
     def fly(self, seq, seed, episodes):
         """The policy flying the board's own quadrotor (microrl.quadrotor.fly): steps, policy us,
@@ -155,7 +154,7 @@ class Server:
         values = []
         for row in rows:
             values.extend(row)
-        self.send(P.ROLLOUT | P.REPLY, seq, struct.pack("<III%df" % len(values), timed.calls, timed.us, total, *values))
+        self.send(P.ROLLOUT | P.REPLY, seq, P.pack_flights(timed.calls, timed.us, total, values))
 
     def handle(self, type_, seq, payload):
         if type_ == P.INFER:

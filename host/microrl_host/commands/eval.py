@@ -2,7 +2,7 @@
 import json
 import os
 
-from ..cli import CommandError
+from . import CommandError
 
 PENDULUM = "pendulum"
 QUADROTOR = "quadrotor"
@@ -66,7 +66,7 @@ def pick_env(policy, env):
 
 
 def run(args):
-    from ..offpolicy import TaskError, evaluate_gym, make_gym_env
+    from ..envs.gym import TaskError, evaluate_gym, make_gym_env
 
     policy = load_policy(args.policy)
     env_id = pick_env(policy, args.env)
@@ -101,8 +101,7 @@ def run(args):
 
 
 def run_quadrotor(args, policy):
-    from ..offpolicy import flight_summary
-    from ..quadrotor_env import evaluate_policy
+    from ..envs.quadrotor import evaluate_policy, flight_summary
 
     rows = evaluate_policy(policy, args.episodes, args.seed)
     returns = rows[:, 0]

@@ -2,7 +2,7 @@
 import json
 import os
 
-from ..cli import CommandError
+from . import CommandError
 
 
 def register(sub):
@@ -31,7 +31,7 @@ def run(args):
     import microrl
     from microrl import fixedpoint
 
-    from .. import quantise as Q
+    from .. import calibration as Q
 
     if not args.int16:
         raise CommandError("choose the format to export to: --int16 (int16 fixed point for the viper path)")

@@ -2,7 +2,7 @@
 import json
 import os
 
-from ..cli import CommandError
+from . import CommandError
 
 
 def register(sub):

@@ -1,7 +1,7 @@
 """microrl render: an animated GIF of the pendulum under a policy."""
 import math
 
-from ..cli import CommandError
+from . import CommandError
 
 
 def register(sub):
@@ -94,7 +94,7 @@ def run_quadrotor(args, policy):
     from microrl.quadrotor import CRAZYFLIE, DT
 
     from .. import atomic
-    from ..quadrotor_render import frames
+    from ..envs.quadrotor_render import frames
 
     every = 4  # 25 frames per second of flight: plays in real time
     images, summary = frames(policy, args.episodes, args.seed, every=every, size=max(args.size, 240), params=CRAZYFLIE)

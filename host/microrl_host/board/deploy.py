@@ -11,14 +11,15 @@ import os
 import subprocess
 import tempfile
 
+from .native import arch_from_mpy
 from .serial_link import LinkError, connect
 
-DEVICE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "device", "microrl")
+DEVICE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))), "device", "microrl")
 BOARD_LIB = "lib/microrl"  # on sys.path of every MicroPython port ('/lib' on boards)
 BOARD_POLICY = "policy.mrlp"
+PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs")  # run on the board
 HOST_ONLY = ("_numpy.py",)  # needs numpy: never on a board
 MIN_VERSION = (1, 20, 0)
-MPY_ARCHS = [None, "x86", "x64", "armv6", "armv6m", "armv7m", "armv7em", "armv7emsp", "armv7emdp", "xtensa", "xtensawin", "rv32imc", "rv64imc"]
 ENOSPC = 28
 
 
@@ -60,39 +61,22 @@ def _exec(transport, code, timeout):
         raise DeployError("lost the board while running code on it: %s" % (str(e) or type(e).__name__)) from None
 
 
-def board_eval(transport, expr, timeout=30):
-    return ast.literal_eval(board_exec(transport, "print(repr(%s))" % expr, timeout).strip())
-
-
-_INFO = """
-import sys, gc, os
-try:
-    import hashlib
-    h = hasattr(hashlib, 'sha256')
-except ImportError:
-    h = False
-free = -1
-for p in ('.', '/', ''):
-    try:
-        s = os.statvfs(p)
-        free = s[0] * s[3]
-        break
-    except Exception:
-        pass
-gc.collect()
-print(repr((sys.implementation.name, tuple(sys.implementation.version[:3]), getattr(sys.implementation, '_mpy', 0), sys.platform, gc.mem_free(), free, h)))
-"""
+def board_program(name, **params):
+    """The text of programs/<name>.py (a program that runs on the board), after one line per
+    parameter: NAME = repr(value)."""
+    with open(os.path.join(PROGRAMS, name + ".py")) as f:
+        text = f.read()
+    return "".join("%s = %r\n" % (k, v) for k, v in sorted(params.items())) + text
 
 
 def board_info(transport):
     try:
-        name, version, mpy, platform, mem_free, fs_free, has_sha = ast.literal_eval(board_exec(transport, _INFO).strip())
+        name, version, mpy, platform, mem_free, fs_free, has_sha = ast.literal_eval(board_exec(transport, board_program("board_info")).strip())
     except (ValueError, SyntaxError, DeployError) as e:
         raise DeployError("the board's answer to a version query made no sense (%s): is it running MicroPython?" % e) from None
     info = {"name": name, "version": tuple(version), "mpy": mpy, "platform": platform, "mem_free": mem_free, "fs_free": fs_free, "sha256": has_sha}
     info["mpy_version"] = (mpy & 0xFF, (mpy >> 8) & 3)
-    arch = (mpy >> 10) & 0x0F
-    info["arch"] = MPY_ARCHS[arch] if arch < len(MPY_ARCHS) else None
+    info["arch"] = arch_from_mpy(mpy)
     return info
 
 
@@ -143,31 +127,10 @@ def compile_mpy(sources, info, out_dir):
     return files
 
 
-_HASHES = """
-import hashlib
-def _h(p):
-    try:
-        f = open(p, 'rb')
-    except OSError:
-        return None
-    h = hashlib.sha256()
-    b = bytearray(512)
-    m = memoryview(b)
-    while True:
-        n = f.readinto(b)
-        if not n:
-            break
-        h.update(m[:n])
-    f.close()
-    return ''.join('%%02x' %% c for c in h.digest())
-print(repr([_h(p) for p in %r]))
-"""
-
-
 def board_hashes(transport, paths):
     if not paths:
         return []
-    return ast.literal_eval(board_exec(transport, _HASHES % (list(paths),), timeout=120).strip())
+    return ast.literal_eval(board_exec(transport, board_program("file_hashes", PATHS=list(paths)), timeout=120).strip())
 
 
 def _sha(data):
@@ -246,14 +209,6 @@ def copy_files(transport, files, stale=(), fs_free=-1, log=None):
     return changed
 
 
-_CHECK = """
-import microrl
-from microrl.policy import load
-p = load(%r)
-print(repr([list(p(o)) for o in %r]))
-"""
-
-
 def check_policy(transport, board_path, policy):
     """Run the policy on the board on a few observations; return the largest difference from
     the host's actions (raise DeployError if it is not close)."""
@@ -261,7 +216,7 @@ def check_policy(transport, board_path, policy):
 
     rng = Rng(7)
     obs = [[rng.uniform(-1.0, 1.0) for _ in range(policy.obs_dim)] for _ in range(4)]
-    board = ast.literal_eval(board_exec(transport, _CHECK % (board_path, obs), timeout=120).strip())
+    board = ast.literal_eval(board_exec(transport, board_program("check_policy", POLICY_PATH=board_path, OBSERVATIONS=obs), timeout=120).strip())
     worst = 0.0
     for o, b in zip(obs, board):
         host = list(policy(o))

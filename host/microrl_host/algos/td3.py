@@ -2,19 +2,27 @@
 sampling, forward, backward, Adam and target updates all run in compiled code. The same
 algorithm as the device core's microrl.td3 (same defaults, TD3Config), at host speed.
 
-    from microrl_host import td3
+    from microrl_host.algos import td3
     policy, evals = td3.train_pendulum(steps=10000, seed=0)   # a microrl.policy.Policy
-    policy, evals = td3.train("MountainCarContinuous-v0", steps=50000)  # any gymnasium Box env
+    run = td3.train(td3.config(steps=50000), "MountainCarContinuous-v0")  # any gymnasium Box env
+    run.policy, run.evals, run.stats
 """
 from collections import namedtuple
 
 import numpy as np
 
+from microrl.layout import actor_critic_sizes
 from microrl.td3 import TD3Config
 
-from . import nets, offpolicy, quadrotor_env
+from ..envs import quadrotor
+from ..envs.pendulum import MAX_TORQUE, pendulum_reset, pendulum_step
+from ..nn import mlp
+from ..nn.jit import jit
+from ..nn.mlp import backward, forward, polyak
+from ..nn.rng import new_rng, normal, uniform
+from . import offpolicy
 from .offpolicy import REPLAY_CAPACITY
-from .nets import MAX_TORQUE, jit, backward, forward, normal, polyak, replay_add, replay_sample, uniform
+from .replay import new_replay, replay_add, replay_sample
 
 NAME = "td3"
 SQUASH = False  # the actor ends in tanh already
@@ -48,18 +56,17 @@ def new_state(config, obs_dim, act_dim, seed, privileged=0):
     privileged > 0 the actor-critic is asymmetric (as L2F's): observations carry `privileged`
     more values after the actor's obs_dim, which only the critics see."""
     c = config
-    hidden = list(c.hidden)
     n = c.batch
-    actor_sizes = [obs_dim] + hidden + [act_dim]
+    actor_sizes, critic_sizes = actor_critic_sizes(obs_dim, act_dim, c.hidden)
     actor_dim = obs_dim
     obs_dim = obs_dim + privileged
-    critic_sizes = [obs_dim + act_dim] + hidden + [1]
+    critic_sizes = actor_critic_sizes(obs_dim, act_dim, c.hidden)[1]
     actor_acts = (c.activation, "tanh")
     critic_acts = (c.activation, "identity")
-    actor = nets.new_net(actor_sizes, actor_acts, n, seed=seed * 4 + 1)
-    critic1 = nets.new_net(critic_sizes, critic_acts, n, seed=seed * 4 + 2)
-    critic2 = nets.new_net(critic_sizes, critic_acts, n, seed=seed * 4 + 3)
-    targets = [nets.target_of(net) for net in (actor, critic1, critic2)]
+    actor = mlp.new_net(actor_sizes, actor_acts, n, seed=seed * 4 + 1)
+    critic1 = mlp.new_net(critic_sizes, critic_acts, n, seed=seed * 4 + 2)
+    critic2 = mlp.new_net(critic_sizes, critic_acts, n, seed=seed * 4 + 3)
+    targets = [mlp.target_of(net) for net in (actor, critic1, critic2)]
     f32 = np.float32
     return State(
         actor=actor,
@@ -68,8 +75,8 @@ def new_state(config, obs_dim, act_dim, seed, privileged=0):
         critic2=critic2,
         critic1_target=targets[1],
         critic2_target=targets[2],
-        replay=nets.new_replay(c.replay_capacity, obs_dim, act_dim),
-        rng=nets.new_rng(seed),
+        replay=new_replay(c.replay_capacity, obs_dim, act_dim),
+        rng=new_rng(seed),
         counters=np.zeros(3, np.int64),
         env=np.zeros(4),
         obs=np.zeros(obs_dim, f32),
@@ -102,9 +109,9 @@ def update(S, hp):
     od = S.obs.shape[0]
     ad = S.action.shape[0]
     replay_sample(S.replay, S.rng, n, S.critic_in, S.reward, S.actor_in, S.done)
-    # target actions with clipped smoothing noise, beside the next observations (the actor sees
-    # the first actor_x columns of them, the critics all)
-    nets.copy_columns(S.actor_in, S.actor_x, 0)
+    # target actions with clipped smoothing noise, beside the next observations
+    # (the actor sees the first actor_x columns of the observations, the critics all)
+    mlp.copy_columns(S.actor_in, S.actor_x, 0)
     a_next = forward(S.actor_target, S.actor_x, n)
     clip = hp[TARGET_NOISE_CLIP]
     for s in range(n):
@@ -115,19 +122,19 @@ def update(S, hp):
             e = -clip if e < -clip else (clip if e > clip else e)
             v = a_next[s, i] + e
             S.next_in[s, od + i] = -1.0 if v < -1.0 else (1.0 if v > 1.0 else v)
-    nets.twin_min(S.critic1_target, S.critic2_target, S.next_in, n, S.y)
+    mlp.twin_min(S.critic1_target, S.critic2_target, S.next_in, n, S.y)
     for s in range(n):
         S.y[s] = S.reward[s] + hp[GAMMA] * (1.0 - S.done[s]) * S.y[s]
     # critics: mean squared error to the shared target
     S.counters[UPDATES] += 1
     step = S.counters[UPDATES]
-    nets.regress(S.critic1, S.critic_in, S.y, n, 2.0, hp[CRITIC_LR], step, S.dq)
-    nets.regress(S.critic2, S.critic_in, S.y, n, 2.0, hp[CRITIC_LR], step, S.dq)
+    mlp.regress(S.critic1, S.critic_in, S.y, n, 2.0, hp[CRITIC_LR], step, S.dq)
+    mlp.regress(S.critic2, S.critic_in, S.y, n, 2.0, hp[CRITIC_LR], step, S.dq)
     delay = np.int64(hp[POLICY_DELAY])
     if step % delay:
         return
     # actor: maximise Q1(s, pi(s)); dL/dQ = -1/n back through critic 1 to the action inputs
-    nets.copy_columns(S.critic_in, S.actor_x, 0)
+    mlp.copy_columns(S.critic_in, S.actor_x, 0)
     a = forward(S.actor, S.actor_x, n)
     for s in range(n):
         for i in range(ad):
@@ -136,9 +143,9 @@ def update(S, hp):
     for s in range(n):
         S.dq[s, 0] = -1.0 / n
     backward(S.critic1, S.critic_in, n, S.dq, False, S.dx)
-    nets.copy_columns(S.dx, S.da, od)
+    mlp.copy_columns(S.dx, S.da, od)
     backward(S.actor, S.actor_x, n, S.da, True, S.dx[:0])
-    nets.adam(S.actor, hp[ACTOR_LR], step // delay)
+    mlp.adam(S.actor, hp[ACTOR_LR], step // delay)
     tau = hp[TAU]
     polyak(S.actor_target, S.actor, tau)
     polyak(S.critic1_target, S.critic1, tau)
@@ -152,7 +159,7 @@ def explore(S, hp, obs, out):
         for i in range(out.shape[0]):
             out[i] = uniform(S.rng, -1.0, 1.0)
         return
-    nets.greedy_action(S.actor, obs[: S.actor_x.shape[1]], False, out)
+    mlp.greedy_action(S.actor, obs[: S.actor_x.shape[1]], False, out)
     for i in range(out.shape[0]):
         v = out[i] + normal(S.rng, 0.0, hp[EXPLORATION_NOISE])
         out[i] = -1.0 if v < -1.0 else (1.0 if v > 1.0 else v)
@@ -174,14 +181,14 @@ def run_pendulum(S, hp, n_steps, ep_step, ep_return):
     ended = 0
     for _ in range(n_steps):
         explore(S, hp, S.obs, S.action)
-        r, truncated = nets.pendulum_step(S.env, MAX_TORQUE * S.action[0], S.next_obs)
+        r, truncated = pendulum_step(S.env, MAX_TORQUE * S.action[0], S.next_obs)
         observe(S, hp, S.obs, S.action, r, S.next_obs, False)
         if truncated:
             ep_step[ended] = S.counters[STEPS]
             ep_return[ended] = S.env[3]
             ended += 1
             S.counters[EPISODES] += 1
-            nets.pendulum_reset(S.env, S.rng, S.obs)
+            pendulum_reset(S.env, S.rng, S.obs)
         else:
             S.obs[:] = S.next_obs
     return ended
@@ -189,12 +196,12 @@ def run_pendulum(S, hp, n_steps, ep_step, ep_return):
 
 @jit
 def run_quadrotor(S, hp, n_steps, ep_step, ep_return, train_every):
-    """n_steps of training on the compiled quadrotor (quadrotor_env; S.env is its array), one
-    update every train_every steps (L2F: 10)."""
+    """n_steps of training on the compiled quadrotor (envs/quadrotor.py; S.env is its array),
+    one update every train_every steps (L2F: 10)."""
     ended = 0
     for _ in range(n_steps):
         explore(S, hp, S.obs, S.action)
-        r, terminated, truncated = quadrotor_env.step(S.env, S.action, S.next_obs)
+        r, terminated, truncated = quadrotor.step(S.env, S.action, S.next_obs)
         replay_add(S.replay, S.obs, S.action, r, S.next_obs, terminated)
         S.counters[STEPS] += 1
         if S.counters[STEPS] >= hp[WARMUP] and S.replay.count[1] >= S.reward.shape[0] and S.counters[STEPS] % train_every == 0:
@@ -202,17 +209,20 @@ def run_quadrotor(S, hp, n_steps, ep_step, ep_return, train_every):
         if terminated or truncated:
             if ended < ep_step.shape[0]:
                 ep_step[ended] = S.counters[STEPS]
-                ep_return[ended] = S.env[quadrotor_env.RETURN]
+                ep_return[ended] = S.env[quadrotor.RETURN]
                 ended += 1
             S.counters[EPISODES] += 1
-            quadrotor_env.reset(S.env, S.rng, S.obs)
+            quadrotor.reset(S.env, S.rng, S.obs)
         else:
             S.obs[:] = S.next_obs
     return ended
 
 
-ALGO = offpolicy.Algorithm(__name__)
-add_arguments = ALGO.add_arguments
-train_from_args = ALGO.train_from_args
+ALGO = offpolicy.Algorithm(
+    name=NAME, squash=SQUASH, default_config=default_config, hyperparameters=hyperparameters, new_state=new_state,
+    actor_export=actor_export, explore=explore, observe=observe, run_pendulum=run_pendulum,
+    run_quadrotor=run_quadrotor, asymmetric=ASYMMETRIC,
+)
+config = ALGO.config  # config(**overrides): the defaults with overrides, checked
+train = ALGO.train  # train(config, env="pendulum", callbacks=None, seed=0, **options) -> offpolicy.Run
 train_pendulum = ALGO.train_pendulum
-train = ALGO.train

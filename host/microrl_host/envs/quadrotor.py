@@ -11,7 +11,9 @@ from numba.extending import register_jitable
 
 from microrl import quadrotor as Q
 
-from .nets import greedy_action, jit, uniform
+from ..nn.jit import jit
+from ..nn.mlp import greedy_action
+from ..nn.rng import uniform
 
 # device functions that call each other: registering them lets numba compile the callers unchanged
 for _f in (Q.hover_rpm, Q.hover_action, Q.rpm_setpoint, Q.derivative, Q._axpy, Q.step_state, Q.terminated, Q.initial_state, Q.observe, Q.success):
@@ -22,7 +24,7 @@ q_observe = njit(cache=True)(Q.observe)
 q_success = njit(cache=True)(Q.success)
 q_hover_rpm = njit(cache=True)(Q.hover_rpm)
 
-NAME = "quadrotor"
+QUADROTOR = NAME = "quadrotor"
 OBS_DIM = Q.OBS_DIM
 ACT_DIM = Q.ACT_DIM
 # what an asymmetric critic sees beyond the actor's 13 values: the 4 rotor speeds (as L2F's
@@ -139,7 +141,7 @@ def evaluate_policy(policy, episodes=100, seed=12345, params=Q.CRAZYFLIE):
     """Rows of (return, success, final distance, steps) for a microrl.policy.Policy: compiled
     when the policy is a plain actor (no observation normalisation, actions as they come out),
     else through the device core's Q.fly (same starts only within one of the two paths)."""
-    from .nets import new_net, sync_transposed
+    from ..nn.mlp import new_net, sync_transposed
 
     plain = policy.obs_mean is None and (policy.act_scale is None or (list(policy.act_scale) == [1.0] * 4 and list(policy.act_offset) == [0.0] * 4))
     if not plain:
@@ -148,3 +150,27 @@ def evaluate_policy(policy, episodes=100, seed=12345, params=Q.CRAZYFLIE):
     net.params[:] = np.frombuffer(bytes(policy.params), dtype=np.float32)
     sync_transposed(net)
     return evaluate(net, False, episodes, seed, np.array(params, np.float64))
+
+
+class CompiledQuadrotor:
+    """The hover task as a trainer's environment: simulated inside the compiled loop, actions the
+    4 motor commands in [-1, 1]."""
+
+    name = QUADROTOR
+    obs_dim = OBS_DIM
+    act_dim = ACT_DIM
+    low = -np.ones(ACT_DIM, np.float32)
+    high = np.ones(ACT_DIM, np.float32)
+    compiled = True
+    privileged = PRIVILEGED  # an asymmetric critic's extra inputs
+
+
+def flight_summary(rows):
+    """success_rate, position_error_m (median final distance to the target) and crash_rate from
+    evaluation rows (return, success, final distance, steps)."""
+    rows = np.asarray(rows, dtype=np.float64).reshape(-1, 4)
+    return {
+        "success_rate": float(rows[:, 1].mean()),
+        "position_error_m": float(np.median(rows[:, 2])),
+        "crash_rate": float((rows[:, 3] < Q.EPISODE_STEPS).mean()),
+    }
