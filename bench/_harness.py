@@ -15,15 +15,16 @@ for _p in (HOST, DEVICE):
     if _p not in sys.path:
         sys.path.insert(0, _p)
 
-from microrl_host.board import native as native_build  # noqa: E402
+from microrl_host.board import native  # noqa: E402
+from microrl_host.board.native import build as native_build  # noqa: E402
 
 MICROPYTHON = shutil.which("micropython")
 
 
 def native_mpy_folder(workdir, log=print):
-    """A folder holding microrl_kernels.mpy for x64: prebuilt (native_build.mpy_for_arch) or built
-    from $MPY_DIR; None (with a note) when neither is there."""
-    path = native_build.mpy_for_arch("x64")
+    """A folder holding microrl_kernels.mpy for x64: the shipped one (or $MICRORL_NATIVE_DIR's,
+    native.mpy_for_arch) or one built from $MPY_DIR; None (with a note) when neither is there."""
+    path = native.mpy_for_arch("x64")
     if path:
         return os.path.dirname(path)
     mpy_dir = os.environ.get("MPY_DIR")

@@ -1,8 +1,11 @@
 """Board benchmarks on a virtual board (or a real one with --port):
-1. serial round trip and on-board compute time of policy inference, for the 3-64-64-1 Pendulum
-   policy and a 13-64-64-4 network, beside the same policies on the host;
-2. training on the board (device core TD3 on Pendulum): steps per second with the largest run
-   that fits the board's RAM (networks, batch and replay shrunk until it fits).
+1. serial round trip and on-board compute time of policy inference (the policy's time per step),
+   for the 3-64-64-1 Pendulum policy and a 13-64-64-4 network, deployed without the native
+   kernels (--no-native: plain Python) and with the shipped module (what deploy installs), beside
+   the same policies on the host;
+2. training on the board (device core TD3 on Pendulum, with the native kernels where they fit):
+   steps per second with the largest run that fits the board's RAM (networks, batch and replay
+   shrunk until it fits).
 
     python bench/board_serial.py [--port PORT] [--heap 160K] [-n 1000] [--train-steps 200] [--json]
 """
@@ -41,12 +44,16 @@ def bench_inference(port, n, folder, mpy):
     for name, sizes in NETWORKS:
         path = os.path.join(folder, "%s.mrlp" % "-".join(map(str, sizes)))
         policy = make_policy(path, sizes)
-        deploy(port, path, mpy=mpy)
-        r = bench_serial(port, BOARD_POLICY, n)
-        if r["error"]:
-            raise SystemExit("benchmark failed: %s" % r["error"])
-        r.update(host_latency(policy, 2000))
-        rows[name] = {k: r[k] for k in ("p50_us", "p90_us", "p99_us", "max_us", "board_compute_us", "per_second", "host_p50_us")}
+        host = host_latency(policy, 2000)
+        for use_native in (False, True):
+            report = deploy(port, path, mpy=mpy, use_native=use_native)
+            r = bench_serial(port, BOARD_POLICY, n)
+            if r["error"]:
+                raise SystemExit("benchmark failed: %s" % r["error"])
+            r.update(host)
+            row = {k: r[k] for k in ("p50_us", "p90_us", "p99_us", "max_us", "board_compute_us", "per_second", "host_p50_us")}
+            row["backend"] = report["backend"]
+            rows["%s %s" % (name, report["backend"])] = row
     return rows
 
 
@@ -170,11 +177,15 @@ def main(argv=None):
         print(json.dumps(result))
         return 0
     print("board: %s, %d requests per network" % (described, args.n))
-    print("%-20s %9s %9s %9s %9s %13s %10s %11s" % ("network", "p50 us", "p90 us", "p99 us", "max us", "board us", "per s", "host us"))
+    print("%-28s %9s %9s %9s %9s %13s %10s %11s" % ("network, board backend", "p50 us", "p90 us", "p99 us", "max us", "board us", "per s", "host us"))
     for name, r in inference.items():
-        print("%-20s %9.0f %9.0f %9.0f %9.0f %13.0f %10.0f %11.1f" % (name, r["p50_us"], r["p90_us"], r["p99_us"], r["max_us"], r["board_compute_us"], r["per_second"], r["host_p50_us"]))
+        print("%-28s %9.0f %9.0f %9.0f %9.0f %13.0f %10.0f %11.1f" % (name, r["p50_us"], r["p90_us"], r["p99_us"], r["max_us"], r["board_compute_us"], r["per_second"], r["host_p50_us"]))
+    for name, _ in NETWORKS:
+        plain, fast = inference.get(name + " plain"), inference.get(name + " native")
+        if plain and fast:
+            print("%-28s board compute plain/native %.1fx, round trip p50 plain/native %.1fx" % (name, plain["board_compute_us"] / fast["board_compute_us"], plain["p50_us"] / fast["p50_us"]))
     if pipe:
-        print("%-20s %9.0f %9.0f %9.0f %9.0f %13.0f %10.0f %11s   (same unix port over pipes, no pty relay)"
+        print("%-28s %9.0f %9.0f %9.0f %9.0f %13.0f %10.0f %11s   (same unix port over pipes, plain, no pty relay)"
               % ("3-64-64-1 pipes", pipe["p50_us"], pipe["p90_us"], pipe["p99_us"], pipe["max_us"], pipe["board_compute_us"], pipe["per_second"], "-"))
     if training:
         print("training on the board: hidden %s, batch %d, replay %d (about %.0f kB of %.0f kB free): %.2f steps/s with updates "

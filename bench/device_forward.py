@@ -13,8 +13,8 @@ device core precompiled to .mpy (as `microrl deploy --mpy` installs it).
 
   python bench/device_forward.py [--json] [--quick]
 
-Native needs a prebuilt x64 microrl_kernels.mpy (docs/native.md) or MPY_DIR (a MicroPython source
-tree) to build one. Timings are medians of repeated runs; the machine is shared, so peers run in
+Native uses the x64 microrl_kernels.mpy shipped in the package (docs/native.md), else MPY_DIR (a
+MicroPython source tree) to build one. Timings are medians of repeated runs; the machine is shared, so peers run in
 the same invocation and the ratios matter more than the absolute numbers."""
 import argparse
 import json

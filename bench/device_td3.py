@@ -1,6 +1,6 @@
 """The device core's TD3 (device/microrl/td3.py) on Pendulum: solve rate over seeds on CPython
 (numpy backend), and the RAM TD3 takes on MicroPython (the unix port's allocator) beside
-td3.estimate_bytes().
+microrl.memory.estimate_bytes().
 
     python bench/device_td3.py [--seeds 8] [--steps 10000] [--json]
 """
@@ -18,7 +18,8 @@ sys.path[:0] = [os.path.join(ROOT, "device")]
 
 MEMORY = """
 import gc
-from microrl.td3 import TD3, TD3Config, estimate_bytes
+from microrl.td3 import TD3, TD3Config
+from microrl.memory import estimate_bytes
 from microrl.pendulum import Pendulum
 gc.collect()
 before = gc.mem_alloc()

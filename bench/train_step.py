@@ -7,7 +7,7 @@ buffer separately).
 
 --full also trains 10,000 Pendulum steps end to end on MicroPython with the native module (the
 issue's target: under 2 minutes) and reports the wall time and the final evaluation return.
-Native needs a prebuilt x64 microrl_kernels.mpy or MPY_DIR; ulab needs MICRORL_ULAB_MICROPYTHON."""
+Native uses the shipped x64 microrl_kernels.mpy (or builds one from MPY_DIR); ulab needs MICRORL_ULAB_MICROPYTHON."""
 import argparse
 import json
 import os

@@ -16,3 +16,4 @@ def test_demo_defaults(tmp_path):
     assert r["host_return_mean"] > -400
     for key in ("p50_us", "p99_us", "board_compute_us", "per_second", "board_step_compute_us"):
         assert r[key] > 0
+    assert r["board_backend"] == "native"  # the shipped x64 kernels, installed by deploy

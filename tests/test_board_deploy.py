@@ -63,7 +63,30 @@ def test_deploy_mpy_then_back_to_py(board):
     assert again["copied"] == []
     back = cli_json("deploy", "--port", board.port)
     assert "nn.py" in os.listdir(board_file(board, "lib/microrl")) and "nn.mpy" not in os.listdir(board_file(board, "lib/microrl"))
-    assert back["backend"] == "plain"
+    assert back["backend"] == "native"
+
+
+def test_deploy_installs_the_native_kernels_the_board_loads(board):
+    from microrl_host.board import native
+
+    report = cli_json("deploy", "--port", board.port, "--policy", board.policy_path)
+    assert report["backend"] == "native" and report["native"] == "x64 (.mpy 6.3)" and report["native_note"] is None
+    with open(board_file(board, "lib/microrl_kernels.mpy"), "rb") as f, open(native.mpy_for_arch("x64"), "rb") as g:
+        assert f.read() == g.read()
+    # the board's own microrl reports it (a fresh session after deploy's soft reset)
+    r = mpremote(board.port, "exec", "import microrl; print(microrl.backend_name())")
+    assert r.stdout.split()[-1] == "native", r.stderr
+
+
+def test_no_native_leaves_the_kernels_out_and_deploy_puts_them_back(board):
+    r = cli("deploy", "--port", board.port, "--no-native")
+    assert r.returncode == 0, r.stderr
+    assert "native kernels left out (--no-native): using plain" in r.stdout and "backend on the board: plain" in r.stdout
+    assert not os.path.exists(board_file(board, "lib/microrl_kernels.mpy"))
+    report = cli_json("deploy", "--port", board.port)
+    assert report["copied"] == ["lib/microrl_kernels.mpy"] and report["backend"] == "native"
+    r = cli("deploy", "--port", board.port)
+    assert "native kernels: /lib/microrl_kernels.mpy for x64 (.mpy 6.3)" in r.stdout and "backend on the board: native" in r.stdout
 
 
 def test_interrupted_copy_leaves_previous_version_usable(board, tmp_path):

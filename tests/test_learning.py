@@ -66,10 +66,11 @@ def test_device_core_td3_solves_pendulum():
     """The device core's TD3 (the code a board runs; numpy backend here), 10,000 steps, seeds 0-4:
     at least 3 reach -300, median -250 or better.
 
-    Measured over seeds 0-9 with Haswell (this AMD EPYC's own) and Sandybridge kernels (20 runs):
-    final returns -75 to -411, median -141; 18 of 20 reached -300 (the misses: -411 and -326, on
-    different seeds under the two settings) (`python bench/learning_checks.py device_td3 --seeds
-    0-9 --settings Haswell,Sandybridge`, 2026-11-23)."""
+    Measured over seeds 0-9 with Haswell (this AMD EPYC's own) and Sandybridge kernels (20 runs),
+    again after the lean replay (16-bit rows, next observation from the following row) and shared
+    buffers of issue 19: final returns -76 to -423, median -139; 17 of 20 reached -300 (the misses:
+    -322 and -403 with Sandybridge, -423 with Haswell, on three different seeds) (`python
+    bench/learning_checks.py device_td3 --seeds 0-9 --settings Haswell,Sandybridge`, 2026-11-23)."""
     assert_quorum(final_returns("device_td3", range(5)), -300, 3, -250)
 
 

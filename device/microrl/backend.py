@@ -10,7 +10,10 @@ _name = None
 
 def _load(name):
     if name == "native":
-        from . import _native as impl  # noqa: F401  (issue: native_modules/ supplies this)
+        try:
+            from . import _native as impl
+        except ValueError as e:  # a microrl_kernels.mpy of another architecture or .mpy version
+            raise ImportError("microrl_kernels.mpy cannot load here: %s" % e)
     elif name == "ulab":
         from . import _ulab as impl
     elif name == "numpy":

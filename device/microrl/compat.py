@@ -23,13 +23,20 @@ except ImportError:  # ports built without math's special functions
         return s * (1.0 - p * _exp(-x * x))
 
 
+try:
+    from micropython import mem_info as _on_micropython  # noqa: F401
+    _SMALL = 0  # a temporary bytes object would leave a hole in the heap beside the array
+except ImportError:
+    _SMALL = 1 << 30  # CPython: the fast way
+
+
 def zeros(n, typecode="f"):
-    """A zero-filled array of n floats without a temporary of n boxed floats or a second full-size copy."""
+    """A zero-filled array of n floats without a temporary of n boxed floats or a second full-size
+    copy; on MicroPython with no temporary at all, so that building many leaves no holes."""
     from array import array
 
-    size = 4 if typecode == "f" else 8
-    if n <= 1024:
-        return array(typecode, bytes(size * n))
+    if n <= _SMALL:
+        return array(typecode, bytes((4 if typecode == "f" else 8) * n))
     a = array(typecode, range(n))  # exact size, no temporary list
     for i in range(n):
         a[i] = 0.0

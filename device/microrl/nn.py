@@ -16,10 +16,12 @@ class MLP:
     share: another MLP whose hidden-layer outputs this one reuses where the shapes match, to save
     RAM; only for networks whose passes never interleave (a forward of one overwrites the other's
     hidden activations; outputs stay separate). scratch_from: another trainable MLP whose backward
-    scratch this one reuses (safe whenever two backward passes do not run at once).
+    scratch and gradient buffer this one reuses (safe whenever one network's gradients are used
+    by its Adam step before another's backward pass). input_from: another MLP with the same input
+    width and batch whose input rows this one reads (forward(n, other.input) without a copy).
     """
 
-    def __init__(self, sizes, activations, batch=1, trainable=True, params=None, typecode="f", share=None, scratch_from=None):
+    def __init__(self, sizes, activations, batch=1, trainable=True, params=None, typecode="f", share=None, scratch_from=None, input_from=None):
         sizes, self.acts = shape(sizes, activations)
         n_layers = len(sizes) - 1
         self.sizes = sizes
@@ -55,12 +57,19 @@ class MLP:
             self.output_buf = zeros(batch * width, typecode)  # the last one stays: raw output rows
             self.y.append(B.matrix(self.output_buf, 0, batch, width))
             self.z.append(B.matrix(zeros(batch * width, typecode), 0, batch, width) if self.acts[l] == GELU else None)
-        self.input_buf = zeros(batch * sizes[0], typecode)  # raw input rows, written by callers
+        if input_from is not None and input_from.batch == batch and input_from.sizes[0] == sizes[0]:
+            self.input_buf = input_from.input_buf
+        else:
+            self.input_buf = zeros(batch * sizes[0], typecode)  # raw input rows, written by callers
         self.input = B.matrix(self.input_buf, 0, batch, sizes[0])
         self.x = self.input
         self.trainable = trainable
         if trainable:
-            self.grads = zeros(n, typecode)
+            other = scratch_from
+            if other is not None and other.trainable and len(other.grads) >= n and other.typecode == typecode:
+                self.grads = other.grads  # the larger network must be built first
+            else:
+                self.grads = zeros(n, typecode)
             self.m = zeros(n, typecode)
             self.v = zeros(n, typecode)
             self.g = B.vector(self.grads, 0, n)
@@ -70,7 +79,6 @@ class MLP:
             self.db = [B.vector(self.grads, bo, sizes[l + 1]) for l, (wo, bo) in enumerate(offsets)]
             # dL/d(input of layer l) for l >= 1, ping-ponging between two buffers of the widest layer
             width = max(sizes[1:])
-            other = scratch_from
             if other is not None and other.trainable and other.batch == batch and len(other._scratch[0]) >= batch * width:
                 raw = other._scratch
             else:

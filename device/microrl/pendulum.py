@@ -14,6 +14,8 @@ EPISODE_STEPS = 200
 OBS_DIM = 3
 ACT_DIM = 1
 OBS_HIGH = (1.0, 1.0, MAX_SPEED)
+# the largest cost of a step (angle pi, full speed, full torque): rewards lie in [-REWARD_BOUND, 0]
+REWARD_BOUND = pi * pi + 0.1 * MAX_SPEED * MAX_SPEED + 0.001 * MAX_TORQUE * MAX_TORQUE
 RESET_HIGH_THETA = pi
 RESET_HIGH_THETADOT = 1.0
 
@@ -53,6 +55,8 @@ class Pendulum:
     action_low = -MAX_TORQUE
     action_high = MAX_TORQUE
     max_steps = EPISODE_STEPS
+    obs_high = OBS_HIGH  # bounds of each observation field and of |reward|: compact replay rows
+    reward_bound = REWARD_BOUND
 
     def __init__(self, rng=None):
         self.rng = rng

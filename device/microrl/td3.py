@@ -2,10 +2,10 @@
 # smoothing, delayed actor updates. Defaults are the paper's Pendulum benchmark. The caller drives
 # training one environment step at a time (agent.step()), so a board can interleave other work.
 from .compat import zeros
-from .layout import param_count
+from .layout import actor_critic_sizes
 from .nn import MLP
-from .policy import Policy
 from .replay import ReplayBuffer
+from .replay import bounds as replay_bounds
 from .rng import Rng
 
 
@@ -27,6 +27,16 @@ class TD3Config:
         self.warmup = 1000
         self.replay_capacity = 10000
         self.steps = 10000
+        # learning rates fall linearly to this share of their value at `steps` (1.0: constant):
+        # small networks with a small replay oscillate late in training, and a falling rate
+        # settles them (docs/on-board-training.md)
+        self.lr_end = 1.0
+        # which rows a full replay overwrites: "oldest" (a ring), or "random" (each new episode
+        # starts at a random row: a small buffer keeps some early episodes)
+        self.replay_overwrite = "oldest"
+        # 16-bit replay rows when the environment gives bounds (obs_high, reward_bound); False:
+        # float32 rows (measured against each other in docs/on-board-training.md)
+        self.replay_fixed_point = True
         for k in overrides:
             if not hasattr(self, k):
                 raise ValueError("unknown TD3 setting %r" % k)
@@ -48,31 +58,32 @@ class TD3:
         od, ad, n = env.obs_dim, env.act_dim, c.batch
         self.obs_dim, self.act_dim = od, ad
         hidden = list(c.hidden)
-        actor_sizes = [od] + hidden + [ad]
-        critic_sizes = [od + ad] + hidden + [1]
+        actor_sizes, critic_sizes = actor_critic_sizes(od, ad, hidden)
         # the replay buffer is the largest block: take it while a board's heap is still whole
-        self.replay = ReplayBuffer(c.replay_capacity, od, ad)
-        # RAM: networks that never run interleaved share hidden activations and backward scratch:
-        # the three targets (forward only), and the two critics (trained one after the other).
-        # The actor keeps its own: its activations must outlive critic 1's forward and backward.
-        self.actor = MLP(actor_sizes, (c.activation, "tanh"), n).init(self.rng)
-        self.actor_target = MLP(actor_sizes, (c.activation, "tanh"), n, trainable=False)
-        self.actor_target.copy_from(self.actor)
-        self.critics = []
-        self.critic_targets = []
-        for k in range(2):
-            critic = MLP(critic_sizes, (c.activation, "identity"), n, share=self.critics[0] if k else None, scratch_from=self.actor).init(self.rng)
-            target = MLP(critic_sizes, (c.activation, "identity"), n, trainable=False, share=self.actor_target)
-            target.copy_from(critic)
-            self.critics.append(critic)
-            self.critic_targets.append(target)
+        self.replay = ReplayBuffer(c.replay_capacity, od, ad, replay_bounds(env) if c.replay_fixed_point else None, self.rng if c.replay_overwrite == "random" else None)
+        # RAM, nothing held twice: one set of hidden activations for the actor, one for every other
+        # network (the targets run forward only and before the critics; the critics train one after
+        # the other); one gradient buffer and one backward scratch pair for all three trained
+        # networks (each gradient is used by its Adam step before the next backward pass); the
+        # second critic and target read the first's input rows. Critic 1 is built first: it is the
+        # largest, and owns what the others share.
+        act = c.activation
+        critic1 = MLP(critic_sizes, (act, "identity"), n)
+        self.actor = MLP(actor_sizes, (act, "tanh"), n, scratch_from=critic1)
+        self.actor_target = MLP(actor_sizes, (act, "tanh"), n, trainable=False, share=critic1)
+        critic2 = MLP(critic_sizes, (act, "identity"), n, share=critic1, scratch_from=critic1, input_from=critic1)
+        self.critics = [critic1, critic2]
+        target1 = MLP(critic_sizes, (act, "identity"), n, trainable=False, share=critic1)
+        target2 = MLP(critic_sizes, (act, "identity"), n, trainable=False, share=critic1, input_from=target1)
+        self.critic_targets = [target1, target2]
         # batch buffers, allocated once
         self.reward = zeros(n)
         self.done = zeros(n)
         self.q_target = zeros(n)
         self.dq = zeros(n)
         self.dq_view = self.actor.B.matrix(self.dq, 0, n, 1)
-        self.dx_buf = zeros(n * (od + ad))
+        # dL/d(critic input) in the backward scratch that critic 1's first layer leaves free
+        self.dx_buf = critic1._scratch[0] if len(critic1._scratch[0]) >= n * (od + ad) else zeros(n * (od + ad))
         self.dx = self.actor.B.matrix(self.dx_buf, 0, n, od + ad)
         self.da = zeros(n * ad)
         self.da_view = self.actor.B.matrix(self.da, 0, n, ad)
@@ -80,6 +91,14 @@ class TD3:
         self.scale = (env.action_high - env.action_low) / 2.0
         self.offset = (env.action_high + env.action_low) / 2.0
         self.env_action = zeros(ad)
+        # weights last: initialising makes garbage (a float object per draw on MicroPython), which
+        # would leave holes between buffers allocated after it
+        self.actor.init(self.rng)
+        critic1.init(self.rng)
+        critic2.init(self.rng)
+        self.actor_target.copy_from(self.actor)
+        for k in range(2):
+            self.critic_targets[k].copy_from(self.critics[k])
         # training state
         self.steps = 0
         self.updates = 0
@@ -121,7 +140,7 @@ class TD3:
         for i in range(self.act_dim):
             ea[i] = self.scale * a[i] + self.offset
         next_obs, reward, terminated, truncated = self.env.step(ea)
-        self.replay.add(self.obs, a, reward, next_obs, terminated)
+        self.replay.add(self.obs, a, reward, next_obs, terminated, terminated or truncated)
         self.episode_return += reward
         self.steps += 1
         finished = None
@@ -163,7 +182,7 @@ class TD3:
         t1 = self.critic_targets[0]
         t2 = self.critic_targets[1]
         t1.forward(n)
-        t2.forward(n, t1.input)
+        t2.forward(n)
         q1t = t1.output_buf
         q2t = t2.output_buf
         y = self.q_target
@@ -176,12 +195,12 @@ class TD3:
         scale = 2.0 / n
         for k in range(2):
             critic = self.critics[k]
-            critic.forward(n, critic1.input)
+            critic.forward(n)
             q = critic.output_buf
             for s in range(n):
                 dq[s] = scale * (q[s] - y[s])
             critic.backward(self.dq_view, n)
-            critic.adam_step(c.critic_lr)
+            critic.adam_step(c.critic_lr * self.lr_scale())
         self.updates += 1
         if self.updates % c.policy_delay:
             return
@@ -208,40 +227,24 @@ class TD3:
             for i in range(ad):
                 da[s * ad + i] = dx[s * (od + ad) + od + i]
         actor.backward(self.da_view, n)
-        actor.adam_step(c.actor_lr)
+        actor.adam_step(c.actor_lr * self.lr_scale())
         # targets follow slowly
         tau = c.tau
         self.actor_target.polyak_from(actor, tau)
         for k in range(2):
             self.critic_targets[k].polyak_from(self.critics[k], tau)
 
+    def lr_scale(self):
+        c = self.config
+        if c.lr_end == 1.0:
+            return 1.0
+        done = self.steps / c.steps
+        return c.lr_end + (1.0 - c.lr_end) * (1.0 - done) if done < 1.0 else c.lr_end
+
     def policy(self):
         """The current actor as a Policy in environment units (sharing the actor's weights)."""
+        from .policy import Policy  # imported when asked: a board training TD3 need not hold it
+
         ad = self.act_dim
         return Policy(self.actor.sizes, self.actor.acts, params=self.actor.params, act_scale=[self.scale] * ad, act_offset=[self.offset] * ad)
-
-
-
-OBJECT_OVERHEAD = 16384  # measured on MicroPython: 13-18 KB of objects, views and tuples
-
-
-def estimate_bytes(obs_dim, act_dim, config=None):
-    """RAM that TD3(env, config) allocates for its buffers (networks, Adam, activations, batch,
-    replay), in bytes, from the same sizes the constructor uses, plus about 16 KB of objects."""
-    c = config or TD3Config()
-    n = c.batch
-    hidden = list(c.hidden)
-    p_actor = param_count([obs_dim] + hidden + [act_dim])
-    p_critic = param_count([obs_dim + act_dim] + hidden + [1])
-    h = n * sum(hidden) * (2 if c.activation == "gelu" else 1)  # one set of hidden outputs (GELU keeps z too)
-    width = max(hidden + [act_dim, 1])
-    floats = 4 * p_actor + p_actor + 2 * (4 * p_critic + p_critic)  # trainable: params, grads, m, v
-    floats += 3 * h  # hidden sets: actor; actor target + critic targets; the two critics
-    floats += 2 * n * width  # backward scratch, shared
-    floats += 2 * n * obs_dim + 2 * n * act_dim  # actor and actor target inputs and outputs
-    floats += 4 * n * (obs_dim + act_dim) + 4 * n  # critics' and targets' inputs and outputs
-    floats += 4 * n + n * (obs_dim + act_dim) + n * act_dim + 2 * act_dim + obs_dim  # batch buffers
-    floats += c.replay_capacity * (2 * obs_dim + act_dim + 2)
-    return 4 * floats + OBJECT_OVERHEAD
-
 

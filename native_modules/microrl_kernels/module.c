@@ -10,11 +10,17 @@
  *   polyak(target, source, tau)
  *   copy(target, source)
  *   typecode(array) -> int; double_kernels: whether array('d') works here (x64 builds)
+ *   SOURCE_HASH: the hash of the C sources this file was built from (build_dist.py sets it;
+ *   the manifest beside the shipped files records the same, tests/test_native_shipped.py checks)
  *
  * Arrays must all be array('f') (or all array('d') where the build has double kernels). */
 #include "py/dynruntime.h"
 
 #include "kernels.h"
+
+#ifndef MICRORL_SOURCE_HASH
+#define MICRORL_SOURCE_HASH "dev"
+#endif
 
 typedef struct {
     void *data;     /* first element of the view */
@@ -296,16 +302,24 @@ static mp_obj_t typecode(mp_obj_t obj) {
 }
 static MP_DEFINE_CONST_FUN_OBJ_1(typecode_obj, typecode);
 
+/* A module qstr read through a pointer gcc cannot see through: on xtensa (ESP8266) gcc otherwise
+ * folds "table + index" into one literal, a relocation MicroPython's linker (mpy_ld) refuses.
+ * Only for the names that are not among MicroPython's static qstrs (those are plain numbers). */
+#define Q(qstr_entry) (qstr_table[&(qstr_entry) - mp_native_qstr_table])
+
 mp_obj_t mpy_init(mp_obj_fun_bc_t *self, size_t n_args, size_t n_kw, mp_obj_t *args) {
     MP_DYNRUNTIME_INIT_ENTRY
 
-    mp_store_global(MP_QSTR_dense, MP_OBJ_FROM_PTR(&dense_obj));
-    mp_store_global(MP_QSTR_dense_backward, MP_OBJ_FROM_PTR(&dense_backward_obj));
-    mp_store_global(MP_QSTR_adam, MP_OBJ_FROM_PTR(&adam_obj));
-    mp_store_global(MP_QSTR_polyak, MP_OBJ_FROM_PTR(&polyak_obj));
+    const uint16_t *qstr_table = mp_native_qstr_table;
+    __asm__("" : "+r"(qstr_table));
+    mp_store_global(Q(MP_QSTR_dense), MP_OBJ_FROM_PTR(&dense_obj));
+    mp_store_global(Q(MP_QSTR_dense_backward), MP_OBJ_FROM_PTR(&dense_backward_obj));
+    mp_store_global(Q(MP_QSTR_adam), MP_OBJ_FROM_PTR(&adam_obj));
+    mp_store_global(Q(MP_QSTR_polyak), MP_OBJ_FROM_PTR(&polyak_obj));
     mp_store_global(MP_QSTR_copy, MP_OBJ_FROM_PTR(&copy_obj));
-    mp_store_global(MP_QSTR_typecode, MP_OBJ_FROM_PTR(&typecode_obj));
-    mp_store_global(MP_QSTR_double_kernels, mp_obj_new_bool(MICRORL_KERNELS_DOUBLE));
+    mp_store_global(Q(MP_QSTR_typecode), MP_OBJ_FROM_PTR(&typecode_obj));
+    mp_store_global(Q(MP_QSTR_double_kernels), mp_obj_new_bool(MICRORL_KERNELS_DOUBLE));
+    mp_store_global(Q(MP_QSTR_SOURCE_HASH), mp_obj_new_str(MICRORL_SOURCE_HASH, sizeof(MICRORL_SOURCE_HASH) - 1));
 
     MP_DYNRUNTIME_INIT_EXIT
 }

@@ -173,11 +173,13 @@ static inline double mrl_erf(double x) {
     return s * (1.0 - erfc);
 }
 
-/* sqrt: one instruction where the FPU has it (with -fno-math-errno), else Newton's method */
-#if defined(__x86_64__) || defined(__i386__) || (defined(__ARM_FP) && (__ARM_FP & 4))
+/* sqrt: one instruction where the FPU has it (with -fno-math-errno), else Newton's method.
+ * 32-bit x86 with x87 math is left out: gcc calls libm's sqrtf there (x87's fsqrt rounds in
+ * extended precision), and a native module has no libm. */
+#if defined(__x86_64__) || defined(__SSE_MATH__) || (defined(__ARM_FP) && (__ARM_FP & 4))
 #define MRL_HW_SQRTF 1
 #endif
-#if defined(__x86_64__) || defined(__i386__) || (defined(__ARM_FP) && (__ARM_FP & 8))
+#if defined(__x86_64__) || defined(__SSE2_MATH__) || (defined(__ARM_FP) && (__ARM_FP & 8))
 #define MRL_HW_SQRT 1
 #endif
 

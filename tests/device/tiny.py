@@ -10,6 +10,11 @@ def raises(exc_type, fn, *args, **kwargs):
     raise AssertionError("%s not raised by %s" % (exc_type.__name__, getattr(fn, "__name__", fn)))
 
 
+# Boards run single-precision MicroPython (float32); the unix port and CPython run doubles.
+# 1e-10 is below float32's resolution at 1.0 (6e-8) and far above double's (1e-16).
+SINGLE_PRECISION = 1.0 + 1e-10 == 1.0
+
+
 def close(a, b, rel=1e-5, abs_=1e-6):
     return abs(a - b) <= abs_ + rel * abs(b)
 

@@ -11,12 +11,13 @@ import os
 import subprocess
 import tempfile
 
-from .native import arch_from_mpy
+from . import native
 from .serial_link import LinkError, connect
 
 DEVICE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))), "device", "microrl")
 BOARD_LIB = "lib/microrl"  # on sys.path of every MicroPython port ('/lib' on boards)
 BOARD_POLICY = "policy.mrlp"
+BOARD_NATIVE = "lib/" + native.MPY_NAME  # the C kernels: /lib is on every port's sys.path
 PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs")  # run on the board
 HOST_ONLY = ("_numpy.py",)  # needs numpy: never on a board
 MIN_VERSION = (1, 20, 0)
@@ -75,8 +76,8 @@ def board_info(transport):
     except (ValueError, SyntaxError, DeployError) as e:
         raise DeployError("the board's answer to a version query made no sense (%s): is it running MicroPython?" % e) from None
     info = {"name": name, "version": tuple(version), "mpy": mpy, "platform": platform, "mem_free": mem_free, "fs_free": fs_free, "sha256": has_sha}
-    info["mpy_version"] = (mpy & 0xFF, (mpy >> 8) & 3)
-    info["arch"] = arch_from_mpy(mpy)
+    info["mpy_version"] = native.mpy_version(mpy)
+    info["arch"] = native.arch_from_mpy(mpy)
     return info
 
 
@@ -182,7 +183,7 @@ def copy_files(transport, files, stale=(), fs_free=-1, log=None):
         fs_free = _fs_free(transport) if fs_free >= 0 else fs_free
     need = sum(len(files[p]) for p in changed)
     if changed and fs_free >= 0 and need > fs_free:
-        raise DeployError("the board's filesystem is full: %d bytes to copy, %d free; delete files on the board or deploy with --mpy" % (need, fs_free))
+        raise FilesystemFull("the board's filesystem is full: %d bytes to copy, %d free; delete files on the board or deploy with --mpy" % (need, fs_free))
     folders = sorted({p.rsplit("/", 1)[0] for p in changed if "/" in p})
     for folder in folders:
         _mkdirs(transport, folder)
@@ -239,8 +240,10 @@ def load_policy(path):
         raise DeployError(str(e)) from None
 
 
-def deploy(port=None, policy_path=None, mpy=False, transport=None, log=None, timeout=10):
-    """Deploy the device core (and the policy) to the board; returns a report dict."""
+def deploy(port=None, policy_path=None, mpy=False, transport=None, log=None, timeout=10, use_native=True):
+    """Deploy the device core (and the policy) to the board; returns a report dict. With
+    use_native, the C kernels that fit the board (board.native.for_board) go to /lib/ too; the
+    report's "backend" is what the board then chose, "native_note" says why native is missing."""
     policy = load_policy(policy_path) if policy_path else None
     own = transport is None
     if own:
@@ -263,11 +266,32 @@ def deploy(port=None, policy_path=None, mpy=False, transport=None, log=None, tim
                     files[BOARD_LIB + "/" + name] = f.read()
         other = ".py" if mpy else ".mpy"
         stale = [BOARD_LIB + "/" + os.path.splitext(n)[0] + other for n in local]
+        native_path, native_note = native.for_board(info["mpy"]) if use_native else (None, "native kernels left out (--no-native): using plain")
+        if native_path:
+            with open(native_path, "rb") as f:
+                files[BOARD_NATIVE] = f.read()
+        else:
+            stale.append(BOARD_NATIVE)  # one left from before would still be picked (or refused)
         if policy is not None:
             with open(policy_path, "rb") as f:
                 files[BOARD_POLICY] = f.read()
-        copied = copy_files(transport, files, stale, info["fs_free"], log)
-        check = board_exec(transport, "import microrl\nprint(microrl.__version__, microrl.backend_name())").split()
+        try:
+            copied = copy_files(transport, files, stale, info["fs_free"], log)
+        except FilesystemFull:
+            if BOARD_NATIVE not in files:
+                raise
+            # the core matters more than its speed: again without the kernels
+            size = len(files.pop(BOARD_NATIVE))
+            native_path, native_note = None, "no room for the native kernels (%d bytes) on the board's filesystem: using plain; free some space, or deploy with --mpy" % size
+            copied = copy_files(transport, files, stale + [BOARD_NATIVE], info["fs_free"], log)
+        check = board_exec(transport, board_program("backend")).split(None, 2)
+        backend = check[1] if len(check) > 1 else "?"
+        if native_path and backend != "native":
+            native_note = "the board did not load %s: %s" % (BOARD_NATIVE, check[2].strip() if len(check) > 2 else "it picked %s" % backend)
+        native_desc = None
+        if native_path:
+            version, sub, arch = native.mpy_header(native_path)
+            native_desc = "%s (.mpy %d.%d)" % (arch, version, sub)
         report = {
             "board": "MicroPython %s (%s, .mpy v%d.%d%s)" % (".".join(map(str, info["version"])), info["platform"], info["mpy_version"][0], info["mpy_version"][1], ", " + info["arch"] if info["arch"] else ""),
             "info": info,
@@ -275,7 +299,9 @@ def deploy(port=None, policy_path=None, mpy=False, transport=None, log=None, tim
             "unchanged": len(files) - len(copied),
             "bytes": sum(len(files[p]) for p in copied),
             "microrl": check[0] if check else "?",
-            "backend": check[1] if len(check) > 1 else "?",
+            "backend": backend,
+            "native": native_desc,
+            "native_note": native_note,
             "format": "mpy" if mpy else "py",
         }
         if policy is not None:

@@ -1,87 +1,185 @@
 """Train TD3 on Pendulum on the board itself (the device core's TD3, in MicroPython), with the
-progress streamed to the host, and the trained policy copied back.
+progress streamed to the host, and the trained actor's weights sent back over the serial line.
 
-The memory a run needs is estimated from the sizes before it starts (parameters, gradients and
-Adam moments of the actor and both critics, the three target networks, activations of a batch,
-the replay buffer), and a run that would not fit the board's free heap is refused."""
+Before a run starts, the board reports its free heap, its largest free block and its allocation
+block size; the RAM the run needs is its estimate (microrl.memory: every buffer TD3 allocates,
+plus its objects) and a measured working margin. Sizes the user leaves out are chosen here: the
+largest network of a measured ladder whose run fits with a useful replay buffer, and the replay
+as large as the room left (no larger than the run can fill)."""
 import time
+from array import array
 
-from microrl import td3
-from microrl.layout import actor_critic_sizes, param_count
-from microrl.pendulum import ACT_DIM, OBS_DIM
+from microrl import memory
+from microrl.layout import actor_critic_sizes
+from microrl.pendulum import ACT_DIM, EPISODE_STEPS, OBS_DIM
 from microrl.replay import bytes_per_transition
+from microrl.td3 import TD3Config
 
 from .deploy import _exec, board_program
 
-# Room for the garbage a training step makes, on top of what TD3 allocates.
-WORKING_MARGIN = 16 * 1024
-# Measured on the virtual board (x64, 160K heap): runs fitted while their estimate was up to
-# about 84% of the free heap and failed at 88% (the heap fragments as the networks are
-# initialised). Above this share a run starts with a warning.
-SAFE_SHARE = 0.8
+# Usable heap (see USABLE_PROBE) a run needs beyond its estimate: room for a step's garbage, the
+# run's own code compiled on the board, attribute tables that grow, arrays too big for the 1 kB
+# pieces the probe counts. Measured as the smallest heap on which a size builds, trains and sends
+# its weights back (bench/board_train.py --margin): 5.1-12.4 kB for 6 sizes from 8,8/16 to
+# 64,64/64 on the 64-bit unix port, 10.8 kB for 16,16/32 on the 32-bit Cortex-M3 qemu port.
+MARGIN = 16 * 1024
 
-
-def estimate_bytes(hidden, batch, replay, obs_dim=OBS_DIM, act_dim=ACT_DIM):
-    """Bytes of RAM a TD3 run of these sizes allocates (the device core's td3.estimate_bytes,
-    which follows its constructor), as a dict of parts and 'total'."""
-    config = td3.TD3Config(hidden=tuple(hidden), batch=batch, replay_capacity=replay)
-    allocated = td3.estimate_bytes(obs_dim, act_dim, config)
-    parts = {
-        "replay": replay * bytes_per_transition(obs_dim, act_dim),
-        "objects": td3.OBJECT_OVERHEAD,
-        "margin": WORKING_MARGIN,
-    }
-    parts["networks, Adam and batch"] = allocated - parts["replay"] - parts["objects"]
-    parts["total"] = allocated + WORKING_MARGIN
-    return parts
+# The networks and batches a default run may take, largest first. A rung is taken when its run
+# fits with at least MIN_REPLAY rows of replay (or all the steps of a shorter run): measured over
+# 5 seeds x 20,000 steps (docs/on-board-training.md), 16,16 with 5,700 rows returned -125 to
+# -161 where 24,24 with 3,400 rows returned down to -241.
+LADDER = (((32, 32), 32), ((24, 24), 32), ((16, 16), 32), ((16, 16), 16), ((8, 8), 16))
+MIN_REPLAY = 5000
+# the rungs that learned: smaller ones are only for a heap too small for these (8,8/16 with
+# 5,600 rows returned -647 to -1640 over 5 seeds, where 16,16/32 with 4,400 returned -85 to -670)
+LEARNING_RUNGS = 3
+# a full replay on the board starts each new episode at a random row (TD3Config.replay_overwrite):
+# with a ring, 16,16 and 5,700 rows forgot the swing-up once the buffer held only later episodes
+REPLAY_OVERWRITE = "random"
+SMALLEST_REPLAY = 500  # below this a board is refused rather than given a replay too small to learn from
+DEFAULT_WARMUP = TD3Config().warmup
 
 
 class BoardTrainError(Exception):
     pass
 
 
-def largest_array_bytes(hidden, batch, replay, obs_dim=OBS_DIM, act_dim=ACT_DIM):
-    """The biggest single buffer of the run: it needs one contiguous free block of the heap."""
-    critic = actor_critic_sizes(obs_dim, act_dim, hidden)[1]
-    return max(replay * bytes_per_transition(obs_dim, act_dim), 4 * param_count(critic), 4 * batch * max(critic))
+def margin_bytes(gc_block=32):
+    """The same on 32- and 64-bit ports: measured, it did not halve with the word size."""
+    return MARGIN
 
 
-# the board side of the run: programs/train_prepare.py, then programs/train_run.py
-_PREPARE = board_program("train_prepare")
+def rows_for(steps):
+    """Replay rows a run of `steps` steps can fill: one per step and a tail row per episode."""
+    return steps + steps // EPISODE_STEPS + 1
 
 
-def train_on_board(transport, steps, hidden=(16, 16), batch=32, replay=2000, warmup=None, seed=0, board_out="trained.mrlp", progress=None, every=None, warn=None):
-    """Run training on the board over an mpremote transport in the raw REPL (microrl deployed).
-    progress(step, latest_return, mem_free) is called as lines arrive. Returns a dict with
-    'policy_bytes' (the trained policy file), 'mem_free_start', 'seconds', 'returns'."""
-    est = estimate_bytes(hidden, batch, replay)
+def estimate_bytes(hidden, batch, replay, gc_block=32, obs_dim=OBS_DIM, act_dim=ACT_DIM):
+    """Bytes of RAM a TD3 run of these sizes needs on a board with gc_block-byte allocation
+    blocks, as a dict of parts and 'total' (the estimate and the working margin)."""
+    config = TD3Config(hidden=tuple(hidden), batch=batch, replay_capacity=max(2, replay))
+    allocated = memory.estimate_bytes(obs_dim, act_dim, config, gc_block)
+    parts = {"replay": memory.buffer_sizes(obs_dim, act_dim, config)[-2] + replay, "margin": margin_bytes(gc_block)}
+    parts["networks, Adam and batch"] = allocated - parts["replay"]
+    parts["total"] = allocated + parts["margin"]
+    return parts
+
+
+def replay_block_bytes(replay, obs_dim=OBS_DIM, act_dim=ACT_DIM):
+    """The biggest single buffer of a run (the replay rows): it needs one contiguous free block."""
+    return replay * (bytes_per_transition(obs_dim, act_dim) - 1)
+
+
+def fits(hidden, batch, replay, free, largest, gc_block=32):
+    return estimate_bytes(hidden, batch, replay, gc_block)["total"] <= free and replay_block_bytes(replay) + gc_block <= largest
+
+
+def largest_replay(hidden, batch, free, largest, gc_block=32, cap=None):
+    """The most replay rows (up to cap) with which a run of these sizes fits, or 0."""
+    lo, hi = 0, cap or 10**7
+    if not fits(hidden, batch, 2, free, largest, gc_block):
+        return 0
+    lo = 2
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits(hidden, batch, mid, free, largest, gc_block):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def choose(steps, free, largest, gc_block=32, hidden=None, batch=None, replay=None):
+    """The sizes of a run: those given, and for the rest the largest rung of LADDER that fits
+    with a useful replay, the replay as large as fits (no more rows than the run fills).
+    Returns (hidden, batch, replay, reason); BoardTrainError when nothing fits."""
+    wanted = rows_for(steps)
+    useful = min(MIN_REPLAY, wanted)
+    rungs = [(h, b) for h, b in LADDER if (hidden is None or tuple(hidden) == h) and (batch is None or batch == b)]
+    if hidden is not None or batch is not None:
+        rungs.append((tuple(hidden) if hidden is not None else LADDER[-1][0], batch if batch is not None else LADDER[-1][1]))
+    if replay is not None:
+        for h, b in rungs:
+            if fits(h, b, replay, free, largest, gc_block):
+                return h, b, replay, "the largest network on the ladder that fits beside a replay of %d rows" % replay
+    else:
+        # the largest rung with a useful replay; failing that, the rung that learns with the most
+        # replay (the smallest), then the rungs below it
+        learning = [rung for rung in rungs if rung in LADDER[:LEARNING_RUNGS]] if hidden is None and batch is None else rungs
+        rest = [rung for rung in rungs if rung not in learning]
+        for least, kind, tried in ((useful, "a replay of %d rows or more" % useful, learning),
+                                   (min(SMALLEST_REPLAY, wanted), "the most replay that fits (less than %d rows: expect less learning)" % useful,
+                                    learning[::-1] + rest)):
+            for h, b in tried:
+                rows = largest_replay(h, b, free, largest, gc_block, cap=wanted)
+                if rows >= least:
+                    why = ("the largest network on the ladder that fits with " if least == useful else "the network that fits with ") + kind
+                    why += "; the replay holds every step of the run" if rows == wanted else "; the replay fills the rest of the free heap"
+                    return h, b, rows, why
+    h, b = rungs[-1] if rungs else LADDER[-1]
+    r = replay if replay is not None else min(SMALLEST_REPLAY, wanted)
+    est = estimate_bytes(h, b, r, gc_block)
+    detail = ", ".join("%s %.1f kB" % (k, v / 1024.0) for k, v in est.items() if k != "total")
+    raise BoardTrainError(
+        "this run needs about %.1f kB of RAM (%s), with %.1f kB in one block, but the board has %.1f kB usable after "
+        "importing microrl, %.1f kB in its largest block: use a smaller --replay (%d bytes per transition), --batch or "
+        "--hidden, or leave them out to have them chosen"
+        % (est["total"] / 1024.0, detail, replay_block_bytes(r) / 1024.0, free / 1024.0, largest / 1024.0, bytes_per_transition(OBS_DIM, ACT_DIM))
+    )
+
+
+# What a board can give to buffers: the bytes it can allocate in pieces of 1 kB, after a
+# collection (programs/usable_heap.py). gc.mem_free() also counts the holes that importing leaves
+# between objects, which no buffer fits in (15-35 kB of them here: 64-bit unix port, 32-bit
+# Cortex-M3); the probe does not.
+USABLE_PROBE = board_program("usable_heap")
+# the board side of the run: programs/train_prepare.py (free heap, usable heap, largest block,
+# block size, byte order, backend), then programs/train_run.py
+_PREPARE = USABLE_PROBE + board_program("train_prepare")
+
+
+def read_board(transport):
+    """Free heap, largest free block, allocation block size, byte order and backend of the board
+    with the training code imported."""
     out, err = _exec(transport, _PREPARE, 60)
     if err:
         raise BoardTrainError("importing microrl on the board failed: %s" % _last_line(err))
     text = out.decode("ascii", "replace")
     fields = text.split("F ")[-1].split()
     free, block = int(fields[0]), int(fields[1])
-    largest_free = int(text.split("max free sz:")[1].split()[0]) * block if "max free sz:" in text else free
-    biggest = largest_array_bytes(hidden, batch, replay)
-    if est["total"] > free or biggest > largest_free:
-        detail = ", ".join("%s %.1f kB" % (k, v / 1024.0) for k, v in est.items() if k != "total")
-        raise BoardTrainError(
-            "this run needs about %.1f kB of RAM (%s), with %.1f kB in one block, but the board has %.1f kB free after "
-            "importing microrl, %.1f kB in its largest block: use a smaller --replay (%d bytes per transition), --batch or "
-            "--hidden (deploying with --mpy leaves the heap less fragmented)"
-            % (est["total"] / 1024.0, detail, biggest / 1024.0, free / 1024.0, largest_free / 1024.0, bytes_per_transition(OBS_DIM, ACT_DIM))
-        )
-    warning = None
-    if est["total"] > SAFE_SHARE * free:
-        warning = ("this run needs about %.1f kB, %.0f%% of the %.1f kB free: it may still fail when the heap fragments; "
-                   "if it does, use a smaller --replay, --batch or --hidden" % (est["total"] / 1024.0, 100.0 * est["total"] / free, free / 1024.0))
-        if warn:
-            warn(warning)
+    largest = int(text.split("max free sz:")[1].split()[0]) * block if "max free sz:" in text else free
+    usable = int(text.split("U ")[-1].split()[0])
+    return {"free": free, "usable": usable, "largest": largest, "gc_block": block, "byteorder": fields[2], "backend": fields[3]}
+
+
+def default_warmup(steps, batch):
+    """Random-action steps before training: the device core's default (five episodes), at most
+    a quarter of a short run, at least one batch."""
+    return max(batch, min(DEFAULT_WARMUP, steps // 4))
+
+
+def train_on_board(transport, steps, hidden=None, batch=None, replay=None, warmup=None, seed=0, progress=None, every=None, say=None):
+    """Run training on the board over an mpremote transport in the raw REPL (microrl deployed).
+    Sizes left as None are chosen to fit the board (choose()); say(text) is told the choice.
+    progress(step, latest_return, mem_free) is called as lines arrive. Returns a dict with
+    'policy_bytes' (the trained policy file), the sizes, 'mem_free_start', 'seconds', 'returns'."""
+    board = read_board(transport)
+    free, usable, largest_free, block = board["free"], board["usable"], board["largest"], board["gc_block"]
+    chosen = [hidden is None, batch is None, replay is None]
+    hidden, batch, replay, why = choose(steps, usable, largest_free, block, hidden, batch, replay)
+    est = estimate_bytes(hidden, batch, replay, block)
+    warmup_steps = default_warmup(steps, batch) if warmup is None else warmup
+    if say:
+        what = "chosen" if all(chosen) else ("given" if not any(chosen) else "given and chosen")
+        say("board: %.1f kB free after importing microrl, %.1f kB of it usable in 1 kB pieces (largest block %.1f kB, %d-byte blocks, "
+            "%s kernels); sizes %s: hidden %s, batch %d, replay %d rows (%d bytes each): about %.1f kB with a %.0f kB margin (%s)"
+            % (free / 1024.0, usable / 1024.0, largest_free / 1024.0, block, board["backend"], what, ",".join(map(str, hidden)), batch, replay,
+               bytes_per_transition(OBS_DIM, ACT_DIM), est["total"] / 1024.0, est["margin"] / 1024.0, why))
     every = every or max(1, min(50, steps // 100))
-    warmup_steps = batch if warmup is None else warmup
-    code = board_program("train_run", HIDDEN=tuple(hidden), BATCH=batch, REPLAY=replay, WARMUP=warmup_steps, STEPS=steps, SEED=seed, EVERY=every, OUT=board_out)
+    code = board_program("train_run", HIDDEN=tuple(hidden), BATCH=batch, REPLAY=replay, WARMUP=warmup_steps, STEPS=steps, SEED=seed, EVERY=every,
+                         OVERWRITE=REPLAY_OVERWRITE)
     # timestamps of progress lines after warm-up: the speed of steps that train, not of random play
-    state = {"buf": b"", "returns": [], "mem": None, "step": 0, "done": False, "train_start": None, "train_end": None}
+    state = {"buf": b"", "returns": [], "mem": None, "step": 0, "done": False, "train_start": None, "train_end": None, "weights": []}
 
     def consume(data):
         state["buf"] += data
@@ -105,6 +203,8 @@ def train_on_board(transport, steps, hidden=(16, 16), batch=32, replay=2000, war
                     if state["train_start"] is None:
                         state["train_start"] = (step, now)
                     state["train_end"] = (step, now)
+            elif parts[0] == "W" and len(parts) == 2:
+                state["weights"].append(parts[1])
             elif parts[0] == "D":
                 state["done"] = True
 
@@ -129,24 +229,46 @@ def train_on_board(transport, steps, hidden=(16, 16), batch=32, replay=2000, war
         raise BoardTrainError("training on the board failed at step %d: %s" % (state["step"], msg))
     if not state["done"]:
         raise BoardTrainError("training on the board stopped at step %d without finishing" % state["step"])
-    from mpremote.transport import TransportError
-
-    try:
-        data = transport.fs_readfile(board_out)
-    except (OSError, TransportError) as e:
-        raise BoardTrainError("could not copy %s back from the board: %s" % (board_out, e)) from None
+    data = policy_bytes(hidden, "".join(state["weights"]), board["byteorder"])
     return {
         "policy_bytes": data,
-        "warning": warning,
+        "hidden": list(hidden),
+        "batch": batch,
+        "replay": replay,
+        "warmup": warmup_steps,
+        "bytes_per_transition": bytes_per_transition(OBS_DIM, ACT_DIM),
+        "backend": board["backend"],
+        "gc_block": block,
+        "mem_after_alloc": state.get("mem_after_alloc"),
         "mem_free_start": free,
+        "mem_usable_start": usable,
         "largest_free_block": largest_free,
         "mem_free_min": state["mem"],
         "estimate_bytes": est["total"],
+        "estimate_parts": est,
         "seconds": seconds,
         "steps_per_second": steps / seconds if seconds > 0 else 0.0,
         "returns": state["returns"],
         "train_steps_per_second": _rate(state["train_start"], state["train_end"]),
     }
+
+
+def policy_bytes(hidden, hex_weights, byteorder="little"):
+    """The policy file of the actor whose float32 weights the board sent as hex."""
+    from microrl.pendulum import Pendulum
+    from microrl.policy import Policy, to_bytes
+
+    params = array("f", bytes.fromhex(hex_weights))
+    if byteorder != "little":
+        params.byteswap()
+    sizes = actor_critic_sizes(OBS_DIM, ACT_DIM, hidden)[0]
+    config = TD3Config(hidden=tuple(hidden))
+    scale = (Pendulum.action_high - Pendulum.action_low) / 2.0  # as TD3.policy() maps [-1, 1]
+    offset = (Pendulum.action_high + Pendulum.action_low) / 2.0
+    try:
+        return to_bytes(Policy(sizes, (config.activation, "tanh"), params=params, act_scale=[scale] * ACT_DIM, act_offset=[offset] * ACT_DIM))
+    except ValueError as e:
+        raise BoardTrainError("the weights the board sent do not make a policy: %s" % e) from None
 
 
 def _rate(start, end):

@@ -20,7 +20,9 @@ def register(sub):
         "Ctrl-D, machine.reset() and crashes reboot it as a board reboots.",
     )
     s.add_argument("--folder", default="board-fs", help="the board's filesystem (a folder, created if missing; default ./board-fs)")
-    s.add_argument("--heap", default=None, help="MicroPython heap, e.g. 160K, 256K, 2M (default: %s, a typical ESP32's free heap)" % _default_heap())
+    s.add_argument("--heap", default=None, help="MicroPython heap, e.g. 160K, 256K, 2M (default: %s, a typical ESP32's free heap). The unix port is 64-bit: "
+                   "its objects take about twice a 32-bit board's bytes, so for training a 32-bit board with F free is about "
+                   "--heap F+16K (docs/on-board-training.md)" % _default_heap())
     s.add_argument("--flash", default=None, help="make the filesystem a littlefs image of this size (e.g. 1M) in FOLDER/flash.img, "
                    "mounted at /flash, which fills up as a board's flash does (default: FOLDER itself, unlimited)")
     s.set_defaults(func=run_sim)

@@ -94,7 +94,11 @@ def run_demo(port=None, steps=10000, seed=0, episodes=5, requests=200, out="demo
         say("2/4 board: %s" % described)
         report = deploy(p, out, mpy=mpy)
         result["board"] = report["board"]
-        say("3/4 deployed microrl (%d files copied, %d unchanged) and the policy; its actions on the board match the host's" % (len(report["copied"]), report["unchanged"]))
+        result["board_backend"] = report["backend"]
+        say("3/4 deployed microrl (%d files copied, %d unchanged; %s backend on the board) and the policy; its actions on the board match the host's"
+            % (len(report["copied"]), report["unchanged"], report["backend"]))
+        if report["native_note"]:
+            say("    " + report["native_note"])
         with SerialLink(p) as link:
             link.load(BOARD_POLICY)
             returns, n_steps, compute = link.rollout(eval_seed, episodes, timeout=60.0 + 2.0 * episodes * 200)

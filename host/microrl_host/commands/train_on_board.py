@@ -10,21 +10,23 @@ def register(sub):
     p = sub.add_parser(
         "train-on-board",
         help="train TD3 on Pendulum on a MicroPython board, then evaluate the policy on the host",
-        description="Deploy microrl, run the device core's TD3 on Pendulum on the board (plain MicroPython: about 1 s per step "
-        "at 64-64/batch 100 on a fast port, so keep the networks small), stream its progress (step, latest return, free "
-        "RAM) to the host, copy the trained policy back and evaluate it on the host. A run whose networks and replay "
-        "buffer would not fit the board's free RAM is refused before it starts.",
+        description="Deploy microrl (as .mpy files), run the device core's TD3 on Pendulum on the board, stream its progress "
+        "(step, latest return, free RAM) to the host, bring the trained actor back and evaluate it on the host. Sizes you "
+        "leave out are chosen from the board's free heap and largest free block: the largest network that fits with a "
+        "useful replay buffer, with a measured margin (see docs/on-board-training.md); a run that would not fit is "
+        "refused before it starts.",
     )
     p.add_argument("--port", required=True, help="the board's serial port (or a virtual board's: 'microrl board sim')")
     p.add_argument("--steps", type=int, required=True, help="environment steps (one training update each after warm-up)")
-    p.add_argument("--hidden", type=parse_hidden, default=(16, 16), help="hidden layer widths of actor and critics (default 16,16)")
-    p.add_argument("--batch", type=int, default=32, help="training batch (default 32)")
-    p.add_argument("--replay", type=int, default=2000, help="replay buffer capacity in transitions, 36 bytes each (default 2000)")
-    p.add_argument("--warmup", type=int, default=None, help="random-action steps before training (default: the batch size)")
+    p.add_argument("--hidden", type=parse_hidden, default=None, help="hidden layer widths of actor and critics, e.g. 32,32 (default: chosen to fit)")
+    p.add_argument("--batch", type=int, default=None, help="training batch (default: chosen to fit)")
+    p.add_argument("--replay", type=int, default=None, help="replay buffer rows, 11 bytes each (default: as many as fit, up to one per step)")
+    p.add_argument("--warmup", type=int, default=None, help="random-action steps before training (default 1000, at most a quarter of the steps)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="board-policy.mrlp", help="where to save the trained policy on the host (default board-policy.mrlp)")
     p.add_argument("--episodes", type=int, default=10, help="evaluation episodes on the host (default 10)")
     p.add_argument("--no-deploy", action="store_true", help="use the microrl already on the board")
+    p.add_argument("--py", action="store_true", help="deploy .py sources instead of .mpy files (more of the heap goes to compiling them)")
     p.add_argument("--json", action="store_true", help="print the results as one JSON object")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
@@ -36,31 +38,33 @@ def run(args):
     from microrl.pendulum import Pendulum
 
     from .. import atomic
-    from ..board.train import BoardTrainError, estimate_bytes, train_on_board
     from ..board.deploy import DeployError, deploy
-    from .progress import Progress
     from ..board.serial_link import LinkError, connect
+    from ..board.train import BoardTrainError, train_on_board
+    from .progress import Progress
 
     hidden = args.hidden
-    if args.steps < 1 or args.batch < 1 or args.replay < args.batch:
-        raise CommandError("--steps and --batch must be at least 1, and --replay at least --batch")
+    if args.steps < 1 or (args.batch is not None and args.batch < 1) or (args.replay is not None and args.replay < 2):
+        raise CommandError("--steps and --batch must be at least 1, and --replay at least 2")
     say = (lambda t: print(t, file=sys.stderr)) if args.json else print
     try:
         if not args.no_deploy:
-            deploy(args.port)
+            deploy(args.port, mpy=not args.py)
         transport = connect(args.port, soft_reset=True)  # a clean heap for training
     except (DeployError, LinkError) as e:
         raise CommandError(str(e)) from None
-    est = estimate_bytes(hidden, args.batch, args.replay)
-    say("training on the board: hidden %s, batch %d, replay %d (about %.1f kB of RAM), %d steps"
-        % (",".join(map(str, hidden)), args.batch, args.replay, est["total"] / 1024.0, args.steps))
     try:
         with Progress(args.steps, desc="training on the board", quiet=args.quiet or args.json) as bar:
             def progress(n, ret, mem):
                 bar.update(n, **({"return": "%.0f" % ret} if ret == ret else {}), free_kB="%.0f" % (mem / 1024.0))
 
-            result = train_on_board(transport, args.steps, hidden, args.batch, args.replay, args.warmup, args.seed, progress=progress,
-                                    warn=lambda text: bar.write("warning: " + text) if bar.bar else print("warning: " + text, file=sys.stderr))
+            def tell(text):
+                if bar.bar:
+                    bar.write(text)
+                else:
+                    say(text)
+
+            result = train_on_board(transport, args.steps, hidden, args.batch, args.replay, args.warmup, args.seed, progress=progress, say=tell)
     except BoardTrainError as e:
         raise CommandError(str(e)) from None
     finally:
@@ -76,7 +80,8 @@ def run(args):
     if args.json:
         print(json.dumps(result))
         return 0
-    print("trained %d steps on the board in %.1f s (%.1f steps/s, %s with updates); free RAM %.1f kB before allocating (estimate needed %.1f kB)"
-          % (args.steps, result["seconds"], result["steps_per_second"], "%.1f steps/s" % result["train_steps_per_second"] if result["train_steps_per_second"] else "?", result["mem_free_start"] / 1024.0, result["estimate_bytes"] / 1024.0))
+    print("trained %d steps on the board in %.1f s (%.1f steps/s, %s with updates, %s kernels); free RAM %.1f kB before allocating, %.1f kB at the lowest (estimate %.1f kB)"
+          % (args.steps, result["seconds"], result["steps_per_second"], "%.1f steps/s" % result["train_steps_per_second"] if result["train_steps_per_second"] else "?",
+             result["backend"], result["mem_free_start"] / 1024.0, (result["mem_free_min"] or 0) / 1024.0, result["estimate_bytes"] / 1024.0))
     print("policy %s copied back to %s; on the host: return %.1f +- %.1f over %d episodes" % (policy.describe(), args.out, mean, std, args.episodes))
     return 0

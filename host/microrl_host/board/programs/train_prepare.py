@@ -1,13 +1,15 @@
-# On the board (train.train_on_board), first: import the trainer, report the free heap and its
-# largest block (mem_info), and the GC block size in bytes.
+# On the board (train.train_on_board), first, after usable_heap.py: import only what training
+# needs (no policy code), report the free heap, the GC block size, the byte order and the backend,
+# its largest free block (mem_info) and the heap usable in 1 kB pieces.
 import gc, sys
 from microrl.td3 import TD3, TD3Config
 from microrl.pendulum import Pendulum
-from microrl.policy import save
+from microrl import backend_name
 gc.collect()
 try:
     import micropython
     micropython.mem_info()
 except (ImportError, AttributeError):
     pass
-print('F', gc.mem_free(), 16 if sys.maxsize < 2 ** 32 else 32)
+print('F', gc.mem_free(), 16 if sys.maxsize < 2 ** 32 else 32, sys.byteorder, backend_name())
+print('U', usable_heap())
