@@ -25,8 +25,13 @@ VERSION = 1
 PING = 0x01  # -> version u8, free heap u32, then the board's description (utf-8)
 INFER = 0x02  # float32 observation -> compute time u32 (us), float32 action
 LOAD = 0x03  # policy path (utf-8) -> n_in u16, n_out u16, description (utf-8)
-ROLLOUT = 0x04  # seed u32, episodes u16 -> steps u32, compute us u32 (sum), float32 returns
+ROLLOUT = 0x04  # seed u32, episodes u16 [, task u8] -> steps u32, compute us u32 (sum), float32 returns;
+#                 task TASK_QUADROTOR -> steps u32, policy us u32, total us u32, then float32
+#                 (return, success, final distance m, steps) per episode (microrl.quadrotor.fly)
 EXIT = 0x05  # -> empty reply, then the server returns to the REPL
+TASK_PENDULUM = 0
+TASK_QUADROTOR = 1
+MAX_FLIGHTS = 60  # quadrotor episodes per ROLLOUT: 4 floats each must fit MAX_PAYLOAD
 REPLY = 0x80
 HELLO = 0x7E  # sent once by the server when it starts: as PING's reply
 ERROR = 0x7F  # code u8, message (utf-8)
@@ -128,6 +133,22 @@ def unpack_returns(payload):
     """(returns list, steps, compute us summed over steps)."""
     values = struct.unpack("<II%df" % ((len(payload) - 8) // 4), payload)
     return list(values[2:]), values[0], values[1]
+
+
+def pack_fly(seed, episodes):  # ROLLOUT request for the quadrotor
+    return struct.pack("<IHB", seed, episodes, TASK_QUADROTOR)
+
+
+def pack_flights(steps, policy_us, total_us, values):  # its reply; values: 4 floats per episode
+    return struct.pack("<III%df" % len(values), steps, policy_us, total_us, *values)
+
+
+def unpack_flights(payload):
+    """(rows of (return, success, final distance, steps), steps, policy us, total us)."""
+    n = (len(payload) - 12) // 4
+    values = struct.unpack("<III%df" % n, payload)
+    rows = [tuple(values[3 + 4 * k : 7 + 4 * k]) for k in range(n // 4)]
+    return rows, values[0], values[1], values[2]
 
 
 def error_payload(code, message=""):

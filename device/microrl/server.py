@@ -121,9 +121,14 @@ class Server:
     def rollout(self, seq, payload):
         if self.policy is None:
             return self.error(seq, P.E_NO_POLICY, "no policy loaded: send LOAD with its path first")
-        if len(payload) != 6:
-            return self.error(seq, P.E_PAYLOAD, "ROLLOUT takes seed u32 and episodes u16")
-        seed, episodes = P.unpack_rollout(payload)
+        if len(payload) not in (6, 7):
+            return self.error(seq, P.E_PAYLOAD, "ROLLOUT takes seed u32, episodes u16 and optionally a task u8")
+        task = payload[6] if len(payload) == 7 else P.TASK_PENDULUM
+        seed, episodes = P.unpack_rollout(payload[:6])
+        if task == P.TASK_QUADROTOR:
+            return self.fly(seq, seed, episodes)
+        if task != P.TASK_PENDULUM:
+            return self.error(seq, P.E_PAYLOAD, "unknown ROLLOUT task %d" % task)
         if not 1 <= episodes <= 200:
             return self.error(seq, P.E_PAYLOAD, "episodes must be 1..200, got %d" % episodes)
         from .evaluate import evaluate
@@ -132,6 +137,24 @@ class Server:
         timed = _Timed(self.policy)
         mean, std, returns = evaluate(timed, Pendulum(), episodes, seed=seed)
         self.send(P.ROLLOUT | P.REPLY, seq, P.pack_returns(timed.calls, timed.us, returns))
+
+    def fly(self, seq, seed, episodes):
+        """The policy flying the board's own quadrotor (microrl.quadrotor.fly): steps, policy us,
+        total us, then (return, success, final distance, steps) per episode."""
+        if not 1 <= episodes <= P.MAX_FLIGHTS:
+            return self.error(seq, P.E_PAYLOAD, "quadrotor episodes must be 1..%d, got %d" % (P.MAX_FLIGHTS, episodes))
+        if self.policy.obs_dim != 13 or self.policy.act_dim != 4:
+            return self.error(seq, P.E_PAYLOAD, "the quadrotor needs a 13-in 4-out policy, this one is %d-in %d-out" % (self.policy.obs_dim, self.policy.act_dim))
+        from .quadrotor import fly
+
+        timed = _Timed(self.policy)
+        t0 = ticks_us()
+        rows = fly(timed, episodes, seed)
+        total = ticks_diff(ticks_us(), t0)
+        values = []
+        for row in rows:
+            values.extend(row)
+        self.send(P.ROLLOUT | P.REPLY, seq, P.pack_flights(timed.calls, timed.us, total, values))
 
     def handle(self, type_, seq, payload):
         if type_ == P.INFER:

@@ -17,6 +17,8 @@ from microrl.policy import Policy, save
 
 from .. import atomic
 from ..envs.gym import GymTask, evaluate_gym
+from ..envs import quadrotor
+from ..envs.quadrotor import QUADROTOR, CompiledQuadrotor, flight_summary
 from ..envs.pendulum import PENDULUM, CompiledPendulum, evaluate_pendulum, pendulum_reset
 from ..nn.mlp import greedy_action
 from ..nn.rng import randint
@@ -28,6 +30,15 @@ from .checkpoint import read as read_checkpoint
 from .config import settings as config_settings
 from .results import run_result
 
+# The quadrotor trains as L2F's TD3 does (learning-to-fly src/config/config.h): batch 256, one
+# update every 10 environment steps, 15,000 steps before the first; the settings a user gives win.
+QUADROTOR_SETTINGS = {"batch": 256, "warmup": 15000}
+QUADROTOR_TRAIN_EVERY = 10
+QUADROTOR_STEPS = 300000  # L2F's budget
+QUADROTOR_EVERY = 10000  # evaluations fly 100 episodes of up to 500 steps: less often
+QUADROTOR_EVAL_EPISODES = 100  # success rates need more episodes than a Pendulum return
+# steps over which the quadrotor's start states widen from near hover to L2F's full distribution
+QUADROTOR_CURRICULUM_STEPS = 50000
 # ---------------------------------------------------------------- state <-> flat arrays
 
 
@@ -43,6 +54,7 @@ def flatten(state, prefix=""):
     return out
 
 
+SCRATCH = {"actor_x"}  # work buffers a checkpoint of an earlier version may lack
 REPLAY_ROWS = ("replay.obs", "replay.act", "replay.rew", "replay.next_obs", "replay.done")
 
 
@@ -58,10 +70,12 @@ def save_checkpoint(path, state, meta):
 def restore(state, arrays, path):
     """Copy checkpoint arrays into a freshly built state of the same configuration."""
     flat = flatten(state)
-    missing = sorted(set(flat) - set(arrays))
+    missing = sorted(set(flat) - set(arrays) - SCRATCH)
     if missing:
         raise CheckpointError("checkpoint %s lacks %s; it was written by another version" % (path, ", ".join(missing[:5])))
     for k, dst in flat.items():
+        if k in SCRATCH and k not in arrays:
+            continue
         src = arrays[k]
         if k in REPLAY_ROWS and src.shape[1:] == dst.shape[1:] and src.shape[0] <= dst.shape[0] and src.dtype == dst.dtype:
             dst[: src.shape[0]] = src
@@ -80,6 +94,8 @@ def make_task(task):
     """The environment a task name means: 'pendulum' compiled in the loop, else a gymnasium id."""
     if task.lower() == PENDULUM:
         return CompiledPendulum()
+    if task.lower() == QUADROTOR:
+        return CompiledQuadrotor()
     return GymTask(task)
 
 
@@ -98,7 +114,7 @@ class Algorithm:
     """An off-policy algorithm (td3.py, sac.py) as its parts, and the training driver over them.
     Each module ends with ALGO = Algorithm(...) naming its own functions."""
 
-    def __init__(self, name, squash, default_config, hyperparameters, new_state, actor_export, explore, observe, run_pendulum):
+    def __init__(self, name, squash, default_config, hyperparameters, new_state, actor_export, explore, observe, run_pendulum, run_quadrotor=None, asymmetric=False):
         self.name = name
         self.squash = squash
         self.default_config = default_config
@@ -108,6 +124,9 @@ class Algorithm:
         self.explore = explore
         self.observe = observe
         self.run_pendulum = run_pendulum
+        self.run_quadrotor = run_quadrotor
+        self.asymmetric = asymmetric  # new_state(privileged=k) gives the critics k more inputs
+        self.flight_stats = {}  # the quadrotor's success rate and distance at the last evaluation
 
     # configuration ---------------------------------------------------
     def config(self, **overrides):
@@ -148,6 +167,7 @@ class Algorithm:
         callbacks = callbacks or NONE
         wall0 = time.perf_counter()
         env = make_task(task)
+        self.flight_stats = {}
         ckpt_path = os.path.join(run_dir, "checkpoint.npz") if run_dir else None
         meta = None
         if resume:
@@ -159,9 +179,16 @@ class Algorithm:
             config = self.config(**meta["config"])
             seed = meta["seed"]
         else:
+            if env.name == QUADROTOR:
+                settings = dict(QUADROTOR_SETTINGS, **{k: v for k, v in settings.items() if v is not None})
             config = self.config(**settings)
         config.steps = int(steps)
-        state = self.new_state(config, env.obs_dim, env.act_dim, int(seed))
+        if getattr(env, "privileged", 0) and self.asymmetric:
+            state = self.new_state(config, env.obs_dim, env.act_dim, int(seed), privileged=env.privileged)
+        else:
+            state = self.new_state(config, env.obs_dim, env.act_dim, int(seed))
+        if env.name == QUADROTOR:
+            state = state._replace(env=quadrotor.new_env())
         if resume:
             restore(state, arrays, ckpt_path)
         hp = self.hyperparameters(config)
@@ -187,7 +214,12 @@ class Algorithm:
         t0 = time.perf_counter()
         ep_step = np.zeros(1024, np.int64)
         ep_return = np.zeros(1024)
-        if env.compiled:
+        if env.name == QUADROTOR:
+            if start == 0:
+                quadrotor.reset(state.env, state.rng, state.obs)
+            self.run_quadrotor(state, hp, 0, ep_step, ep_return, QUADROTOR_TRAIN_EVERY)
+            quadrotor.evaluate(state.actor, self.squash, 0, 0, state.env[quadrotor.P0 :])
+        elif env.compiled:
             if start == 0:
                 pendulum_reset(state.env, state.rng, state.obs)
             self.run_pendulum(state, hp, 0, ep_step, ep_return)
@@ -217,7 +249,10 @@ class Algorithm:
                 n = min(n, 1000)
                 t0 = time.perf_counter()
                 c0 = time.process_time()
-                if env.compiled:
+                if env.name == QUADROTOR:
+                    state.env[quadrotor.CURRICULUM] = min(1.0, step / float(QUADROTOR_CURRICULUM_STEPS))
+                    ended = self.run_quadrotor(state, hp, n, ep_step, ep_return, QUADROTOR_TRAIN_EVERY)
+                elif env.compiled:
                     ended = self.run_pendulum(state, hp, n, ep_step, ep_return)
                 else:
                     ended = self._run_gym(env, state, hp, n, ep_step, ep_return)
@@ -254,6 +289,7 @@ class Algorithm:
             compile_s=compile_s, eval_s=eval_s, evals=evals, policy=out, run_dir=run_dir,
             used=("numpy", "numba", "scipy") + (() if env.compiled else ("gymnasium",)),
         )
+        stats.update(self.flight_stats)  # quadrotor: success rate, position error, crash rate
         return Run(policy, evals, stats, state)
 
     def _run_gym(self, env, state, hp, n, ep_step, ep_return):
@@ -286,6 +322,10 @@ class Algorithm:
     def evaluate_state(self, env, state, episodes, seed):
         if not episodes:
             return float("nan"), float("nan")
+        if env.name == QUADROTOR:
+            rows = quadrotor.evaluate(state.actor, self.squash, max(episodes, QUADROTOR_EVAL_EPISODES), seed, state.env[quadrotor.P0 :])
+            self.flight_stats = flight_summary(rows)
+            return float(rows[:, 0].mean()), float(rows[:, 0].std())
         if env.compiled:
             returns = evaluate_pendulum(state.actor, self.squash, episodes, seed)
             return float(returns.mean()), float(returns.std())

@@ -1,4 +1,5 @@
-"""The one shape of a training run's results, the same for every algorithm and task: what
+"""The one shape of a training run's results, the same for every algorithm and task (the
+quadrotor adds success_rate, position_error_m and crash_rate): what
 `microrl train --json` prints, offpolicy.Run.stats and a PPO learner's `result`. docs/training.md
 ("Results") explains each key; tests/test_host_cli.py checks that every algorithm gives them all."""
 import importlib.metadata
@@ -57,7 +58,11 @@ def run_result(algo, task, seed, steps, resumed_from, wall_s, train_s, train_cpu
 
 
 def summary_line(r):
-    """One line for a person: what ran, how long, how well, where the files are."""
-    return "%s on %s: %d steps in %.2f s (%.0f steps/s; compile/cache load %.2f s), eval return %s; policy: %s; run: %s" % (
-        r["algo"], r["task"], r["steps"], r["train_s"], r["steps_per_s"] or 0.0, r["compile_s"],
-        "%.1f +- %.1f" % (r["eval_mean"], r["eval_std"]) if r["eval_mean"] is not None else "not evaluated", r["policy"], r["run_dir"])
+    """One line for a person: what ran, how long, how well, where the files are (the quadrotor's
+    extra keys success_rate, position_error_m and crash_rate, when there, say whether it flies)."""
+    how_well = "eval return %s" % ("%.1f +- %.1f" % (r["eval_mean"], r["eval_std"]) if r["eval_mean"] is not None else "not evaluated")
+    if r.get("success_rate") is not None:
+        how_well = "flies %.0f%% of its evaluation flights, final distance to the target %.3f m (median), crashes %.0f%%; %s" % (
+            100 * r["success_rate"], r["position_error_m"], 100 * r["crash_rate"], how_well)
+    return "%s on %s: %d steps in %.2f s (%.0f steps/s; compile/cache load %.2f s), %s; policy: %s; run: %s" % (
+        r["algo"], r["task"], r["steps"], r["train_s"], r["steps_per_s"] or 0.0, r["compile_s"], how_well, r["policy"], r["run_dir"])

@@ -16,6 +16,7 @@ from microrl.activations import TANH
 from microrl.nn import layout
 from microrl.layout import actor_critic_sizes
 
+from ..envs import quadrotor
 from ..envs.pendulum import MAX_TORQUE, pendulum_reset, pendulum_step
 from ..nn import mlp
 from ..nn.jit import inline, jit
@@ -247,9 +248,34 @@ def run_pendulum(S, hp, n_steps, ep_step, ep_return):
     return ended
 
 
+@jit
+def run_quadrotor(S, hp, n_steps, ep_step, ep_return, train_every):
+    """n_steps of training on the compiled quadrotor (envs/quadrotor.py; S.env is its array),
+    one update every train_every steps (L2F: 10); the critics see what the actor sees."""
+    ended = 0
+    for _ in range(n_steps):
+        explore(S, hp, S.obs, S.action)
+        r, terminated, truncated = quadrotor.step(S.env, S.action, S.next_obs)
+        replay_add(S.replay, S.obs, S.action, r, S.next_obs, terminated)
+        S.counters[STEPS] += 1
+        if S.counters[STEPS] >= hp[WARMUP] and S.replay.count[1] >= S.reward.shape[0] and S.counters[STEPS] % train_every == 0:
+            update(S, hp)
+        if terminated or truncated:
+            if ended < ep_step.shape[0]:
+                ep_step[ended] = S.counters[STEPS]
+                ep_return[ended] = S.env[quadrotor.RETURN]
+                ended += 1
+            S.counters[EPISODES] += 1
+            quadrotor.reset(S.env, S.rng, S.obs)
+        else:
+            S.obs[:] = S.next_obs
+    return ended
+
+
 ALGO = offpolicy.Algorithm(
     name=NAME, squash=SQUASH, default_config=default_config, hyperparameters=hyperparameters, new_state=new_state,
     actor_export=actor_export, explore=explore, observe=observe, run_pendulum=run_pendulum,
+    run_quadrotor=run_quadrotor,
 )
 config = ALGO.config  # config(**overrides): the defaults with overrides, checked
 train = ALGO.train  # train(config, env="pendulum", callbacks=None, seed=0, **options) -> offpolicy.Run

@@ -13,6 +13,7 @@ import numpy as np
 
 from microrl.layout import actor_critic_sizes
 
+from ..envs import quadrotor
 from ..envs.pendulum import MAX_TORQUE, pendulum_reset, pendulum_step
 from ..nn import mlp
 from ..nn.jit import inline, jit
@@ -34,8 +35,9 @@ STEPS, UPDATES, EPISODES = 0, 1, 2
 State = namedtuple(
     "State",
     "actor actor_target critic1 critic2 critic1_target critic2_target replay rng counters env "
-    "obs next_obs action critic_in next_in actor_in reward done y dq da dx",
+    "obs next_obs action critic_in next_in actor_in reward done y dq da dx actor_x",
 )
+ASYMMETRIC = True  # new_state(privileged=k): the critics also see k values the actor does not
 
 
 default_config = td3_config
@@ -45,11 +47,16 @@ def hyperparameters(config):
     return np.array([float(getattr(config, k)) for k in HP], np.float64)
 
 
-def new_state(config, obs_dim, act_dim, seed):
-    """Fresh networks (PyTorch init from the seed), empty replay, counters at zero."""
+def new_state(config, obs_dim, act_dim, seed, privileged=0):
+    """Fresh networks (PyTorch init from the seed), empty replay, counters at zero. With
+    privileged > 0 the actor-critic is asymmetric (as L2F's): observations carry `privileged`
+    more values after the actor's obs_dim, which only the critics see."""
     c = config
     n = c.batch
     actor_sizes, critic_sizes = actor_critic_sizes(obs_dim, act_dim, c.hidden)
+    actor_dim = obs_dim
+    obs_dim = obs_dim + privileged
+    critic_sizes = actor_critic_sizes(obs_dim, act_dim, c.hidden)[1]
     actor_acts = (c.activation, "tanh")
     critic_acts = (c.activation, "identity")
     actor = mlp.new_net(actor_sizes, actor_acts, n, seed=seed * 4 + 1)
@@ -80,6 +87,7 @@ def new_state(config, obs_dim, act_dim, seed):
         dq=np.zeros((n, 1), f32),
         da=np.zeros((n, act_dim), f32),
         dx=np.zeros((n, obs_dim + act_dim), f32),
+        actor_x=np.zeros((n, actor_dim), f32),
     )
 
 
@@ -98,7 +106,9 @@ def update(S, hp):
     ad = S.action.shape[0]
     replay_sample(S.replay, S.rng, n, S.critic_in, S.reward, S.actor_in, S.done)
     # target actions with clipped smoothing noise, beside the next observations
-    a_next = forward(S.actor_target, S.actor_in, n)
+    # (the actor sees the first actor_x columns of the observations, the critics all)
+    mlp.copy_columns(S.actor_in, S.actor_x, 0)
+    a_next = forward(S.actor_target, S.actor_x, n)
     clip = hp[TARGET_NOISE_CLIP]
     for s in range(n):
         for i in range(od):
@@ -120,8 +130,8 @@ def update(S, hp):
     if step % delay:
         return
     # actor: maximise Q1(s, pi(s)); dL/dQ = -1/n back through critic 1 to the action inputs
-    mlp.copy_columns(S.critic_in, S.actor_in, 0)
-    a = forward(S.actor, S.actor_in, n)
+    mlp.copy_columns(S.critic_in, S.actor_x, 0)
+    a = forward(S.actor, S.actor_x, n)
     for s in range(n):
         for i in range(ad):
             S.critic_in[s, od + i] = a[s, i]
@@ -130,7 +140,7 @@ def update(S, hp):
         S.dq[s, 0] = -1.0 / n
     backward(S.critic1, S.critic_in, n, S.dq, S.critic1.grads[:0], S.dx)
     mlp.copy_columns(S.dx, S.da, od)
-    backward(S.actor, S.actor_in, n, S.da, S.actor.grads, S.dx[:0])
+    backward(S.actor, S.actor_x, n, S.da, S.actor.grads, S.dx[:0])
     mlp.adam(S.actor, hp[ACTOR_LR], step // delay)
     tau = hp[TAU]
     polyak(S.actor_target, S.actor, tau)
@@ -145,7 +155,7 @@ def explore(S, hp, obs, out):
         for i in range(out.shape[0]):
             out[i] = uniform(S.rng, -1.0, 1.0)
         return
-    mlp.greedy_action(S.actor, obs, False, out)
+    mlp.greedy_action(S.actor, obs[: S.actor_x.shape[1]], False, out)
     for i in range(out.shape[0]):
         v = out[i] + normal(S.rng, 0.0, hp[EXPLORATION_NOISE])
         out[i] = -1.0 if v < -1.0 else (1.0 if v > 1.0 else v)
@@ -180,9 +190,34 @@ def run_pendulum(S, hp, n_steps, ep_step, ep_return):
     return ended
 
 
+@jit
+def run_quadrotor(S, hp, n_steps, ep_step, ep_return, train_every):
+    """n_steps of training on the compiled quadrotor (envs/quadrotor.py; S.env is its array),
+    one update every train_every steps (L2F: 10)."""
+    ended = 0
+    for _ in range(n_steps):
+        explore(S, hp, S.obs, S.action)
+        r, terminated, truncated = quadrotor.step(S.env, S.action, S.next_obs)
+        replay_add(S.replay, S.obs, S.action, r, S.next_obs, terminated)
+        S.counters[STEPS] += 1
+        if S.counters[STEPS] >= hp[WARMUP] and S.replay.count[1] >= S.reward.shape[0] and S.counters[STEPS] % train_every == 0:
+            update(S, hp)
+        if terminated or truncated:
+            if ended < ep_step.shape[0]:
+                ep_step[ended] = S.counters[STEPS]
+                ep_return[ended] = S.env[quadrotor.RETURN]
+                ended += 1
+            S.counters[EPISODES] += 1
+            quadrotor.reset(S.env, S.rng, S.obs)
+        else:
+            S.obs[:] = S.next_obs
+    return ended
+
+
 ALGO = offpolicy.Algorithm(
     name=NAME, squash=SQUASH, default_config=default_config, hyperparameters=hyperparameters, new_state=new_state,
     actor_export=actor_export, explore=explore, observe=observe, run_pendulum=run_pendulum,
+    run_quadrotor=run_quadrotor, asymmetric=ASYMMETRIC,
 )
 config = ALGO.config  # config(**overrides): the defaults with overrides, checked
 train = ALGO.train  # train(config, env="pendulum", callbacks=None, seed=0, **options) -> offpolicy.Run

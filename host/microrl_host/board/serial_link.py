@@ -207,6 +207,11 @@ class SerialLink:
         Returns (returns list, steps, compute us summed over steps)."""
         return P.unpack_returns(self.request(P.ROLLOUT, P.pack_rollout(seed, episodes), timeout=timeout))
 
+    def fly(self, seed, episodes, timeout=600.0):
+        """Closed loop on the board: the policy flying the board's own quadrotor. Returns
+        (rows of (return, success, final distance, steps), steps, policy us, total us)."""
+        return P.unpack_flights(self.request(P.ROLLOUT, P.pack_fly(seed, episodes), timeout=timeout))
+
 
 def parse_info(payload):
     version, mem_free, board = P.unpack_info(payload)

@@ -17,12 +17,15 @@ def register(sub):
         "policy on the board in a closed loop against the board's own Pendulum, and measure the serial round trip. "
         "Without --port it starts a virtual board (the MicroPython unix port behind a pseudo-terminal).",
     )
+    p.add_argument("--task", choices=("pendulum", "quadrotor"), default="pendulum",
+                   help="pendulum (default), or quadrotor: a 13-64-64-4 policy flies the board's own quadrotor simulation, "
+                   "then the host's over the serial line")
     p.add_argument("--port", help="a real board's serial port (default: start a virtual board)")
-    p.add_argument("--steps", type=int, default=10000, help="training steps on the host (default 10000)")
+    p.add_argument("--steps", type=int, default=None, help="training steps on the host (default 10000; quadrotor 300000)")
     p.add_argument("--seed", type=int, default=0, help="seed of training and evaluation (default 0)")
     p.add_argument("--episodes", type=int, default=5, help="evaluation episodes, on the host and on the board (default 5)")
     p.add_argument("--requests", type=int, default=200, help="serial inference requests timed (default 200)")
-    p.add_argument("--out", default="demo-policy.mrlp", help="where to save the trained policy (default demo-policy.mrlp)")
+    p.add_argument("--out", default=None, help="where to save the trained policy (default demo-policy.mrlp; quadrotor-policy.mrlp)")
     p.add_argument("--heap", help="the virtual board's RAM, e.g. 160K (default: a typical ESP32's)")
     p.add_argument("--board-dir", metavar="DIR", help="keep the virtual board's filesystem in DIR (default: a temporary folder, removed afterwards)")
     p.add_argument("--mpy", action="store_true", help="deploy .mpy files (compiled with mpy-cross for the board)")
@@ -32,6 +35,8 @@ def register(sub):
 
 
 def run(args):
+    from microrl.protocol import MAX_FLIGHTS
+
     from ..board.virtual import BoardError
     from ..board.deploy import DeployError
     from ..board.serial_link import LinkError
@@ -40,13 +45,23 @@ def run(args):
         raise CommandError("--board-dir is the virtual board's folder; a real board (--port) keeps its own files")
     if args.board_dir and os.path.exists(args.board_dir) and not os.path.isdir(args.board_dir):
         raise CommandError("--board-dir %s is a file, not a folder" % args.board_dir)
-    if args.steps < 1 or args.episodes < 1 or args.requests < 1:
+    quadrotor = args.task == "quadrotor"
+    if args.steps is None and not quadrotor:
+        args.steps = 10000
+    if args.out is None:
+        args.out = "quadrotor-policy.mrlp" if quadrotor else "demo-policy.mrlp"
+    if quadrotor and args.episodes > MAX_FLIGHTS:
+        raise CommandError("--episodes must be at most %d for the quadrotor" % MAX_FLIGHTS)
+    if (args.steps is not None and args.steps < 1) or args.episodes < 1 or args.requests < 1:
         raise CommandError("--steps, --episodes and --requests must be at least 1")
     if args.episodes > 200:
         raise CommandError("--episodes must be at most 200")
     say = (lambda text: print(text, file=sys.stderr)) if args.json else (lambda text: print(text, flush=True))
     try:
-        result = run_demo(args.port, args.steps, args.seed, args.episodes, args.requests, args.out, args.heap, args.mpy, args.quiet or args.json, say, args.board_dir)
+        if quadrotor:
+            result = run_quadrotor_demo(args.port, args.steps, args.seed, args.episodes, args.requests, args.out, args.heap, args.mpy, args.quiet or args.json, say, board_dir=args.board_dir)
+        else:
+            result = run_demo(args.port, args.steps, args.seed, args.episodes, args.requests, args.out, args.heap, args.mpy, args.quiet or args.json, say, args.board_dir)
     except (BoardError, DeployError, LinkError) as e:
         raise CommandError(str(e)) from None
     if args.json:
@@ -109,4 +124,87 @@ def run_demo(port=None, steps=10000, seed=0, episodes=5, requests=200, out="demo
         result.update(host_latency(policy, 1000, seed))
         say("    serial round trip over %d requests: p50 %.0f us, p99 %.0f us, max %.0f us; board compute %.0f us; %.0f inferences/s "
             "(host: %.1f us per inference)" % (requests, summary["p50_us"], summary["p99_us"], summary["max_us"], summary["board_compute_us"], summary["per_second"], result["host_p50_us"]))
+    return result
+
+
+def run_quadrotor_demo(port=None, steps=None, seed=0, episodes=5, requests=200, out="quadrotor-policy.mrlp", heap=None, mpy=False, quiet=False, say=print, serial_episodes=1, board_dir=None):
+    """Train TD3 on the quadrotor on the host, fly the policy on a board against the board's own
+    quadrotor simulation, then fly the host's simulation with the policy answering over the
+    serial line. Returns a dict of results."""
+    import microrl
+    from microrl import quadrotor as Q
+    from microrl.rng import Rng
+
+    from ..algos.offpolicy import QUADROTOR_STEPS
+    from ..algos.td3 import ALGO
+    from ..board.deploy import BOARD_POLICY, deploy
+    from ..board.serial_link import LinkError, SerialLink
+    from ..board.virtual import board_port
+    from ..envs.quadrotor import flight_summary
+    from .progress import ProgressBar
+
+    import numpy as np
+
+    steps = steps or QUADROTOR_STEPS
+    result = {"task": "quadrotor", "steps": steps, "seed": seed, "episodes": episodes}
+    say("1/5 training TD3 on the quadrotor hover task on the host: %d steps, seed %d (numba, simulation in the compiled loop)" % (steps, seed))
+    t0 = time.perf_counter()
+    run = ALGO.run("quadrotor", steps=steps, seed=seed, eval_every=0, eval_episodes=0, callbacks=ProgressBar(quiet=quiet))
+    result["train_seconds"] = time.perf_counter() - t0
+    result["train_s"] = run.stats["train_s"]
+    policy = run.policy
+    microrl.save(out, policy)
+    eval_seed = 10007 + seed
+    host_rows = Q.fly(policy, episodes, eval_seed)
+    host = flight_summary(np.array(host_rows, dtype=np.float64))
+    result.update({"host_" + k: v for k, v in host.items()})
+    result["policy_file"] = out
+    say("    %.1f s (%.1f s training); on the host (device core on CPython): flies %d of %d episodes, final distance %.3f m (median); saved %s"
+        % (result["train_seconds"], result["train_s"], sum(r[1] for r in host_rows), episodes, host["position_error_m"], out))
+    with board_port(port, heap, folder=board_dir) as (p, described):
+        say("2/5 board: %s" % described)
+        report_ = deploy(p, out, mpy=mpy)
+        result["board"] = report_["board"]
+        say("3/5 deployed microrl (%d files copied, %d unchanged) and the policy" % (len(report_["copied"]), report_["unchanged"]))
+        with SerialLink(p) as link:
+            link.load(BOARD_POLICY)
+            rows, n_steps, policy_us, total_us = link.fly(eval_seed, episodes, timeout=120.0 + 30.0 * episodes)
+            board = flight_summary(np.array(rows, dtype=np.float64))
+            result.update({"board_" + k: v for k, v in board.items()})
+            per_step = policy_us / max(1, n_steps)
+            sim_step = (total_us - policy_us) / max(1, n_steps)
+            result.update(board_policy_step_us=per_step, board_sim_step_us=sim_step, board_control_rate_hz=1e6 / per_step if per_step else None,
+                          board_steps=n_steps, board_return_max_diff=max(abs(a[0] - b[0]) for a, b in zip(rows, host_rows)),
+                          board_success_matches_host=[int(a[1]) for a in rows] == [int(b[1]) for b in host_rows])
+            say("4/5 closed loop on the board (policy and quadrotor both in MicroPython): flies %d of %d episodes, final distance %.3f m (median; host %.3f m); "
+                "policy %.0f us per step (a %.0f Hz control rate), simulation %.0f us per step"
+                % (sum(int(r[1]) for r in rows), episodes, board["position_error_m"], host["position_error_m"], per_step, result["board_control_rate_hz"], sim_step))
+            # the simulation on the host, the policy on the board, one request per control step
+            rng = Rng(eval_seed)
+            env = Q.Quadrotor(rng, evaluation=True)
+            latencies = []
+            flights = []
+            compute = 0
+            for _ in range(serial_episodes):
+                obs = env.reset()
+                done = truncated = False
+                total = 0.0
+                while not (done or truncated):
+                    t1 = time.perf_counter()
+                    action, us = link.infer(list(obs))
+                    latencies.append(time.perf_counter() - t1)
+                    compute += us
+                    obs, r, done, truncated = env.step(action)
+                    total += r
+                flights.append((total, 1 if (not done) and Q.success(env.s) else 0, float(np.linalg.norm(list(env.s)[0:3])), env.t))
+            lat = np.array(latencies) * 1e6
+            serial = flight_summary(np.array(flights, dtype=np.float64))
+            result.update({"serial_" + k: v for k, v in serial.items()})
+            result.update(serial_p50_us=float(np.percentile(lat, 50)), serial_p99_us=float(np.percentile(lat, 99)), serial_steps=len(lat),
+                          serial_control_rate_hz=1e6 / float(np.percentile(lat, 50)))
+            say("5/5 over the serial line (quadrotor on the host, policy on the board): flies %d of %d episodes, final distance %.3f m; "
+                "round trip p50 %.0f us, p99 %.0f us over %d steps (a %.0f Hz control rate)"
+                % (sum(f[1] for f in flights), serial_episodes, serial["position_error_m"], result["serial_p50_us"], result["serial_p99_us"], len(lat), result["serial_control_rate_hz"]))
+            if not flights:
+                raise LinkError("no serial flight ran")
     return result

@@ -5,6 +5,7 @@ import os
 from . import CommandError
 
 PENDULUM = "pendulum"
+QUADROTOR = "quadrotor"
 
 
 def register(sub):
@@ -13,11 +14,13 @@ def register(sub):
         help="evaluate a policy file: mean and std of the return",
         description="Run a policy file deterministically for N episodes and print the mean and std of the return. "
         "Pendulum-shaped policies (3 observations, 1 action) run on the device core's Pendulum by default; "
-        "any other policy needs --env with a gymnasium id.",
+        "quadrotor-shaped ones (13 observations, 4 motor commands) fly the hover task from random starts within +-0.5 m and "
+        "30 deg of tilt and report the success rate (within 0.1 m of the target and below 0.5 rad/s after 5 s, no crash) "
+        "and the final distance to the target; any other policy needs --env with a gymnasium id.",
     )
     p.add_argument("policy", metavar="POLICY", help="a microrl policy file (.mrlp)")
-    p.add_argument("--episodes", type=int, default=10, help="episodes to run (default 10)")
-    p.add_argument("--env", metavar="ID", help="'pendulum' (the device core's, default for 3-in 1-out policies) or a gymnasium id, e.g. Pendulum-v1")
+    p.add_argument("--episodes", type=int, default=None, help="episodes to run (default 10; quadrotor 100)")
+    p.add_argument("--env", metavar="ID", help="'pendulum' (the device core's, default for 3-in 1-out policies), 'quadrotor' (default for 13-in 4-out) or a gymnasium id, e.g. Pendulum-v1")
     p.add_argument("--seed", type=int, default=12345, help="seed of the episodes' start states (default 12345)")
     p.add_argument("--json", action="store_true", help="print one JSON object with mean, std, returns")
     p.set_defaults(func=run)
@@ -41,7 +44,16 @@ def pick_env(policy, env):
     """'pendulum' or the gymnasium id to run policy on; CommandError when it does not fit."""
     from microrl import pendulum
 
+    from microrl import quadrotor
+
     pendulum_shaped = policy.obs_dim == pendulum.OBS_DIM and policy.act_dim == pendulum.ACT_DIM
+    quadrotor_shaped = policy.obs_dim == quadrotor.OBS_DIM and policy.act_dim == quadrotor.ACT_DIM
+    if env is not None and env.lower() == QUADROTOR:
+        if not quadrotor_shaped:
+            raise CommandError("--env quadrotor needs a policy with 13 observations and 4 actions; this one has %d and %d" % (policy.obs_dim, policy.act_dim))
+        return QUADROTOR
+    if env is None and quadrotor_shaped:
+        return QUADROTOR
     if env is None:
         if not pendulum_shaped:
             raise CommandError("this policy takes %d observations and gives %d actions; say which environment with --env (a gymnasium id)" % (policy.obs_dim, policy.act_dim))
@@ -56,10 +68,14 @@ def pick_env(policy, env):
 def run(args):
     from ..envs.gym import TaskError, evaluate_gym, make_gym_env
 
-    if args.episodes < 1:
-        raise CommandError("--episodes must be at least 1, got %d" % args.episodes)
     policy = load_policy(args.policy)
     env_id = pick_env(policy, args.env)
+    if args.episodes is None:
+        args.episodes = 100 if env_id == QUADROTOR else 10
+    if args.episodes < 1:
+        raise CommandError("--episodes must be at least 1, got %d" % args.episodes)
+    if env_id == QUADROTOR:
+        return run_quadrotor(args, policy)
     if env_id == PENDULUM:
         from microrl.evaluate import evaluate
         from microrl.pendulum import Pendulum
@@ -81,4 +97,20 @@ def run(args):
         print(json.dumps({"policy": args.policy, "env": env_id, "episodes": args.episodes, "mean": mean, "std": std, "returns": list(returns)}))
     else:
         print("%s on %s: return %.1f +- %.1f over %d episodes" % (args.policy, env_id, mean, std, args.episodes))
+    return 0
+
+
+def run_quadrotor(args, policy):
+    from ..envs.quadrotor import evaluate_policy, flight_summary
+
+    rows = evaluate_policy(policy, args.episodes, args.seed)
+    returns = rows[:, 0]
+    result = {"policy": args.policy, "env": QUADROTOR, "episodes": args.episodes, "mean": float(returns.mean()), "std": float(returns.std()), "returns": [float(r) for r in returns]}
+    result.update(flight_summary(rows))
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print("%s on the quadrotor hover task: flies %.0f%% of %d episodes (within 0.1 m and 0.5 rad/s after 5 s, from +-0.5 m and 30 deg), "
+              "final distance %.3f m (median), crashes %.0f%%, return %.1f +- %.1f"
+              % (args.policy, 100 * result["success_rate"], args.episodes, result["position_error_m"], 100 * result["crash_rate"], result["mean"], result["std"]))
     return 0

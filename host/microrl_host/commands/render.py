@@ -5,10 +5,11 @@ from . import CommandError
 
 
 def register(sub):
-    p = sub.add_parser("render", help="animate a Pendulum policy as a GIF",
+    p = sub.add_parser("render", help="animate a Pendulum or quadrotor policy as a GIF",
                        description="Run a Pendulum policy file on the device core's Pendulum and write an animated GIF "
-                       "(one frame per 50 ms control step, so it plays in real time).")
-    p.add_argument("policy", metavar="POLICY", help="a Pendulum policy file (3 observations, 1 action)")
+                       "(one frame per 50 ms control step, so it plays in real time); a quadrotor policy (13 observations, "
+                       "4 motor commands) flies from random starts and is drawn in 3D with its four arms and the target.")
+    p.add_argument("policy", metavar="POLICY", help="a Pendulum (3 observations, 1 action) or quadrotor (13, 4) policy file")
     p.add_argument("--out", default="pendulum.gif", metavar="FILE", help="GIF to write (default pendulum.gif)")
     p.add_argument("--episodes", type=int, default=1, help="episodes to show one after the other (default 1)")
     p.add_argument("--seed", type=int, default=12345, help="seed of the start states (default 12345)")
@@ -54,8 +55,10 @@ def run(args):
     if args.episodes < 1 or args.size < 32:
         raise CommandError("need --episodes >= 1 and --size >= 32")
     policy = load_policy(args.policy)
+    if policy.obs_dim == 13 and policy.act_dim == 4:
+        return run_quadrotor(args, policy)
     if pick_env(policy, "pendulum") != "pendulum":  # raises for other shapes
-        raise CommandError("render draws Pendulum policies only")
+        raise CommandError("render draws Pendulum and quadrotor policies only")
     env = Pendulum()
     rng = Rng(args.seed)
     frames = []
@@ -82,4 +85,21 @@ def run(args):
     frames[0].save(buf, format="GIF", save_all=True, append_images=frames[1:], duration=int(DT * 1000), loop=0)
     atomic.write_bytes(args.out, buf.getvalue())
     print("%s: %d frames, return %s" % (args.out, len(frames), ", ".join("%.1f" % r for r in returns)))
+    return 0
+
+
+def run_quadrotor(args, policy):
+    import io
+
+    from microrl.quadrotor import CRAZYFLIE, DT
+
+    from .. import atomic
+    from ..envs.quadrotor_render import frames
+
+    every = 4  # 25 frames per second of flight: plays in real time
+    images, summary = frames(policy, args.episodes, args.seed, every=every, size=max(args.size, 240), params=CRAZYFLIE)
+    buf = io.BytesIO()
+    images[0].save(buf, format="GIF", save_all=True, append_images=images[1:], duration=int(every * DT * 1000), loop=0)
+    atomic.write_bytes(args.out, buf.getvalue())
+    print("%s: %d frames; %s" % (args.out, len(images), "; ".join("return %.1f, %s, final distance %.3f m" % (r, "flies" if ok else "does not fly", d) for r, ok, d in summary)))
     return 0

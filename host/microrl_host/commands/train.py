@@ -82,11 +82,14 @@ class OffPolicy:
         for k in ("hidden", "gamma", "activation"):
             if getattr(args, k) is not None:
                 settings[k] = getattr(args, k)
+        from ..algos.offpolicy import QUADROTOR, QUADROTOR_EVAL_EPISODES, QUADROTOR_EVERY
+
+        every = QUADROTOR_EVERY if args.task.lower() == QUADROTOR else DEFAULT_EVERY
         try:
             run = self.load().run(
                 args.task, steps=args.steps, seed=args.seed,
-                eval_every=DEFAULT_EVERY if args.eval_every is None else args.eval_every, eval_episodes=args.eval_episodes,
-                out=args.out, run_dir=args.run_dir, checkpoint_every=DEFAULT_EVERY if args.checkpoint_every is None else args.checkpoint_every,
+                eval_every=every if args.eval_every is None else args.eval_every, eval_episodes=args.eval_episodes,
+                out=args.out, run_dir=args.run_dir, checkpoint_every=every if args.checkpoint_every is None else args.checkpoint_every,
                 resume=args.resume, callbacks=callbacks, **settings
             )
         except (TaskError, CheckpointError) as e:
@@ -190,9 +193,9 @@ def register(sub):
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("task", help="'pendulum' (simulated inside the compiled training loop: fastest) or a gymnasium id with continuous actions, e.g. Pendulum-v1, MountainCarContinuous-v0; for --algo ppo a MuJoCo task such as 'ant'")
+    p.add_argument("task", help="'pendulum' or 'quadrotor' (simulated inside the compiled training loop: fastest) or a gymnasium id with continuous actions, e.g. Pendulum-v1, MountainCarContinuous-v0; for --algo ppo a MuJoCo task such as 'ant'")
     p.add_argument("--algo", default=DEFAULT_ALGO, metavar="NAME", help="algorithm: %s (default %s)" % (", ".join(ALGOS), DEFAULT_ALGO))
-    p.add_argument("--steps", type=whole(1), default=10000, help="environment steps in total, counting those before a --resume (default 10000)")
+    p.add_argument("--steps", type=whole(1), default=None, help="environment steps in total, counting those before a --resume (default 10000; quadrotor 300000, L2F's)")
     p.add_argument("--seed", type=whole(0), default=0, help="random seed (default 0): the same seed repeats a run bit for bit on the same machine and library versions; another CPU's BLAS/SIMD kernels give another run of the same quality (docs/training.md, Reproducibility)")
     p.add_argument("--out", metavar="FILE", help="policy file to write (default <task>-<algo>.mrlp)")
     p.add_argument("--run-dir", metavar="DIR", help="run folder for run.json, progress.csv, checkpoint.npz (default: --out without .mrlp, plus .run)")
@@ -230,6 +233,10 @@ def run(args):
             if o.dest not in own and getattr(args, o.dest, None) is not None:
                 raise CommandError("%s is a %s option; it does not apply to --algo %s" % (o.flag, other, name))
     args.algo = name
+    if args.steps is None:
+        from ..algos.offpolicy import QUADROTOR, QUADROTOR_STEPS
+
+        args.steps = QUADROTOR_STEPS if args.task.lower() == QUADROTOR else 10000
     if args.out is None:
         args.out = "%s-%s.mrlp" % (args.task.replace("/", "_").lower(), name)
     if args.run_dir is None:

@@ -1,0 +1,215 @@
+"""Learning to fly: microrl's numba TD3 on the quadrotor hover task (microrl.quadrotor, L2F's
+Crazyflie), over seeds. Per seed: training wall time until the success rate first reaches 90%
+(100 episodes from +-0.5 m and 30 deg of tilt, at rest: within 0.1 m of the target and below
+0.5 rad/s after 5 s, no crash), and the success rate after the fixed budget (L2F's 300,000 steps).
+The loop is `microrl train quadrotor`'s (offpolicy.Algorithm.run): the same settings, curriculum
+and compiled code, with evaluation time left out of the training time.
+
+Beside it, in the same run: L2F's own trainer cannot be built here (the `l2f` package ships the
+simulator's Python bindings, not the trainer; RLtools' trainer is C++ from GitHub, which this
+project does not build), so the published figure is quoted with its source. The pretrained
+`foundation-policy` (RLtools' RAPTOR quadrotor policy, PyPI) flies our hover task as a reference
+for what "flies well" means, when it is installed.
+
+    python bench/quadrotor.py                 # 5 seeds, one thread each, one after another
+    python bench/quadrotor.py --seeds 10 --json
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+ONE_THREAD = {k: "1" for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")}
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EVAL_EVERY = 10000
+EVAL_EPISODES = 100
+EVAL_SEED = 4242
+TARGET = 0.9
+L2F_PUBLISHED = {
+    "what": "L2F (RLtools C++ TD3, asymmetric actor-critic, action history), 300,000 steps",
+    "seconds": 18.0,
+    "hardware": "a consumer-grade laptop (Eschmann, Albani, Loianno: Learning to Fly in Seconds, arXiv 2311.13081)",
+    "measured_here": False,
+}
+
+
+def _path():
+    for p in (os.path.join(ROOT, "host"), os.path.join(ROOT, "device")):
+        if p not in sys.path:
+            sys.path.insert(0, p)
+
+
+# ------------------------------------------------------------------ one seed (in a subprocess)
+
+
+def run_seed(algo, seed, steps):
+    """Train with `microrl train quadrotor`'s loop; evaluate every EVAL_EVERY steps outside the
+    clock. Returns the seed's record."""
+    _path()
+    import numpy as np
+
+    from microrl import quadrotor as Q
+    from microrl_host.algos import sac, td3
+    from microrl_host.algos.callbacks import EachChunk
+    from microrl_host.envs import quadrotor as quadrotor_env
+
+    module = td3 if algo == "td3" else sac
+    params = np.array(Q.CRAZYFLIE, np.float64)
+    curve = []
+    clock = {"train": 0.0, "last": None, "first_90": None}
+
+    def progress(step, state):
+        now = time.perf_counter()
+        clock["train"] += now - clock["last"]
+        if step % EVAL_EVERY == 0 or step == steps:
+            rows = quadrotor_env.evaluate(state.actor, module.SQUASH, EVAL_EPISODES, EVAL_SEED, params)
+            s = quadrotor_env.flight_summary(rows)
+            curve.append((step, round(clock["train"], 3), s["success_rate"], s["position_error_m"]))
+            if clock["first_90"] is None and s["success_rate"] >= TARGET:
+                clock["first_90"] = (step, clock["train"])
+        clock["last"] = time.perf_counter()
+
+    # compile (or load numba's cache) first, so that the clock holds training only
+    module.ALGO.run("quadrotor", steps=1, seed=seed, eval_episodes=0)
+    clock["last"] = time.perf_counter()
+    run = module.ALGO.run("quadrotor", steps=steps, seed=seed, eval_every=0, eval_episodes=0, callbacks=EachChunk(progress))
+    final = curve[-1]
+    return {
+        "algo": algo,
+        "seed": seed,
+        "steps": steps,
+        "train_s": clock["train"],
+        "train_s_run": run.stats["train_s"],
+        "steps_to_90": clock["first_90"][0] if clock["first_90"] else None,
+        "seconds_to_90": clock["first_90"][1] if clock["first_90"] else None,
+        "final_success_rate": final[2],
+        "final_position_error_m": final[3],
+        "curve": curve,
+    }
+
+
+def foundation_policy_reference(episodes=EVAL_EPISODES):
+    """RLtools' pretrained foundation policy (GRU, 22 inputs: position, rotation matrix, linear
+    and angular velocity, previous action) flying our hover task from the same starts."""
+    _path()
+    try:
+        from foundation_policy import QuadrotorPolicy
+    except ImportError as e:
+        return {"available": False, "why": "foundation-policy is not installed (pip install foundation-policy): %s" % e}
+    import numpy as np
+
+    from microrl import quadrotor as Q
+    from microrl_host.envs.quadrotor_render import rotation
+
+    policy = QuadrotorPolicy()
+    rows = []
+    from microrl.rng import Rng
+
+    rng = Rng(EVAL_SEED)
+    env = Q.Quadrotor(rng, evaluation=True)
+    t0 = time.perf_counter()
+    for _ in range(episodes):
+        env.reset()
+        policy.reset()
+        previous = np.zeros(4)
+        total = 0.0
+        done = truncated = False
+        while not (done or truncated):
+            s = np.array(env.s)
+            obs = np.concatenate([s[0:3], rotation(s).reshape(-1), s[7:10], s[10:13], previous])
+            action = np.clip(policy.evaluate_step(obs.reshape(1, -1))[0], -1.0, 1.0)
+            _, r, done, truncated = env.step([float(a) for a in action])
+            previous = action
+            total += r
+        s = env.s
+        rows.append((total, 1.0 if (not done) and Q.success(s) else 0.0, float(np.linalg.norm(list(s)[0:3])), env.t))
+    rows = np.array(rows)
+    return {
+        "available": True,
+        "episodes": episodes,
+        "success_rate": float(rows[:, 1].mean()),
+        "position_error_m": float(np.median(rows[:, 2])),
+        "crash_rate": float((rows[:, 3] < Q.EPISODE_STEPS).mean()),
+        "seconds": time.perf_counter() - t0,
+    }
+
+
+# ------------------------------------------------------------------ driver
+
+
+def _child(args):
+    env = dict(os.environ, **ONE_THREAD)
+    cmd = [sys.executable, os.path.abspath(__file__)] + args
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
+    if proc.returncode != 0:
+        raise RuntimeError("%s failed:\n%s" % (" ".join(cmd), proc.stderr[-3000:]))
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seeds", type=int, default=5, help="seeds of ours (default 5)")
+    ap.add_argument("--algo", default="td3", choices=("td3", "sac"))
+    ap.add_argument("--steps", type=int, default=None, help="training budget per seed (default L2F's 300,000)")
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--one", nargs=2, metavar=("ALGO", "SEED"), help=argparse.SUPPRESS)
+    ap.add_argument("--foundation", action="store_true", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    _path()
+    from microrl_host.algos.offpolicy import QUADROTOR_STEPS
+
+    steps = a.steps or QUADROTOR_STEPS
+    if a.one:
+        print(json.dumps(run_seed(a.one[0], int(a.one[1]), steps)))
+        return 0
+    if a.foundation:
+        print(json.dumps(foundation_policy_reference()))
+        return 0
+    load = os.getloadavg()
+    runs = []
+    for seed in range(a.seeds):
+        r = _child(["--one", a.algo, str(seed), "--steps", str(steps)])
+        runs.append(r)
+        if not a.json:
+            print("seed %d: %s; after %d steps (%.1f s of training) flies %.0f%%, final distance %.3f m"
+                  % (seed, "90%% after %d steps, %.1f s" % (r["steps_to_90"], r["seconds_to_90"]) if r["seconds_to_90"] is not None else "never 90%",
+                     steps, r["train_s"], 100 * r["final_success_rate"], r["final_position_error_m"]), flush=True)
+    reached = [r["seconds_to_90"] for r in runs if r["seconds_to_90"] is not None]
+    # seeds that never reach 90% count as infinitely slow in the median
+    times = sorted(reached) + [float("inf")] * (len(runs) - len(reached))
+    median = statistics.median(times) if times else None
+    foundation = _child(["--foundation"])
+    result = {
+        "algo": a.algo,
+        "steps": steps,
+        "seeds": a.seeds,
+        "seeds_reaching_90": len(reached),
+        "median_seconds_to_90": median,
+        "final_success_rates": [r["final_success_rate"] for r in runs],
+        "median_final_success_rate": statistics.median(r["final_success_rate"] for r in runs),
+        "load_before": load,
+        "load_after": os.getloadavg(),
+        "runs": runs,
+        "l2f": L2F_PUBLISHED,
+        "foundation_policy": foundation,
+    }
+    if a.json:
+        print(json.dumps(result))
+    else:
+        print("microrl %s: %d of %d seeds reach 90%% success; median time to 90%%: %s; median success after %d steps: %.0f%% (load %.1f -> %.1f)"
+              % (a.algo, len(reached), a.seeds, "%.1f s" % median if median is not None and median != float("inf") else "not reached by half the seeds",
+                 steps, 100 * result["median_final_success_rate"], load[0], result["load_after"][0]))
+        print("L2F, published: %.0f s on %s (not built here)" % (L2F_PUBLISHED["seconds"], L2F_PUBLISHED["hardware"]))
+        if foundation.get("available"):
+            print("foundation-policy on our hover task: flies %.0f%% of %d episodes, final distance %.3f m (median), crashes %.0f%%"
+                  % (100 * foundation["success_rate"], foundation["episodes"], foundation["position_error_m"], 100 * foundation["crash_rate"]))
+        else:
+            print("foundation-policy: %s" % foundation["why"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

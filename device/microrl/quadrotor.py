@@ -1,0 +1,383 @@
+# A quadrotor hovering at a target, as L2F (RLtools' "Learning to Fly in Seconds",
+# arXiv 2311.13081; PyPI `l2f` 2.0.18, rl_tools/rl/environments/l2f) simulates a Crazyflie 2.x,
+# defined once: the device core steps it, and the host trainer compiles these same scalar
+# functions with numba (microrl_host/quadrotor_env.py). Differences from L2F: docs/quadrotor.md.
+#
+# Everything is a flat float array indexed by the constants below (data), and free functions
+# that read and write such arrays at offsets (operations): nothing here allocates an array.
+#   P  parameters (PARAM_DIM): airframe, motors, time step, initial-state ranges
+#   s  state (STATE_DIM): position, orientation quaternion (w, x, y, z), linear velocity (world
+#      frame), angular velocity (body frame), rotor speeds (normalised, RPM_MIN..RPM_MAX)
+#   w  work space for one RK4 step (WORK_DIM)
+from math import acos, cos, pi, sin, sqrt
+
+from .compat import const, zeros
+
+# ---------------------------------------------------------------- parameters
+MASS = const(0)  # kg
+GRAVITY = const(1)  # m/s^2, pointing down (-z)
+J_XX = const(2)  # inertia about the body axes, kg m^2 (diagonal, as every L2F airframe's is)
+J_YY = const(3)
+J_ZZ = const(4)
+THRUST_C0 = const(5)  # thrust of one rotor in N: C0 + C1 * rpm + C2 * rpm^2 (rpm normalised)
+THRUST_C1 = const(6)
+THRUST_C2 = const(7)
+TORQUE_CONSTANT = const(8)  # yaw torque per N of thrust, m
+TAU_RISING = const(9)  # first-order motor time constants, s (L2F: separate up and down)
+TAU_FALLING = const(10)
+RPM_MIN = const(11)  # action -1 maps to RPM_MIN, +1 to RPM_MAX
+RPM_MAX = const(12)
+DT = const(13)  # s per control step (one RK4 step)
+ROTOR_X = const(14)  # 4 rotor positions x (m), body frame
+ROTOR_Y = const(18)  # 4 rotor positions y (m)
+ROTOR_SPIN = const(22)  # 4 yaw torque directions (+1 / -1)
+INIT_GUIDANCE = const(26)  # probability of starting at the target, at rest
+INIT_POSITION = const(27)  # start position uniform in +-this, per axis (m)
+INIT_ANGLE = const(28)  # start tilt: a rotation about a random axis by an angle uniform in [0, this] (rad)
+INIT_VELOCITY = const(29)  # start linear velocity uniform in +-this, per axis (m/s)
+INIT_ANGULAR_VELOCITY = const(30)  # start angular velocity uniform in +-this, per axis (rad/s)
+INIT_RPM_LOW = const(31)  # start rotor speeds uniform in [LOW, HIGH] (normalised)
+INIT_RPM_HIGH = const(32)
+REWARD_SCALE = const(33)  # reward = CONSTANT - SCALE * (POSITION |p|^2 + ORIENTATION (1 - q_w^2)
+REWARD_CONSTANT = const(34)  #   + VELOCITY |v|^2 + ACTION |a - hover command|^2); 0 on termination
+REWARD_POSITION = const(35)
+REWARD_ORIENTATION = const(36)
+REWARD_VELOCITY = const(37)
+REWARD_ACTION = const(38)
+LIMIT_POSITION = const(39)  # termination: any coordinate of position (m), velocity (m/s) or
+LIMIT_VELOCITY = const(40)  # angular velocity (rad/s) beyond these
+LIMIT_ANGULAR_VELOCITY = const(41)
+PARAM_DIM = const(42)
+
+# Crazyflie 2.x as L2F has it (parameters/dynamics/crazyflie.h): 27 g take-off weight plus
+# SD-card and flow decks, thrust curve and motor time constants identified on the real craft.
+CRAZYFLIE = (
+    0.027 + 0.0017 + 0.0003 + 0.0016,  # mass
+    9.81,  # gravity
+    9.416556729130406e-06,  # J_xx
+    9.644051701582312e-06,  # J_yy
+    1.745951732253285e-05,  # J_zz
+    0.00352526,  # thrust C0
+    0.01437313,  # thrust C1
+    0.09223048,  # thrust C2
+    4.665e-3,  # torque constant
+    0.05545454545454546,  # tau rising
+    0.24939393939393945,  # tau falling
+    0.0,  # rpm min
+    1.0,  # rpm max
+    0.01,  # dt: 100 Hz
+    0.028, -0.028, -0.028, 0.028,  # rotor x
+    -0.028, -0.028, 0.028, 0.028,  # rotor y
+    -1.0, 1.0, -1.0, 1.0,  # rotor spin
+    0.1,  # init guidance (L2F init_90_deg)
+    0.5,  # init position
+    1.0,  # init angle: L2F draws the angle uniform in [0, 1] rad (see docs)
+    1.0,  # init velocity
+    1.0,  # init angular velocity
+    0.0,  # init rpm low: L2F's relative -1 ..
+    0.5,  # init rpm high: .. 0, i.e. half speed
+    0.5,  # reward scale: L2F's hover reward (learning-to-fly, reward_squared_position_only_torque)
+    2.0,  # reward constant
+    5.0,  # reward position (its curriculum raises it towards 40)
+    5.0,  # reward orientation
+    0.01,  # reward velocity (curriculum: towards 1)
+    0.01,  # reward action (curriculum: towards 1)
+    1.0,  # termination position (l2f)
+    2.0,  # termination velocity
+    35.0,  # termination angular velocity
+)
+
+# ---------------------------------------------------------------- state, observation, task
+POSITION = const(0)
+ORIENTATION = const(3)  # w, x, y, z
+VELOCITY = const(7)
+ANGULAR_VELOCITY = const(10)
+RPM = const(13)
+STATE_DIM = const(17)
+WORK_DIM = const(85)  # k1, k2, k3, k4 and one intermediate state
+INIT_DRAWS = const(17)  # uniforms in [0, 1) that initial_state() consumes
+
+OBS_DIM = const(13)  # position error, quaternion, linear velocity, angular velocity
+ACT_DIM = const(4)  # motor commands in [-1, 1]
+EPISODE_STEPS = const(500)  # 5 s at 100 Hz
+
+# what "it flies" means in microrl eval: from a start within +-0.5 m and 30 deg of tilt, at rest,
+# after EPISODE_STEPS without termination, within 0.1 m of the target and turning slowly
+SUCCESS_POSITION = 0.1  # m
+SUCCESS_ANGULAR_VELOCITY = 0.5  # rad/s
+EVAL_POSITION = 0.5
+EVAL_ANGLE = pi / 6.0
+
+
+def new_parameters(values=CRAZYFLIE):
+    p = zeros(PARAM_DIM, "d")
+    for i in range(PARAM_DIM):
+        p[i] = values[i]
+    return p
+
+
+def hover_rpm(P):
+    """Rotor speed at which four rotors carry the weight (solves the thrust quadratic)."""
+    c0 = P[THRUST_C0]
+    c1 = P[THRUST_C1]
+    c2 = P[THRUST_C2]
+    f = P[MASS] * P[GRAVITY] / 4.0
+    return (-c1 + sqrt(c1 * c1 - 4.0 * c2 * (c0 - f))) / (2.0 * c2)
+
+
+def hover_action(P):
+    """The motor command in [-1, 1] that holds hover_rpm."""
+    return 2.0 * (hover_rpm(P) - P[RPM_MIN]) / (P[RPM_MAX] - P[RPM_MIN]) - 1.0
+
+
+def rpm_setpoint(P, a):
+    """Motor command in [-1, 1] (clipped) to a rotor speed setpoint."""
+    if a > 1.0:
+        a = 1.0
+    elif a < -1.0:
+        a = -1.0
+    half = (P[RPM_MAX] - P[RPM_MIN]) / 2.0
+    return a * half + P[RPM_MIN] + half
+
+
+def derivative(P, x, xo, sp, d, do):
+    """d[do:do+STATE_DIM] = time derivative of the state x[xo:xo+STATE_DIM] under rotor speed
+    setpoints sp[0:4] (L2F's multirotor_dynamics: thrust and torque from the rotor speeds,
+    quaternion kinematics, Euler's equations, first-order motors)."""
+    qw = x[xo + 3]
+    qx = x[xo + 4]
+    qy = x[xo + 5]
+    qz = x[xo + 6]
+    wx = x[xo + 10]
+    wy = x[xo + 11]
+    wz = x[xo + 12]
+    c0 = P[THRUST_C0]
+    c1 = P[THRUST_C1]
+    c2 = P[THRUST_C2]
+    km = P[TORQUE_CONSTANT]
+    thrust = 0.0
+    tx = 0.0
+    ty = 0.0
+    tz = 0.0
+    for i in range(4):
+        r = x[xo + 13 + i]
+        f = c0 + c1 * r + c2 * r * r
+        thrust += f
+        tz += P[ROTOR_SPIN + i] * km * f
+        tx += P[ROTOR_Y + i] * f  # rotor position x (0, 0, f)
+        ty -= P[ROTOR_X + i] * f
+        target = sp[i]
+        tau = P[TAU_RISING] if target >= r else P[TAU_FALLING]
+        d[do + 13 + i] = (target - r) / tau
+    d[do] = x[xo + 7]
+    d[do + 1] = x[xo + 8]
+    d[do + 2] = x[xo + 9]
+    d[do + 3] = 0.5 * (-qx * wx - qy * wy - qz * wz)
+    d[do + 4] = 0.5 * (qw * wx + qy * wz - qz * wy)
+    d[do + 5] = 0.5 * (qw * wy + qz * wx - qx * wz)
+    d[do + 6] = 0.5 * (qw * wz + qx * wy - qy * wx)
+    a = thrust / P[MASS]  # body z axis, rotated into the world
+    d[do + 7] = 2.0 * (qx * qz + qw * qy) * a
+    d[do + 8] = 2.0 * (qy * qz - qw * qx) * a
+    d[do + 9] = (1.0 - 2.0 * (qx * qx + qy * qy)) * a - P[GRAVITY]
+    jx = P[J_XX]
+    jy = P[J_YY]
+    jz = P[J_ZZ]
+    d[do + 10] = (tx - (wy * jz * wz - wz * jy * wy)) / jx
+    d[do + 11] = (ty - (wz * jx * wx - wx * jz * wz)) / jy
+    d[do + 12] = (tz - (wx * jy * wy - wy * jx * wx)) / jz
+
+
+def _axpy(x, xo, a, y, yo, out, oo):
+    for i in range(STATE_DIM):
+        out[oo + i] = x[xo + i] + a * y[yo + i]
+
+
+def step_state(P, s, sp, w):
+    """Advance s by one control step DT with rotor setpoints sp: classic RK4 as L2F integrates,
+    then the quaternion renormalised and rotor speeds clipped to their range (L2F's
+    post_integration). w: WORK_DIM scratch."""
+    h = P[DT]
+    derivative(P, s, 0, sp, w, 0)
+    _axpy(s, 0, 0.5 * h, w, 0, w, 68)
+    derivative(P, w, 68, sp, w, 17)
+    _axpy(s, 0, 0.5 * h, w, 17, w, 68)
+    derivative(P, w, 68, sp, w, 34)
+    _axpy(s, 0, h, w, 34, w, 68)
+    derivative(P, w, 68, sp, w, 51)
+    for i in range(STATE_DIM):
+        s[i] = s[i] + h / 6.0 * w[i] + h / 3.0 * w[17 + i] + h / 3.0 * w[34 + i] + h / 6.0 * w[51 + i]
+    n = sqrt(s[3] * s[3] + s[4] * s[4] + s[5] * s[5] + s[6] * s[6])
+    for i in range(3, 7):
+        s[i] = s[i] / n
+    lo = P[RPM_MIN]
+    hi = P[RPM_MAX]
+    for i in range(13, 17):
+        if s[i] < lo:
+            s[i] = lo
+        elif s[i] > hi:
+            s[i] = hi
+
+
+def terminated(P, s):
+    """Left the box, too fast, or spinning (L2F: any coordinate beyond its limit)."""
+    lp = P[LIMIT_POSITION]
+    lv = P[LIMIT_VELOCITY]
+    lw = P[LIMIT_ANGULAR_VELOCITY]
+    for i in range(3):
+        if abs(s[i]) > lp or abs(s[7 + i]) > lv or abs(s[10 + i]) > lw:
+            return True
+    return False
+
+
+def step(P, s, a, sp, w):
+    """One control step from commands a[0:4] in [-1, 1]: (reward, terminated). sp: 4 scratch
+    floats for the setpoints. The reward (L2F's squared reward) reads the state before the
+    step; termination the state after it."""
+    hover = hover_action(P)
+    action = 0.0
+    for i in range(4):
+        sp[i] = rpm_setpoint(P, a[i])
+        e = a[i] - hover
+        action += e * e
+    position = s[0] * s[0] + s[1] * s[1] + s[2] * s[2]
+    orientation = 1.0 - s[3] * s[3]
+    velocity = s[7] * s[7] + s[8] * s[8] + s[9] * s[9]
+    step_state(P, s, sp, w)
+    if terminated(P, s):
+        return 0.0, True
+    cost = P[REWARD_POSITION] * position + P[REWARD_ORIENTATION] * orientation + P[REWARD_VELOCITY] * velocity + P[REWARD_ACTION] * action
+    return P[REWARD_CONSTANT] - P[REWARD_SCALE] * cost, False
+
+
+def initial_state(P, s, u, position, angle, velocity, angular_velocity, guidance, rpm_low, rpm_high):
+    """A start state from INIT_DRAWS uniforms u[0:17] in [0, 1): with probability guidance at
+    the target at rest, else position and velocities uniform in +-their ranges, tilted about a
+    uniformly random axis by an angle uniform in [0, angle]; rotor speeds uniform in
+    [rpm_low, rpm_high]. (L2F's sample_initial_state with its ranges as arguments, so that a
+    curriculum or the evaluation can narrow them.)"""
+    at_target = u[0] < guidance
+    for i in range(3):
+        s[i] = 0.0 if at_target else position * (2.0 * u[1 + i] - 1.0)
+        s[7 + i] = 0.0 if at_target else velocity * (2.0 * u[4 + i] - 1.0)
+        s[10 + i] = 0.0 if at_target else angular_velocity * (2.0 * u[7 + i] - 1.0)
+    if at_target or angle <= 0.0:
+        s[3] = 1.0
+        s[4] = 0.0
+        s[5] = 0.0
+        s[6] = 0.0
+    else:
+        phi = 2.0 * pi * u[10]
+        ct = 1.0 - 2.0 * u[11]
+        st = sqrt(1.0 - ct * ct)
+        half = 0.5 * angle * u[12]
+        sh = sin(half)
+        s[3] = cos(half)
+        s[4] = st * cos(phi) * sh
+        s[5] = st * sin(phi) * sh
+        s[6] = ct * sh
+    for i in range(4):
+        s[13 + i] = rpm_low + (rpm_high - rpm_low) * u[13 + i]
+
+
+def observe(s, obs, offset=0):
+    """13 values: position error to the target (the origin), orientation quaternion with w >= 0
+    (q and -q are the same attitude; one sign keeps the input continuous), linear velocity,
+    angular velocity."""
+    sign = -1.0 if s[3] < 0.0 else 1.0
+    for i in range(3):
+        obs[offset + i] = s[i]
+    for i in range(4):
+        obs[offset + 3 + i] = sign * s[3 + i]
+    for i in range(6):
+        obs[offset + 7 + i] = s[7 + i]
+
+
+def tilt(s):
+    """Angle between the body z axis and the world's up, rad."""
+    c = 1.0 - 2.0 * (s[4] * s[4] + s[5] * s[5])
+    return acos(c if c < 1.0 else 1.0) if c > -1.0 else pi
+
+
+def success(s):
+    """Close to the target and turning slowly (after an episode that did not terminate)."""
+    p = sqrt(s[0] * s[0] + s[1] * s[1] + s[2] * s[2])
+    w = sqrt(s[10] * s[10] + s[11] * s[11] + s[12] * s[12])
+    return p < SUCCESS_POSITION and w < SUCCESS_ANGULAR_VELOCITY
+
+
+class Quadrotor:
+    """The hover task with a 500-step (5 s) limit, as microrl envs are: reset(rng) -> obs,
+    step(action) -> (obs, reward, terminated, truncated); the observation buffer is reused.
+    evaluation=True starts as `microrl eval` does (within +-0.5 m and 30 deg, at rest, rotors
+    at hover); otherwise L2F's training distribution."""
+
+    obs_dim = OBS_DIM
+    act_dim = ACT_DIM
+    action_low = -1.0
+    action_high = 1.0
+    max_steps = EPISODE_STEPS
+
+    def __init__(self, rng=None, params=None, evaluation=False):
+        self.rng = rng
+        self.P = new_parameters(params or CRAZYFLIE)
+        self.evaluation = evaluation
+        self.s = zeros(STATE_DIM, "d")
+        self.w = zeros(WORK_DIM, "d")
+        self.sp = zeros(4, "d")
+        self.u = zeros(INIT_DRAWS, "d")
+        self.a = zeros(ACT_DIM, "d")
+        self.obs = zeros(OBS_DIM)
+        self.t = 0
+        self.s[3] = 1.0
+
+    def reset(self, rng=None):
+        rng = rng or self.rng
+        for i in range(INIT_DRAWS):
+            self.u[i] = rng.uniform(0.0, 1.0)
+        P = self.P
+        if self.evaluation:
+            h = hover_rpm(P)
+            initial_state(P, self.s, self.u, EVAL_POSITION, EVAL_ANGLE, 0.0, 0.0, 0.0, h, h)
+        else:
+            initial_state(P, self.s, self.u, P[INIT_POSITION], P[INIT_ANGLE], P[INIT_VELOCITY], P[INIT_ANGULAR_VELOCITY], P[INIT_GUIDANCE], P[INIT_RPM_LOW], P[INIT_RPM_HIGH])
+        self.t = 0
+        observe(self.s, self.obs)
+        return self.obs
+
+    def set_state(self, values):
+        for i in range(STATE_DIM):
+            self.s[i] = values[i]
+        observe(self.s, self.obs)
+        return self.obs
+
+    def step(self, action):
+        for i in range(ACT_DIM):
+            self.a[i] = action[i]
+        r, done = step(self.P, self.s, self.a, self.sp, self.w)
+        self.t += 1
+        observe(self.s, self.obs)
+        return self.obs, r, done, self.t >= EPISODE_STEPS and not done
+
+
+def fly(policy, episodes=10, seed=12345, params=None):
+    """Run policy (obs -> 4 commands in [-1, 1]) from `microrl eval`'s start states drawn from
+    Rng(seed): a list of (return, success 1/0, final distance to the target in m, steps flown)
+    per episode. The same on the host and on a board."""
+    from .rng import Rng
+
+    rng = Rng(seed)
+    env = Quadrotor(rng, params, evaluation=True)
+    out = []
+    for _ in range(episodes):
+        obs = env.reset()
+        total = 0.0
+        done = False
+        truncated = False
+        while not (done or truncated):
+            obs, r, done, truncated = env.step(policy(obs))
+            total += r
+        s = env.s
+        ok = 1 if (not done) and success(s) else 0
+        out.append((total, ok, sqrt(s[0] * s[0] + s[1] * s[1] + s[2] * s[2]), env.t))
+    return out

@@ -1,0 +1,132 @@
+from math import sqrt
+
+from microrl import quadrotor as Q
+from microrl.quadrotor import Quadrotor
+from microrl.rng import Rng
+from tiny import assert_close
+
+
+def _at_rest(P, rpm):
+    return [0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, rpm, rpm, rpm, rpm]
+
+
+def test_hover_rpm_holds_the_weight():
+    P = Q.new_parameters()
+    env = Quadrotor(Rng(0))
+    env.set_state(_at_rest(P, Q.hover_rpm(P)))
+    a = [Q.hover_action(P)] * 4
+    for _ in range(Q.EPISODE_STEPS - 1):
+        obs, r, terminated, truncated = env.step(a)
+        assert not terminated and not truncated
+    obs, r, terminated, truncated = env.step(a)
+    assert truncated and not terminated
+    for i in range(13):
+        assert abs(obs[i] - (1.0 if i == 3 else 0.0)) < 1e-6
+    assert_close(r, P[Q.REWARD_CONSTANT], 1e-9, 1e-9, "reward at the target")
+
+
+def test_free_fall_and_termination():
+    P = Q.new_parameters()
+    s = _at_rest(P, 0.0)
+    big = [0.0] * Q.WORK_DIM
+    a = [-1.0] * 4
+    sp = [0.0] * 4
+    t = 0
+    while True:
+        r, done = Q.step(P, s, a, sp, big)
+        t += 1
+        if done:
+            break
+        # rotors at RPM_MIN give C0 of thrust each: a little less than free fall
+        expected_v = -(P[Q.GRAVITY] - 4 * P[Q.THRUST_C0] / P[Q.MASS]) * t * P[Q.DT]
+        assert_close(s[9], expected_v, 1e-6, 1e-9, "vertical velocity")
+    assert r == 0.0
+    assert s[9] < -P[Q.LIMIT_VELOCITY] or s[2] < -P[Q.LIMIT_POSITION]
+
+
+def test_quaternion_stays_unit_and_motors_lag():
+    P = Q.new_parameters()
+    env = Quadrotor(Rng(3))
+    env.reset()
+    rpm0 = env.s[Q.RPM]
+    env.step([1.0, -1.0, 1.0, -1.0])
+    s = env.s
+    n = sqrt(s[3] * s[3] + s[4] * s[4] + s[5] * s[5] + s[6] * s[6])
+    assert_close(n, 1.0, 1e-12, 1e-12, "quaternion norm")
+    # first-order motor: one step of 10 ms moves about dt/tau of the way to the setpoint
+    frac = (s[Q.RPM] - rpm0) / (P[Q.RPM_MAX] - rpm0)
+    assert 0.8 * P[Q.DT] / P[Q.TAU_RISING] < frac < P[Q.DT] / P[Q.TAU_RISING]
+    frac = (rpm0_down(env, P))
+    assert 0.8 * P[Q.DT] / P[Q.TAU_FALLING] < frac < P[Q.DT] / P[Q.TAU_FALLING]
+
+
+def rpm0_down(env, P):
+    before = env.s[Q.RPM + 1]
+    env.step([1.0, -1.0, 1.0, -1.0])
+    return (before - env.s[Q.RPM + 1]) / (before - P[Q.RPM_MIN])
+
+
+def test_differential_thrust_rolls_the_right_way():
+    P = Q.new_parameters()
+    env = Quadrotor(Rng(0))
+    h = Q.hover_rpm(P)
+    env.set_state(_at_rest(P, h))
+    up = Q.hover_action(P) + 0.1
+    down = Q.hover_action(P) - 0.1
+    # rotors 2 and 3 sit at y = +0.028: more thrust there is a positive torque about x
+    for _ in range(5):
+        env.step([down, down, up, up])
+    assert env.s[Q.ANGULAR_VELOCITY] > 0.0
+    assert abs(env.s[Q.ANGULAR_VELOCITY + 1]) < 1e-6 * abs(env.s[Q.ANGULAR_VELOCITY])
+
+
+def test_reset_distributions():
+    P = Q.new_parameters()
+    env = Quadrotor(Rng(5))
+    ev = Quadrotor(Rng(6), evaluation=True)
+    at_target = 0
+    for _ in range(300):
+        obs = env.reset()
+        s = env.s
+        if s[0] == 0.0 and s[1] == 0.0 and s[2] == 0.0:
+            at_target += 1
+        for i in range(3):
+            assert abs(s[i]) <= P[Q.INIT_POSITION] and abs(s[7 + i]) <= P[Q.INIT_VELOCITY]
+            assert abs(s[10 + i]) <= P[Q.INIT_ANGULAR_VELOCITY]
+        assert Q.tilt(s) <= P[Q.INIT_ANGLE] + 1e-9
+        for i in range(4):
+            assert P[Q.INIT_RPM_LOW] <= s[13 + i] <= P[Q.INIT_RPM_HIGH]
+        assert obs[3] >= 0.0
+        ev.reset()
+        s = ev.s
+        assert Q.tilt(s) <= Q.EVAL_ANGLE + 1e-9
+        for i in range(3):
+            assert abs(s[i]) <= Q.EVAL_POSITION and s[7 + i] == 0.0 and s[10 + i] == 0.0
+        assert_close(s[13], Q.hover_rpm(P), 1e-12, 1e-12)
+    assert 10 <= at_target <= 60  # guidance 0.1 of 300
+
+
+def test_reward_is_l2fs_squared_hover_reward():
+    P = Q.new_parameters()
+    s = [0.1, -0.2, 0.3, 0.9, 0.3, -0.2, 0.2, 0.5, 0.1, -0.3, 0.0, 0.0, 0.0, 0.7, 0.7, 0.7, 0.7]
+    n = sqrt(sum(v * v for v in s[3:7]))
+    for i in range(3, 7):
+        s[i] /= n
+    a = [0.1, 0.2, 0.3, 0.4]
+    before = list(s)
+    r, done = Q.step(P, s, a, [0.0] * 4, [0.0] * Q.WORK_DIM)
+    assert not done
+    h = Q.hover_action(P)
+    cost = (P[Q.REWARD_POSITION] * (0.01 + 0.04 + 0.09) + P[Q.REWARD_ORIENTATION] * (1 - before[3] ** 2)
+            + P[Q.REWARD_VELOCITY] * (0.25 + 0.01 + 0.09) + P[Q.REWARD_ACTION] * sum((x - h) ** 2 for x in a))
+    assert_close(r, P[Q.REWARD_CONSTANT] - P[Q.REWARD_SCALE] * cost, 1e-12, 1e-12, "reward")
+
+
+def test_success_means_close_and_calm():
+    s = [0.05, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.1, 0.0, 0.0, 0.8, 0.8, 0.8, 0.8]
+    assert Q.success(s)
+    s[1] = 0.1
+    assert not Q.success(s)
+    s[1] = 0.0
+    s[12] = 1.0
+    assert not Q.success(s)
