@@ -2,6 +2,7 @@
 from .policy import (  # noqa: F401
     ChecksumError,
     CorruptPolicyError,
+    InvalidValueError,
     NotAPolicyError,
     Policy,
     PolicyFileError,

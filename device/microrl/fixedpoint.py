@@ -244,6 +244,9 @@ def quantise(policy, observations, headroom=1.25):
     seen (times headroom) on the calibration observations (raw, as the policy receives them)."""
     from math import floor
 
+    from .policy import check_values
+
+    check_values(policy, "policy to quantise")
     sizes, acts = policy.sizes, policy.acts
     L = len(acts)
     # the int arrays first, while a board's heap is still whole: calibration churns floats
@@ -343,8 +346,9 @@ def _pad(n_items, itemsize):
 
 
 def to_bytes(q):
-    from .policy import crc32
+    from .policy import check_values, crc32
 
+    check_values(q, "quantised policy")
     if sys.byteorder != "little":  # pragma: no cover - every supported board is little-endian
         raise OSError("quantised policy files are written on little-endian machines only")
     parts = [_header(q)]
@@ -368,7 +372,7 @@ def save(path, q):
 
 def load(path):
     """Read a quantised policy file; PolicyFileError subclasses as microrl.load raises them."""
-    from .policy import ChecksumError, CorruptPolicyError, NotAPolicyError, TruncatedPolicyError, UnsupportedVersionError, _checksum_file, _file_size
+    from .policy import CorruptPolicyError, NotAPolicyError, TruncatedPolicyError, UnsupportedVersionError, _checksum_file, _file_size, check_fits, check_values
 
     size = _file_size(path)
     with open(path, "rb") as f:
@@ -387,35 +391,54 @@ def load(path):
             raise TruncatedPolicyError("%s: truncated: %d bytes of %d" % (path, size, total))
         if size > total:
             raise CorruptPolicyError("%s: %d bytes where the header says %d (extra data after the policy)" % (path, size, total))
+        sizes, acts, fx, fw = _read_layout(f, header_len, total, L, flags, path)  # before reading it through
+        check_fits(path, total)
         _checksum_file(f, size, path)
-        meta_len = 2 * (L + 1) + L + (L + 1) + L
-        if L < 1 or header_len != ((_FIXED + meta_len + 3) & ~3) or flags & ~3:
-            raise CorruptPolicyError("%s: inconsistent header (%d layers, %d header bytes, flags %d)" % (path, L, header_len, flags))
-        f.seek(_FIXED)
-        fields = struct.unpack("<%dH%dB%db%db" % (L + 1, L, L + 1, L), f.read(meta_len))
-        sizes = list(fields[: L + 1])
-        acts = list(fields[L + 1 : 2 * L + 1])
-        fx = list(fields[2 * L + 1 : 3 * L + 2])
-        fw = list(fields[3 * L + 2 :])
-        if min(sizes) < 1 or max(acts) >= len(NAMES):
-            raise CorruptPolicyError("%s: invalid layer sizes %r or activation codes %r" % (path, sizes, acts))
-        if header_len + _data_bytes(sizes, flags) + 4 != total:
-            raise CorruptPolicyError("%s: header sizes do not add up to the file length" % path)
         f.seek(header_len)
         floats = {}
-        for name, n_items, on in (("obs_mean", sizes[0], flags & 1), ("obs_std", sizes[0], flags & 1), ("act_scale", sizes[-1], flags & 2), ("act_offset", sizes[-1], flags & 2)):
-            if on:
-                floats[name] = _read(f, array("f", range(n_items)), 4, path)
-        weights, biases = [], []
-        for l in range(L):
-            biases.append(_read(f, array("i", range(sizes[l + 1])), 4, path))
-            W = _read(f, array("h", range(sizes[l] * sizes[l + 1])), 2, path)
-            f.read(_pad(len(W), 2))
-            weights.append(W)
+        try:
+            for name, n_items, on in (("obs_mean", sizes[0], flags & 1), ("obs_std", sizes[0], flags & 1), ("act_scale", sizes[-1], flags & 2), ("act_offset", sizes[-1], flags & 2)):
+                if on:
+                    floats[name] = _read(f, array("f", range(n_items)), 4, path)
+            weights, biases = [], []
+            for l in range(L):
+                biases.append(_read(f, array("i", range(sizes[l + 1])), 4, path))
+                W = _read(f, array("h", range(sizes[l] * sizes[l + 1])), 2, path)
+                f.read(_pad(len(W), 2))
+                weights.append(W)
+        except MemoryError:
+            floats = weights = biases = None
+            from .compat import out_of_memory
+
+            raise out_of_memory("loading the policy %s" % path, total)
     try:
-        return QuantisedPolicy(sizes, acts, weights, biases, fx, fw, **floats)
+        q = QuantisedPolicy(sizes, acts, weights, biases, fx, fw, **floats)
     except ValueError as e:
         raise CorruptPolicyError("%s: %s" % (path, e))
+    check_values(q, path)
+    return q
+
+
+def _read_layout(f, header_len, total, L, flags, path):
+    """(sizes, activation codes, Fx, Fw) of a quantised policy file, checked against each other
+    and against the file's length."""
+    from .policy import CorruptPolicyError, TruncatedPolicyError
+
+    meta_len = 2 * (L + 1) + L + (L + 1) + L
+    if L < 1 or header_len != ((_FIXED + meta_len + 3) & ~3) or flags & ~3:
+        raise CorruptPolicyError("%s: inconsistent header (%d layers, %d header bytes, flags %d)" % (path, L, header_len, flags))
+    f.seek(_FIXED)
+    meta = f.read(meta_len)
+    if len(meta) != meta_len:
+        raise TruncatedPolicyError("%s: file ended early while reading the header" % path)
+    fields = struct.unpack("<%dH%dB%db%db" % (L + 1, L, L + 1, L), meta)
+    sizes = list(fields[: L + 1])
+    acts = list(fields[L + 1 : 2 * L + 1])
+    if min(sizes) < 1 or max(acts) >= len(NAMES):
+        raise CorruptPolicyError("%s: invalid layer sizes %r or activation codes %r" % (path, sizes, acts))
+    if header_len + _data_bytes(sizes, flags) + 4 != total:
+        raise CorruptPolicyError("%s: header sizes do not add up to the file length" % path)
+    return sizes, acts, list(fields[2 * L + 1 : 3 * L + 2]), list(fields[3 * L + 2 :])
 
 
 def _read(f, block, itemsize, path):

@@ -26,12 +26,9 @@ except ImportError:  # CPython
 
 
 def _mem_free():
-    try:
-        import gc
+    from .compat import mem_free
 
-        return gc.mem_free()
-    except (ImportError, AttributeError):
-        return 0
+    return mem_free(collect=False) or 0
 
 
 def _describe_board():
@@ -54,6 +51,7 @@ class Server:
         self.byte_mv = memoryview(self.byte)
         self.decoder = P.Decoder(zero_copy=True)
         self.policy = None
+        self.policy_path = None
         self.obs = None
         self.running = True
 
@@ -89,19 +87,32 @@ class Server:
         return struct.pack("<BI", P.VERSION, _mem_free()) + _describe_board().encode()
 
     def load(self, path):
+        """Load the policy at path; on failure the policy loaded before stays in service."""
         from .policy import load
 
-        self.policy = None
-        self.obs = None
-        import gc
+        try:
+            policy = load(path)
+        except MemoryError:
+            if self.policy is None:
+                raise
+            # no room for two policies: free the old one and try again; if that fails too,
+            # reload the old one (it fitted before) and report the failure
+            old = self.policy_path
+            self.policy = self.obs = None
+            try:
+                policy = load(path)
+            except Exception:
+                self._install(load(old), old)
+                raise
+        self._install(policy, path)
+        return struct.pack("<HH", policy.obs_dim, policy.act_dim) + policy.describe().encode()
 
-        gc.collect()
-        policy = load(path)
-        self.policy = policy
+    def _install(self, policy, path):
         from .compat import zeros
 
+        self.policy = policy
+        self.policy_path = path
         self.obs = zeros(policy.obs_dim)
-        return struct.pack("<HH", policy.obs_dim, policy.act_dim) + policy.describe().encode()
 
     def infer(self, seq, payload):
         policy = self.policy
@@ -158,28 +169,31 @@ class Server:
         while self.running:
             b = self._read_byte(FRAME_TIMEOUT_MS if dec.in_frame() else IDLE_MS)
             if b < 0:
-                if dec.in_frame():
-                    dec.reset()
-                    self.error(dec.seq if dec.pos >= 4 else 0, P.E_TIMEOUT)
-                if dec.skipped:
+                # silence: a partly held frame is given up, and what followed its start is
+                # scanned again (a good frame after a cut one is answered now)
+                r = dec.expire()
+                if r is None and dec.skipped:
                     self.error(0, P.E_GARBAGE, "skipped %d bytes outside frames" % dec.take_skipped())
-                continue
-            r = dec.feed(b)
-            if r is None:
-                continue
-            if dec.skipped:
-                self.error(0, P.E_GARBAGE, "skipped %d bytes outside frames" % dec.take_skipped())
-            if isinstance(r, int):
-                self.error(dec.seq, r)
-                continue
-            type_, seq, payload = r
+            else:
+                r = dec.feed(b)
+            while r is not None and self.running:
+                self.result(r)
+                r = dec.next()
+
+    def result(self, r):
+        dec = self.decoder
+        if dec.skipped:
+            self.error(0, P.E_GARBAGE, "skipped %d bytes outside frames" % dec.take_skipped())
+        if isinstance(r, int):
+            return self.error(dec.seq, r)
+        type_, seq, payload = r
+        try:
+            self.handle(type_, seq, payload)
+        except Exception as e:  # MemoryError, a missing or damaged policy file, ...
             try:
-                self.handle(type_, seq, payload)
-            except Exception as e:  # MemoryError, a missing or damaged policy file, ...
-                try:
-                    self.error(seq, P.E_FAILED, "%s: %s" % (type(e).__name__, e))
-                except Exception:
-                    pass
+                self.error(seq, P.E_FAILED, "%s: %s" % (type(e).__name__, e))
+            except Exception:
+                pass
 
 
 class _Timed:
