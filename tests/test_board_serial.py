@@ -195,22 +195,38 @@ def test_server_survives_ten_thousand_damaged_frames(board):
 
 @needs_board
 def test_board_out_of_memory_is_an_error_frame_not_a_crash(board, tmp_path):
+    """A policy too big for the board's heap: an error frame naming the step and the heap it
+    needs against the heap free; the policy loaded before stays in service."""
+    import os
+    import shutil
+
     from microrl_host.serial_link import DeviceError, SerialLink
 
     big = tmp_path / "big.mrlp"
     make_policy(big, sizes=(13, 256, 256, 4))  # 70k parameters: 280 kB, more than the 160K heap
-    import shutil
-
     shutil.copy(big, board_file(board, "big.mrlp"))
+    damaged = tmp_path / "damaged.mrlp"
+    with open(board.policy_path, "rb") as f:
+        damaged.write_bytes(f.read()[:-1] + b"\x00")  # its checksum broken
+    shutil.copy(damaged, board_file(board, "damaged.mrlp"))
     with SerialLink(board.port) as link:
         restarts = board.restarts
-        with pytest.raises(DeviceError, match="MemoryError"):
+        with pytest.raises(DeviceError, match="MemoryError") as e:
             link.load("big.mrlp")
+        message = str(e.value)
+        assert "loading the policy big.mrlp: out of memory: it needs about %d bytes of heap" % os.path.getsize(big) in message, message
+        free = int(message.split(", ")[-1].split()[0])
+        assert 0 < free < 160 * 1024
         with pytest.raises(DeviceError, match="no policy loaded"):
             link.infer([0.0, 0.0, 0.0])
         link.load("policy.mrlp")  # still serving
-        action, _ = link.infer([0.5, -0.5, 1.0])
-        assert abs(action[0] - board.policy([0.5, -0.5, 1.0])[0]) < 1e-5
+        expected = board.policy([0.5, -0.5, 1.0])[0]
+        # a failed LOAD, for want of memory or a damaged file, keeps the policy loaded before
+        for name, error in (("big.mrlp", "out of memory"), ("damaged.mrlp", "ChecksumError"), ("missing.mrlp", "OSError")):
+            with pytest.raises(DeviceError, match=error):
+                link.load(name)
+            action, _ = link.infer([0.5, -0.5, 1.0])
+            assert abs(action[0] - expected) < 1e-5, name
     assert board.restarts == restarts
 
 

@@ -34,23 +34,3 @@ def zeros(n, typecode="f"):
     for i in range(n):
         a[i] = 0.0
     return a
-
-
-def mem_free(collect=True):
-    """Free heap bytes, after a collection unless told not to (MicroPython), or None where the
-    runtime cannot say (CPython)."""
-    try:
-        import gc
-
-        free = gc.mem_free
-    except (ImportError, AttributeError):
-        return None
-    if collect:
-        gc.collect()
-    return free()
-
-
-def out_of_memory(step, need):
-    """A MemoryError naming the step that failed and the heap it needs against the heap free."""
-    free = mem_free()
-    return MemoryError("%s needs about %d bytes of heap, %s free" % (step, need, "?" if free is None else "%d" % free))

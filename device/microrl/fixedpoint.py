@@ -372,7 +372,7 @@ def save(path, q):
 
 def load(path):
     """Read a quantised policy file; PolicyFileError subclasses as microrl.load raises them."""
-    from .policy import CorruptPolicyError, NotAPolicyError, TruncatedPolicyError, UnsupportedVersionError, _checksum_file, _file_size, check_fits, check_values
+    from .policy import CorruptPolicyError, NotAPolicyError, TruncatedPolicyError, UnsupportedVersionError, _checksum_file, _file_size, check_values
 
     size = _file_size(path)
     with open(path, "rb") as f:
@@ -392,25 +392,18 @@ def load(path):
         if size > total:
             raise CorruptPolicyError("%s: %d bytes where the header says %d (extra data after the policy)" % (path, size, total))
         sizes, acts, fx, fw = _read_layout(f, header_len, total, L, flags, path)  # before reading it through
-        check_fits(path, total)
         _checksum_file(f, size, path)
         f.seek(header_len)
         floats = {}
-        try:
-            for name, n_items, on in (("obs_mean", sizes[0], flags & 1), ("obs_std", sizes[0], flags & 1), ("act_scale", sizes[-1], flags & 2), ("act_offset", sizes[-1], flags & 2)):
-                if on:
-                    floats[name] = _read(f, array("f", range(n_items)), 4, path)
-            weights, biases = [], []
-            for l in range(L):
-                biases.append(_read(f, array("i", range(sizes[l + 1])), 4, path))
-                W = _read(f, array("h", range(sizes[l] * sizes[l + 1])), 2, path)
-                f.read(_pad(len(W), 2))
-                weights.append(W)
-        except MemoryError:
-            floats = weights = biases = None
-            from .compat import out_of_memory
-
-            raise out_of_memory("loading the policy %s" % path, total)
+        for name, n_items, on in (("obs_mean", sizes[0], flags & 1), ("obs_std", sizes[0], flags & 1), ("act_scale", sizes[-1], flags & 2), ("act_offset", sizes[-1], flags & 2)):
+            if on:
+                floats[name] = _read(f, array("f", range(n_items)), 4, path)
+        weights, biases = [], []
+        for l in range(L):
+            biases.append(_read(f, array("i", range(sizes[l + 1])), 4, path))
+            W = _read(f, array("h", range(sizes[l] * sizes[l + 1])), 2, path)
+            f.read(_pad(len(W), 2))
+            weights.append(W)
     try:
         q = QuantisedPolicy(sizes, acts, weights, biases, fx, fw, **floats)
     except ValueError as e:
@@ -422,16 +415,13 @@ def load(path):
 def _read_layout(f, header_len, total, L, flags, path):
     """(sizes, activation codes, Fx, Fw) of a quantised policy file, checked against each other
     and against the file's length."""
-    from .policy import CorruptPolicyError, TruncatedPolicyError
+    from .policy import CorruptPolicyError
 
     meta_len = 2 * (L + 1) + L + (L + 1) + L
     if L < 1 or header_len != ((_FIXED + meta_len + 3) & ~3) or flags & ~3:
         raise CorruptPolicyError("%s: inconsistent header (%d layers, %d header bytes, flags %d)" % (path, L, header_len, flags))
     f.seek(_FIXED)
-    meta = f.read(meta_len)
-    if len(meta) != meta_len:
-        raise TruncatedPolicyError("%s: file ended early while reading the header" % path)
-    fields = struct.unpack("<%dH%dB%db%db" % (L + 1, L, L + 1, L), meta)
+    fields = struct.unpack("<%dH%dB%db%db" % (L + 1, L, L + 1, L), f.read(meta_len))  # whole: the length was checked
     sizes = list(fields[: L + 1])
     acts = list(fields[L + 1 : 2 * L + 1])
     if min(sizes) < 1 or max(acts) >= len(NAMES):

@@ -268,73 +268,31 @@ def _replace(src, dst):
         os.rename(src, dst)
 
 
-_S_IFMT = 0o170000
-_S_IFREG = 0o100000
-_KINDS = {0o040000: "a directory", 0o010000: "a named pipe", 0o020000: "a character device", 0o060000: "a block device", 0o140000: "a socket"}
-
-
 def _file_size(path):
     """Size of the regular file at path; NotAPolicyError for anything else (a named pipe would
-    block the first read for ever, a device never end)."""
+    block the first read for ever, a device never end). Mode 0: a port whose stat does not say."""
     import os
 
     st = os.stat(path)
-    kind = st[0] & _S_IFMT
-    if kind and kind != _S_IFREG:  # 0: a port whose stat does not say: take it as a file
-        raise NotAPolicyError("%s: not a regular file (it is %s)" % (path, _KINDS.get(kind, "not a file")))
+    if st[0] & 0o170000 not in (0, 0o100000):
+        from .refusals import not_a_file
+
+        raise not_a_file(path, st[0])
     return st[6]
-
-
-def _first_non_finite(values):
-    # index of the first NaN or infinity (v - v is nan for both), or -1
-    for i in range(len(values)):
-        v = values[i]
-        if v - v != 0.0:
-            return i
-    return -1
-
-
-def _param_name(sizes, i):
-    # "layer 2 weight [3, 1]" for index i of the parameters in the network layout
-    offsets, _ = layout(sizes)
-    for l in range(len(offsets) - 1, -1, -1):
-        wo, bo = offsets[l]
-        if i >= bo:
-            return "layer %d bias [%d]" % (l + 1, i - bo)
-        if i >= wo:
-            k = i - wo
-            return "layer %d weight [%d, %d]" % (l + 1, k // sizes[l], k % sizes[l])
-    return "parameter %d" % i
 
 
 def check_values(policy, where):
     """Refuse a policy that cannot give finite actions: NaN or infinite weights, biases,
-    normalisation or scaling, or an observation std that is not positive. Raises
-    InvalidValueError naming the first bad number (a policy file or a QuantisedPolicy's floats)."""
-    for name in ("obs_mean", "obs_std", "act_scale", "act_offset"):
-        block = getattr(policy, name)
-        i = -1 if block is None else _first_non_finite(block)
-        if i >= 0:
-            raise InvalidValueError("%s: %s[%d] is %r, not a finite number" % (where, name, i, block[i]))
-    params = getattr(policy, "params", None)  # a QuantisedPolicy's integers are always finite
-    i = -1 if params is None else _first_non_finite(params)
-    if i >= 0:
-        raise InvalidValueError("%s: %s is %r, not a finite number (the training that wrote it diverged)" % (where, _param_name(policy.sizes, i), params[i]))
+    normalisation or scaling, or an observation std that is not positive: InvalidValueError
+    naming the first bad number (of a Policy, or of a QuantisedPolicy's floats)."""
     std = policy.obs_std
-    if std is not None:
-        for i in range(len(std)):
-            if not std[i] > 0.0:
-                raise InvalidValueError("%s: obs_std[%d] is %r: a standard deviation must be positive (the normalisation divides by it)" % (where, i, std[i]))
+    for block in (policy.obs_mean, std, policy.act_scale, policy.act_offset, getattr(policy, "params", None)):
+        if block is not None:
+            for v in block:
+                if v - v != 0.0 or (block is std and not v > 0.0):  # v - v: nan for nan and inf
+                    from .refusals import invalid_values
 
-
-def check_fits(path, need):
-    """Refuse, before reading a file through, a policy whose numbers need more heap than is free
-    (MicroPython; no-op where the runtime cannot say)."""
-    from .compat import mem_free, out_of_memory
-
-    free = mem_free()
-    if free is not None and need > free:
-        raise out_of_memory("loading the policy %s" % path, need)
+                    raise invalid_values(policy, where)
 
 
 def check_header(head, size, where="policy"):
@@ -374,25 +332,6 @@ def _checksum_file(f, size, where):
         raise ChecksumError("%s: checksum mismatch (stored %08x, computed %08x): the file is damaged" % (where, stored, crc & 0xFFFFFFFF))
 
 
-def _read_layout(f, header_len, total, L, flags, path):
-    """The layer sizes and activation codes of a policy file, checked against each other and
-    against the file's length; (sizes, acts)."""
-    if L < 1 or header_len != ((_FIXED + 3 * L + 2 + 3) & ~3) or flags & ~(FLAG_OBS_NORM | FLAG_ACT_SCALE):
-        raise CorruptPolicyError("%s: inconsistent header (%d layers, %d header bytes, flags %d)" % (path, L, header_len, flags))
-    f.seek(_FIXED)
-    meta = f.read(3 * L + 2)
-    if len(meta) != 3 * L + 2:
-        raise TruncatedPolicyError("%s: file ended early while reading the header" % path)
-    fields = struct.unpack("<%dH%dB" % (L + 1, L), meta)
-    sizes = list(fields[: L + 1])
-    acts = list(fields[L + 1 :])
-    if min(sizes) < 1 or max(acts) >= len(NAMES):
-        raise CorruptPolicyError("%s: invalid layer sizes %r or activation codes %r" % (path, sizes, acts))
-    if header_len + 4 * _float_count(sizes, flags) + 4 != total:
-        raise CorruptPolicyError("%s: header sizes do not add up to the file length" % path)
-    return sizes, acts
-
-
 def _read_exact(f, block, where):
     got = f.readinto(memoryview(block))
     if got != len(block) * 4:
@@ -404,7 +343,7 @@ def _read_exact(f, block, where):
 def load(path):
     """Read a policy file; returns a Policy (or a fixedpoint.QuantisedPolicy for an int16 file). Raises a PolicyFileError subclass naming the problem:
     NotAPolicyError, TruncatedPolicyError, UnsupportedVersionError, ChecksumError, CorruptPolicyError,
-    InvalidValueError; MemoryError naming the heap it needs on a board too small."""
+    InvalidValueError."""
     size = _file_size(path)
     with open(path, "rb") as f:
         head = f.read(_FIXED)
@@ -413,9 +352,17 @@ def load(path):
 
             return load_int16(path)
         header_len, total, L, flags, = check_header(head, size, path)
-        sizes, acts = _read_layout(f, header_len, total, L, flags, path)  # before reading it through
-        need = 4 * _float_count(sizes, flags)
-        check_fits(path, need)
+        # the declared sizes against the file's length before reading it through
+        if L < 1 or header_len != ((_FIXED + 3 * L + 2 + 3) & ~3) or flags & ~(FLAG_OBS_NORM | FLAG_ACT_SCALE):
+            raise CorruptPolicyError("%s: inconsistent header (%d layers, %d header bytes, flags %d)" % (path, L, header_len, flags))
+        f.seek(_FIXED)
+        fields = struct.unpack("<%dH%dB" % (L + 1, L), f.read(3 * L + 2))
+        sizes = list(fields[: L + 1])
+        acts = list(fields[L + 1 :])
+        if min(sizes) < 1 or max(acts) >= len(NAMES):
+            raise CorruptPolicyError("%s: invalid layer sizes %r or activation codes %r" % (path, sizes, acts))
+        if header_len + 4 * _float_count(sizes, flags) + 4 != total:
+            raise CorruptPolicyError("%s: header sizes do not add up to the file length" % path)
         _checksum_file(f, size, path)
         if sys.implementation.name == "micropython":
             # free the checksum's temporaries now, so that the small objects below fill the low
@@ -424,21 +371,15 @@ def load(path):
 
             gc.collect()
         n_in, n_out = sizes[0], sizes[-1]
-        try:
-            kwargs = {}
-            if flags & FLAG_OBS_NORM:
-                kwargs["obs_mean"] = zeros(n_in)
-                kwargs["obs_std"] = zeros(n_in)
-            if flags & FLAG_ACT_SCALE:
-                kwargs["act_scale"] = zeros(n_out)
-                kwargs["act_offset"] = zeros(n_out)
-            params = zeros(param_count(sizes))  # the big block first, while the heap is whole
-            policy = Policy(sizes, [code(a) for a in acts], params=params, **kwargs)
-        except MemoryError:
-            kwargs = params = None
-            from .compat import out_of_memory
-
-            raise out_of_memory("loading the policy %s" % path, need)
+        kwargs = {}
+        if flags & FLAG_OBS_NORM:
+            kwargs["obs_mean"] = zeros(n_in)
+            kwargs["obs_std"] = zeros(n_in)
+        if flags & FLAG_ACT_SCALE:
+            kwargs["act_scale"] = zeros(n_out)
+            kwargs["act_offset"] = zeros(n_out)
+        params = zeros(param_count(sizes))  # the big block first, while the heap is whole
+        policy = Policy(sizes, [code(a) for a in acts], params=params, **kwargs)
         f.seek(header_len)
         for block in _blocks(policy):
             _read_exact(f, block, path)

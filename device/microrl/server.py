@@ -26,9 +26,25 @@ except ImportError:  # CPython
 
 
 def _mem_free():
-    from .compat import mem_free
+    try:
+        import gc
 
-    return mem_free(collect=False) or 0
+        return gc.mem_free()
+    except (ImportError, AttributeError):
+        return 0
+
+
+def _out_of_memory(step, path):
+    # the MemoryError that names the step and the heap it needs (about the file's size)
+    import os
+
+    need = os.stat(path)[6]
+    try:
+        from .refusals import out_of_memory
+
+        return out_of_memory(step, need)
+    except MemoryError:  # not even room for the message's code
+        return MemoryError("%s: out of memory (it needs about %d bytes of heap)" % (step, need))
 
 
 def _describe_board():
@@ -91,19 +107,22 @@ class Server:
         from .policy import load
 
         try:
-            policy = load(path)
-        except MemoryError:
-            if self.policy is None:
-                raise
-            # no room for two policies: free the old one and try again; if that fails too,
-            # reload the old one (it fitted before) and report the failure
-            old = self.policy_path
-            self.policy = self.obs = None
             try:
                 policy = load(path)
-            except Exception:
-                self._install(load(old), old)
-                raise
+            except MemoryError:
+                if self.policy is None:
+                    raise
+                # no room for two policies: free the old one and try again; if that fails too,
+                # reload the old one (it fitted before) and report the failure
+                old = self.policy_path
+                self.policy = self.obs = None
+                try:
+                    policy = load(path)
+                except Exception:
+                    self._install(load(old), old)
+                    raise
+        except MemoryError:
+            raise _out_of_memory("loading the policy %s" % path, path)
         self._install(policy, path)
         return struct.pack("<HH", policy.obs_dim, policy.act_dim) + policy.describe().encode()
 
