@@ -16,7 +16,12 @@ class ReplayBuffer:
         self.obs_dim = obs_dim
         self.act_dim = act_dim
         self.row = 2 * obs_dim + act_dim + 2
-        self.data = zeros(capacity * self.row)
+        try:
+            self.data = zeros(capacity * self.row)
+        except MemoryError:
+            from .refusals import out_of_memory
+
+            raise out_of_memory("allocating the replay buffer (%d transitions)" % capacity, 4 * capacity * self.row)
         self.pos = 0
         self.size = 0
 
