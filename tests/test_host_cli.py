@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from helpers import run_cpython
+from helpers import run_cpython, trained_pendulum_policy
 
 
 def microrl(*args, cwd=None, timeout=300):
@@ -46,8 +46,8 @@ def test_train_writes_policy_run_folder_and_json(trained):
     assert sum(r["episode_return"] is not None for r in rows) == 7  # 200-step episodes
 
 
-def test_eval_json_on_device_core_and_gymnasium(trained):
-    out, result = trained
+def test_eval_json_on_device_core_and_gymnasium():
+    out = trained_pendulum_policy()
     proc = microrl("eval", out, "--episodes", 3, "--json")
     assert proc.returncode == 0, proc.stderr
     r = json.loads(proc.stdout)
@@ -69,8 +69,8 @@ def test_plot_writes_png(trained, tmp_path):
         assert im.format == "PNG" and im.size[0] >= 400
 
 
-def test_render_writes_gif(trained, tmp_path):
-    out, _ = trained
+def test_render_writes_gif(tmp_path):
+    out = trained_pendulum_policy()
     gif = tmp_path / "p.gif"
     proc = microrl("render", out, "--out", gif, "--size", 64)
     assert proc.returncode == 0, proc.stderr

@@ -77,7 +77,7 @@ def register(sub):
     missing = ", ".join("%s (%s)" % (n, _load(n)) for n in ALGOS if n not in algos)
     p.add_argument("--algo", default=DEFAULT_ALGO, metavar="NAME", help="algorithm: %s (default %s)%s" % (", ".join(ALGOS), DEFAULT_ALGO, "; unavailable here: " + missing if missing else ""))
     p.add_argument("--steps", type=_whole(1), default=10000, help="environment steps in total, counting those before a --resume (default 10000)")
-    p.add_argument("--seed", type=_whole(0), default=0, help="random seed: same seed, same run (default 0)")
+    p.add_argument("--seed", type=_whole(0), default=0, help="random seed (default 0): the same seed repeats a run bit for bit on the same machine and library versions; another CPU's BLAS/SIMD kernels give another run of the same quality (docs/training.md, Reproducibility)")
     p.add_argument("--out", metavar="FILE", help="policy file to write (default <task>-<algo>.mrlp)")
     p.add_argument("--run-dir", metavar="DIR", help="run folder for run.json, progress.csv, checkpoint.npz (default: --out without .mrlp, plus .run)")
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
