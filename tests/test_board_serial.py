@@ -178,3 +178,65 @@ def test_board_without_microrl_is_named(tmp_path):
     with VirtualBoard(str(tmp_path / "fs")) as empty:
         r = cli("bench", "serial", "--port", empty.port, "--policy", policy, "-n", "5", "--no-deploy", timeout=60)
     assert r.returncode == 2 and "microrl is not on the board" in r.stderr and "microrl deploy" in r.stderr
+
+
+class _CuttingLine:
+    """The real serial port, with the line damaging the first `count` writes: each is cut to its
+    first `keep` bytes (keep 0: lost whole)."""
+
+    def __init__(self, serial, keep, count=1):
+        self.serial, self.keep, self.count = serial, keep, count
+
+    def write(self, data):
+        if self.count > 0:
+            self.count -= 1
+            data = data[: self.keep]
+        return self.serial.write(data) if data else 0
+
+    def __getattr__(self, name):
+        return getattr(self.serial, name)
+
+
+@needs_board
+def test_a_request_damaged_on_the_line_is_sent_again_and_answered(board):
+    from microrl_host.serial_link import LinkError, SerialLink
+
+    expected = board.policy([0.5, -0.5, 1.0])[0]
+    with SerialLink(board.port, policy_path="policy.mrlp", timeout=1.0) as link:
+        real = link.serial
+        # cut after 9 bytes: the board's timeout error names the request, which is sent again
+        # at once; lost whole: the host's timeout sends it again
+        for keep in (9, 0):
+            link.serial = _CuttingLine(real, keep)
+            before = link.retried
+            action, _ = link.infer([0.5, -0.5, 1.0])
+            assert abs(action[0] - expected) < 1e-5 and link.retried == before + 1, keep
+        # without retries the loss is reported, and the next request is answered as its own
+        link.serial = _CuttingLine(real, 0)
+        with pytest.raises(LinkError, match="no answer"):
+            link.request(P.INFER, struct.pack("<3f", 0.5, -0.5, 1.0), retries=0)
+        link.serial = real
+        action, _ = link.infer([0.1, 0.2, 0.3])
+        assert abs(action[0] - board.policy([0.1, 0.2, 0.3])[0]) < 1e-5
+
+
+@needs_board
+def test_a_late_answer_is_not_taken_for_a_later_request(board):
+    """A ROLLOUT slower than the timeout: the retry goes out with the same seq, the late answer
+    to the first try is the answer; the answer to the retry, arriving after it, is not taken
+    for the next request's."""
+    from microrl_host.serial_link import SerialLink
+
+    with SerialLink(board.port, policy_path="policy.mrlp") as link:
+        t0 = time.time()
+        returns, steps, _ = link.rollout(3, 1)
+        one = time.time() - t0
+        before = link.retried
+        # 4 episodes take about 4 * one: the first try times out at 3 * one, its answer comes
+        # while the retry (same seq) waits
+        returns, steps, _ = link.rollout(3, 4, timeout=3 * one)
+        assert steps == 800 and len(returns) == 4 and link.retried == before + 1
+        link.timeout = 60.0  # the board runs the retry's rollout before it reads the next requests
+        for obs in ([0.1, 0.2, 0.3], [0.5, -0.5, 1.0], [-1.0, 0.0, 0.5]):
+            action, _ = link.infer(obs)  # the retry's duplicate rollout reply arrives meanwhile
+            assert abs(action[0] - board.policy(obs)[0]) < 1e-5
