@@ -97,7 +97,8 @@ class Decoder:
     when zero_copy is set: valid until the next feed)."""
 
     def __init__(self, max_payload=MAX_PAYLOAD, zero_copy=False):
-        self.buf = bytearray(HEADER + max_payload + TRAILER)
+        self.size = HEADER + max_payload + TRAILER
+        self.buf = bytearray(self.size)
         self.mv = memoryview(self.buf)
         self.max_payload = max_payload
         self.zero_copy = zero_copy
@@ -126,7 +127,7 @@ class Decoder:
     def feed(self, b):
         buf = self.buf
         end = self.end
-        if end == len(buf):  # held bytes reach the end: move them to the front
+        if end == self.size:  # held bytes reach the end: move them to the front
             head = self.head
             if head == 0:  # only when results were left unread: the oldest byte goes
                 head = 1
@@ -136,7 +137,15 @@ class Decoder:
             end -= head
             self.head = 0
         buf[end] = b
-        self.end = end + 1
+        end += 1
+        self.end = end
+        held = end - self.head
+        need = self.need
+        if need:
+            if held < need:  # inside a frame whose header checked out
+                return None
+        elif 2 < held < HEADER:  # inside a header whose start marker checked out
+            return None
         return self.next()
 
     def next(self):
