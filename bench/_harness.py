@@ -15,7 +15,7 @@ for _p in (HOST, DEVICE):
     if _p not in sys.path:
         sys.path.insert(0, _p)
 
-from microrl_host import native_build  # noqa: E402
+from microrl_host.board import native as native_build  # noqa: E402
 
 MICROPYTHON = shutil.which("micropython")
 

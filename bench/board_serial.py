@@ -34,8 +34,8 @@ def make_policy(path, sizes, seed=1):
 
 
 def bench_inference(port, n, folder, mpy):
-    from microrl_host.deploy import BOARD_POLICY, deploy
-    from microrl_host.serial_bench import bench_serial, host_latency
+    from microrl_host.board.deploy import BOARD_POLICY, deploy
+    from microrl_host.board.serial_bench import bench_serial, host_latency
 
     rows = {}
     for name, sizes in NETWORKS:
@@ -51,9 +51,9 @@ def bench_inference(port, n, folder, mpy):
 
 
 def bench_training(port, steps, mpy):
-    from microrl_host.board_train import BoardTrainError, estimate_bytes, train_on_board
-    from microrl_host.deploy import board_exec, deploy
-    from microrl_host.serial_link import connect
+    from microrl_host.board.train import BoardTrainError, estimate_bytes, train_on_board
+    from microrl_host.board.deploy import board_exec, deploy
+    from microrl_host.board.serial_link import connect
 
     deploy(port, mpy=mpy)
     tried = []
@@ -86,9 +86,9 @@ def bench_pipe(n, folder):
     import time
 
     from microrl import protocol as P
-    from microrl_host.board import micropython_command
-    from microrl_host.deploy import core_sources
-    from microrl_host.serial_bench import summarise
+    from microrl_host.board.virtual import micropython_command
+    from microrl_host.board.deploy import core_sources
+    from microrl_host.board.serial_bench import summarise
 
     board = os.path.join(folder, "pipe")
     os.makedirs(os.path.join(board, "lib", "microrl"), exist_ok=True)
@@ -151,14 +151,14 @@ def board_process(port, heap, folder):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--port", help="a real board (default: a virtual board)")
-    ap.add_argument("--heap", default=None, help="the virtual board's heap (default: microrl_host.board.DEFAULT_HEAP)")
+    ap.add_argument("--heap", default=None, help="the virtual board's heap (default: microrl_host.board.virtual.DEFAULT_HEAP)")
     ap.add_argument("-n", type=int, default=1000, help="inference requests per network (default 1000)")
     ap.add_argument("--train-steps", type=int, default=200, help="training steps on the board (default 200; the first `batch` are warm-up)")
     ap.add_argument("--mpy", action="store_true", help="deploy .mpy files")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     args = ap.parse_args(argv)
 
-    from microrl_host.board import DEFAULT_HEAP
+    from microrl_host.board.virtual import DEFAULT_HEAP
 
     heap = args.heap or DEFAULT_HEAP
     with tempfile.TemporaryDirectory() as folder, board_process(args.port, heap, folder) as (port, described):

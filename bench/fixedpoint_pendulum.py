@@ -39,7 +39,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     import microrl
     from microrl import fixedpoint
-    from microrl_host import quantise as Q
+    from microrl_host import calibration as Q
 
     work = H.workdir()
     results = {"notes": []}

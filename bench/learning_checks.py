@@ -35,13 +35,13 @@ def _device_td3(seed, steps):
 
 
 def _host_td3(seed, steps):
-    from microrl_host.td3 import ALGO
+    from microrl_host.algos.td3 import ALGO
 
     return ALGO.train_pendulum(steps=steps or 10000, seed=seed, eval_every=2000, eval_episodes=10)[1]
 
 
 def _host_sac(seed, steps):
-    from microrl_host.sac import ALGO
+    from microrl_host.algos.sac import ALGO
 
     return ALGO.train_pendulum(steps=steps or 10000, seed=seed, eval_every=2000, eval_episodes=10)[1]
 
@@ -49,11 +49,11 @@ def _host_sac(seed, steps):
 def _ppo_ip(seed, steps):
     import tempfile
 
-    from microrl_host import ppo
+    from microrl_host.algos import ppo
 
-    config = ppo.PPOConfig(steps=steps or 30720, envs=16, rollout_steps=64, minibatches=4, hidden=(64, 64), seed=seed)
+    config = ppo.PPOConfig(steps=steps or 61440, envs=16, rollout_steps=64, minibatches=4, hidden=(64, 64), seed=seed)
     with tempfile.TemporaryDirectory() as run_dir:
-        return ppo.train("InvertedPendulum-v5", config, run_dir=run_dir, eval_every=10240, eval_episodes=5, quiet=True)[1]
+        return ppo.train(config, "InvertedPendulum-v5", run_dir=run_dir, eval_every=10240, eval_episodes=5)[1]
 
 
 CHECKS = {"device_td3": _device_td3, "host_td3": _host_td3, "host_sac": _host_sac, "ppo_ip": _ppo_ip}

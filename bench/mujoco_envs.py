@@ -1,4 +1,4 @@
-"""MuJoCo environment throughput: ours (microrl_host.mujoco_envs) against gymnasium's
+"""MuJoCo environment throughput: ours (microrl_host.envs.mujoco) against gymnasium's
 SyncVectorEnv and EnvPool, for 1, 2 and 64 copies of Ant, in one run; and MuJoCo's own physics
 cost (mj_step with the task's frame skip, plus mj_rnePostConstraint as gymnasium calls it) on one
 set of MjData with the same random actions and resets, which no environment can beat.
@@ -48,7 +48,7 @@ def bench_physics(task, n, calls):
     import mujoco
     from gymnasium.utils import seeding
 
-    from microrl_host.mujoco_envs import MujocoVectorEnv
+    from microrl_host.envs.mujoco import MujocoVectorEnv
 
     ref = MujocoVectorEnv(task, 1)  # for the model, frame skip, reset distribution, health rule
     m, f, skip, limit = ref.model, ref.formulas, ref.frame_skip, ref.max_episode_steps
@@ -102,7 +102,7 @@ def time_vector_env(envs, n, calls, act_dim, dtype=np.float32):
 
 
 def bench_ours(task, n, calls, threads=None):
-    from microrl_host.mujoco_envs import MujocoVectorEnv
+    from microrl_host.envs.mujoco import MujocoVectorEnv
 
     envs = MujocoVectorEnv(task, n, threads=threads)
     envs.reset(seed=0)

@@ -39,14 +39,14 @@ PEERS = {
 
 
 def _settings():
-    from microrl_host import sac, td3
+    from microrl_host.algos import sac, td3
 
     return td3.default_config(), sac.default_config()
 
 
 def _evaluate(act):
     """Return of act(obs) -> action in [-2, 2] on gymnasium's Pendulum-v1, same starts for all."""
-    from microrl_host.offpolicy import evaluate_gym
+    from microrl_host.envs.gym import evaluate_gym
 
     mean, std, _ = evaluate_gym(act, EVAL_ENV, EVAL_EPISODES, EVAL_SEED)
     return mean, std
@@ -55,7 +55,7 @@ def _evaluate(act):
 def run_microrl(algo, seed, steps):
     import numpy as np
 
-    from microrl_host import sac, td3
+    from microrl_host.algos import sac, td3
 
     module = td3 if algo == "td3" else sac
     run = module.ALGO.run("pendulum", steps=steps, seed=seed, eval_every=0, eval_episodes=0)

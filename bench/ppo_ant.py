@@ -1,4 +1,4 @@
-"""PPO on Ant: returns over (training) wall time, ours (microrl_host.ppo) against
+"""PPO on Ant: returns over (training) wall time, ours (microrl_host.algos.ppo) against
 Stable-Baselines3's PPO with one torch thread, on the same budget, same seeds, same settings
 where both have them (64 envs x 64 steps, 4 epochs of 2 minibatches of 2048, so the same number
 of gradient steps; 256-256 ReLU, initial action std 0.5, gamma 0.99, GAE 0.95, clip 0.2, no
@@ -65,7 +65,8 @@ def _report(impl, seed, point):
 
 
 def run_ours(task, steps, seed, eval_every, episodes, threads=None, name="microrl"):
-    from microrl_host import ppo
+    from microrl_host.algos import ppo
+    from microrl_host.algos.callbacks import EachChunk
 
     config = ppo.PPOConfig(steps=steps, seed=seed, threads=threads)
     clock, curve = Clock(), []
@@ -80,7 +81,7 @@ def run_ours(task, steps, seed, eval_every, episodes, threads=None, name="micror
             state["next"] += eval_every
             clock.resume()
 
-    ppo.train(task, config, quiet=True, callback=on_iteration)
+    ppo.train(config, task, callbacks=EachChunk(on_iteration))
     return curve, clock.now(), clock.cpu_now()
 
 
@@ -98,7 +99,7 @@ def run_sb3(task, steps, seed, eval_every, episodes):
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import VecNormalize
 
-    from microrl_host.mujoco_envs import resolve_task
+    from microrl_host.envs.mujoco import resolve_task
 
     torch.set_num_threads(1)
     task = resolve_task(task)

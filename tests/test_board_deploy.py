@@ -67,8 +67,8 @@ def test_deploy_mpy_then_back_to_py(board):
 
 
 def test_interrupted_copy_leaves_previous_version_usable(board, tmp_path):
-    from microrl_host import deploy as dep
-    from microrl_host.serial_link import connect
+    from microrl_host.board import deploy as dep
+    from microrl_host.board.serial_link import connect
 
     before = _board_hashes(board)
     transport = connect(board.port, timeout=3, soft_reset=True)  # the lost board is noticed within 3 s
@@ -98,7 +98,7 @@ def test_interrupted_copy_leaves_previous_version_usable(board, tmp_path):
 def test_full_filesystem(tmp_path):
     # a board whose flash (a real littlefs image, 64 kB) cannot take the .py files: the copy fails
     # on the board's ENOSPC with a clear error, nothing is swapped in, and --mpy (smaller) fits
-    from microrl_host.board import VirtualBoard
+    from microrl_host.board.virtual import VirtualBoard
 
     with VirtualBoard(str(tmp_path / "fs"), flash="64K") as small:
         r = cli("deploy", "--port", small.port)
@@ -115,7 +115,7 @@ def test_full_filesystem(tmp_path):
 
 
 def test_too_old_micropython_is_named():
-    from microrl_host import deploy as dep
+    from microrl_host.board import deploy as dep
 
     info = {"name": "micropython", "version": (1, 12, 0), "sha256": True}
     with pytest.raises(dep.DeployError, match="1.12.0 on the board is too old.*1.20.0"):
@@ -140,3 +140,19 @@ def test_bad_policy_file_is_named(board, tmp_path):
     bad.write_bytes(b"not a policy at all")
     r = cli("deploy", "--port", board.port, "--policy", bad)
     assert r.returncode == 2 and "not a microrl policy" in r.stderr
+
+
+def test_a_policy_too_big_for_the_heap_names_the_step_and_the_bytes(tmp_path):
+    from microrl_host.board.deploy import DeployError, deploy
+    from microrl_host.board.virtual import VirtualBoard
+
+    big = tmp_path / "big.mrlp"
+    make_policy(big, sizes=(13, 256, 256, 4))  # 280 kB of weights, a 160K heap
+    with VirtualBoard(str(tmp_path / "fs")) as b:
+        with pytest.raises(DeployError) as e:
+            deploy(b.port, str(big))
+    message = str(e.value)
+    assert "loading the policy policy.mrlp failed on the board: MemoryError" in message, message
+    assert "it needs about %d bytes of heap" % os.path.getsize(big) in message
+    free = int(message.split(", ")[-1].split()[0])
+    assert 0 < free < 160 * 1024

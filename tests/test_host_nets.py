@@ -9,7 +9,10 @@ import pytest
 from microrl import backend, pendulum
 from microrl.nn import MLP
 
-from microrl_host import nets
+from microrl_host.algos import replay
+from microrl_host.envs import pendulum as compiled_pendulum
+from microrl_host.nn import mlp
+from microrl_host.nn import rng as compiled_rng
 
 
 @pytest.fixture
@@ -23,7 +26,7 @@ def numpy_backend():
 @pytest.mark.parametrize("acts", [("relu", "tanh"), ("tanh", "identity"), ("sigmoid", "identity"), ("gelu", "tanh")])
 def test_forward_backward_adam_match_device_core(numpy_backend, acts):
     sizes, n = [4, 16, 8, 2], 7
-    host = nets.new_net(sizes, acts, n, seed=5)
+    host = mlp.new_net(sizes, acts, n, seed=5)
     ref = MLP(sizes, acts, batch=n)
     for k in range(ref.n_params):
         ref.params[k] = float(host.params[k])
@@ -31,20 +34,20 @@ def test_forward_backward_adam_match_device_core(numpy_backend, acts):
     x = rng.normal(size=(n, sizes[0])).astype(np.float32)
     dy = rng.normal(size=(n, sizes[-1])).astype(np.float32)
 
-    y_host = nets.forward(host, x, n).copy()
+    y_host = mlp.forward(host, x, n).copy()
     ref.input[:] = x
     y_ref = np.array(ref.forward(n))
     np.testing.assert_allclose(y_host, y_ref, rtol=1e-5, atol=1e-6)
 
     dx_host = np.zeros_like(x)
-    nets.backward(host, x, n, dy.copy(), True, dx_host)
+    mlp.backward(host, x, n, dy.copy(), True, dx_host)
     dx_ref = ref.B.matrix(nets_array(n * sizes[0]), 0, n, sizes[0])
     ref.backward(ref.B.matrix(nets_array(n * sizes[-1], dy), 0, n, sizes[-1]), n, dx=dx_ref)
     np.testing.assert_allclose(host.grads, np.array(ref.grads), rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(dx_host, np.array(dx_ref), rtol=1e-4, atol=1e-6)
 
     for step in (1, 2):  # Adam with bias correction, twice
-        nets.adam(host, 1e-3, step)
+        mlp.adam(host, 1e-3, step)
         ref.adam_step(1e-3)
     np.testing.assert_allclose(host.params, np.array(ref.params), rtol=1e-5, atol=1e-7)
     assert host.params.dtype == np.float32
@@ -63,10 +66,10 @@ def test_polyak_and_layout_match_device_core():
     from microrl.nn import layout
 
     sizes = [3, 5, 1]
-    a = nets.new_net(sizes, "relu", 2, seed=1)
-    b = nets.new_net(sizes, "relu", 2, seed=2)
+    a = mlp.new_net(sizes, "relu", 2, seed=1)
+    b = mlp.new_net(sizes, "relu", 2, seed=2)
     expect = 0.9 * a.params + 0.1 * b.params
-    nets.polyak(a, b, 0.1)
+    mlp.polyak(a, b, 0.1)
     np.testing.assert_allclose(a.params, expect, rtol=1e-6)
     assert [tuple(o) for o in a.offsets] == layout(sizes)[0]
     assert a.params.size == layout(sizes)[1]
@@ -80,25 +83,25 @@ def test_compiled_pendulum_is_the_device_core_pendulum():
     for t in range(300):
         u = 2.5 * math.sin(0.1 * t)  # includes torques beyond the limit
         ref_obs, ref_r, _, _ = env.step(u)
-        r, _ = nets.pendulum_step(state, u, obs)
+        r, _ = compiled_pendulum.pendulum_step(state, u, obs)
         assert r == ref_r
         assert (state[0], state[1]) == (env.th, env.thdot)
         np.testing.assert_array_equal(obs, np.array(ref_obs, np.float32))
 
 
 def test_random_numbers_are_uniform_and_normal():
-    s = nets.new_rng(3)
-    u = np.array([nets.uniform(s, -1.0, 1.0) for _ in range(20000)])
-    g = np.array([nets.normal(s, 0.0, 1.0) for _ in range(20000)])
+    s = compiled_rng.new_rng(3)
+    u = np.array([compiled_rng.uniform(s, -1.0, 1.0) for _ in range(20000)])
+    g = np.array([compiled_rng.normal(s, 0.0, 1.0) for _ in range(20000)])
     assert -1.0 <= u.min() and u.max() < 1.0 and abs(u.mean()) < 0.02
     assert abs(g.mean()) < 0.03 and abs(g.std() - 1.0) < 0.03
-    assert sorted({nets.randint(s, 5) for _ in range(200)}) == [0, 1, 2, 3, 4]
+    assert sorted({compiled_rng.randint(s, 5) for _ in range(200)}) == [0, 1, 2, 3, 4]
 
 
 def test_sac_actor_gradient_matches_finite_differences(numpy_backend):
     """SAC's actor gradient is derived by hand (tanh squashing, log-prob, min of two critics):
     check dL/d(actor output) from one compiled update against central differences in float64."""
-    from microrl_host import sac
+    from microrl_host.algos import sac
 
     c = sac.default_config()
     c.batch, c.hidden, c.warmup = 8, (16, 16), 0
@@ -107,7 +110,7 @@ def test_sac_actor_gradient_matches_finite_differences(numpy_backend):
     rng = np.random.default_rng(1)
     for _ in range(20):
         o, o2 = rng.normal(size=3).astype(np.float32), rng.normal(size=3).astype(np.float32)
-        nets.replay_add(S.replay, o, rng.uniform(-1, 1, 1).astype(np.float32), float(rng.normal()), o2, False)
+        replay.replay_add(S.replay, o, rng.uniform(-1, 1, 1).astype(np.float32), float(rng.normal()), o2, False)
     S.alpha[0] = math.log(0.3)
     actor_before = S.actor.params.copy()
     sac.update(S, hp)

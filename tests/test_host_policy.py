@@ -7,7 +7,8 @@ from microrl import backend
 from microrl.policy import load, save
 
 from helpers import needs_micropython, run_micropython_code
-from microrl_host import nets, sac, td3
+from microrl_host.algos import sac, td3
+from microrl_host.nn import mlp
 
 OBSERVATIONS = [[np.cos(t), np.sin(t), 3.0 * np.sin(2.7 * t)] for t in np.linspace(-3.0, 3.0, 17)]
 
@@ -26,7 +27,7 @@ def compiled_actions(module, run):
     out = np.zeros(1, np.float32)
     actions = []
     for obs in OBSERVATIONS:
-        nets.greedy_action(run.state.actor, np.array(obs, np.float32), module.SQUASH, out)
+        mlp.greedy_action(run.state.actor, np.array(obs, np.float32), module.SQUASH, out)
         actions.append([2.0 * float(out[0])])
     return actions
 

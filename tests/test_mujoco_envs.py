@@ -12,7 +12,7 @@ pytest.importorskip("mujoco", reason="mujoco not installed: pip install 'microrl
 gym = pytest.importorskip("gymnasium")
 pytest.importorskip("gymnasium.envs.mujoco.mujoco_env", reason="gymnasium[mujoco] not installed: pip install 'microrl[mujoco]'")
 
-from microrl_host.mujoco_envs import FAMILIES, MujocoVectorEnv, UnknownTaskError, resolve_task  # noqa: E402
+from microrl_host.envs.mujoco import FAMILIES, MujocoVectorEnv, UnknownTaskError, resolve_task  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -160,7 +160,7 @@ def test_missing_mujoco_is_a_clear_error():
     # a real import failure: the interpreter is told mujoco does not exist
     code = (
         "import sys; sys.modules['mujoco'] = None\n"
-        "from microrl_host.mujoco_envs import MujocoVectorEnv, MujocoMissingError\n"
+        "from microrl_host.envs.mujoco import MujocoVectorEnv, MujocoMissingError\n"
         "try:\n    MujocoVectorEnv('Ant-v5', 2)\nexcept MujocoMissingError as e:\n    print('ERR', e)\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=repo_env(), cwd=ROOT, timeout=120)
@@ -169,7 +169,7 @@ def test_missing_mujoco_is_a_clear_error():
 
 def test_ant_kernels_sum_in_numpys_order():
     # bit-identity with gymnasium rests on summing as numpy does (pairwise, halving above 128)
-    from microrl_host.mujoco_ant import pairwise_sum
+    from microrl_host.envs.ant_kernels import pairwise_sum
 
     rng = np.random.default_rng(0)
     for n in (1, 5, 8, 13, 84, 128, 129, 300, 1000, 4100):

@@ -1,8 +1,8 @@
-"""microrl_host.native_build: telling a board's architecture from sys.implementation._mpy and
+"""microrl_host.board.native: telling a board's architecture from sys.implementation._mpy and
 finding a prebuilt microrl_kernels.mpy for it (what `microrl deploy` copies)."""
 import os
 
-from microrl_host import native_build as nb
+from microrl_host.board import native as nb
 
 
 def _fake_mpy(folder, arch, version=6, sub=3):

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from microrl.activations import GELU, IDENTITY, NAMES, RELU, SIGMOID, TANH
-from microrl_host import native_build
+from microrl_host.board import native as native_build
 
 ACTS = list(range(len(NAMES)))
 SIZES = [(1, 1, 1), (3, 5, 7), (2, 13, 64), (5, 17, 3), (100, 4, 1)]  # (n, n_in, n_out), odd on purpose

@@ -9,7 +9,7 @@ import pytest
 
 from backend_compare import compare_code
 from helpers import DEVICE, DEVICE_TESTS, MICROPYTHON, ROOT, compile_device_mpy, repo_env
-from microrl_host import native_build
+from microrl_host.board import native as native_build
 
 MPY_DIR = os.environ.get("MPY_DIR")
 

@@ -17,7 +17,7 @@ import time
 import pytest
 
 from helpers import DEVICE, DEVICE_TESTS, ROOT
-from microrl_host import native_build
+from microrl_host.board import native as native_build
 
 FIRMWARE = os.environ.get("MICRORL_QEMU_FIRMWARE")
 MPY_DIR = os.environ.get("MPY_DIR")

@@ -2,7 +2,6 @@
 # gradient checks); a backend makes views of them once, at allocation, and its kernels work on
 # those views in place. Choice, in order: the native C module, ulab, numpy (CPython), plain Python.
 # MICRORL_BACKEND (environment, CPython) or microrl.backend.use(name) forces one.
-import sys
 
 _ORDER = ("native", "ulab", "numpy", "plain")
 _impl = None
@@ -76,7 +75,3 @@ def available():
         except ImportError:
             pass
     return found
-
-
-def is_micropython():
-    return sys.implementation.name == "micropython"

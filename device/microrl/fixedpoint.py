@@ -21,6 +21,8 @@ import sys
 from array import array
 
 from .activations import GELU, IDENTITY, NAMES, RELU, SIGMOID, TANH
+from .fileformat import FIXED as _FIXED
+from .fileformat import CorruptPolicyError, TruncatedPolicyError, check_header, check_values, checksum_file, crc32, file_size, flags_of, pack_fixed, replace
 from .layout import layout
 
 MAGIC = b"MRLQ"
@@ -28,7 +30,6 @@ VERSION = 1
 Q = 14  # fractional bits of the tables and of the table-activations' arguments
 TABLE_STEP_BITS = 6  # table step 1/64
 TABLE_N = 513  # [0, 8] inclusive
-_FIXED = 16
 _ACC_LIMIT = 2**31 - 1
 _INT16_MAX = 32767
 
@@ -244,8 +245,6 @@ def quantise(policy, observations, headroom=1.25):
     seen (times headroom) on the calibration observations (raw, as the policy receives them)."""
     from math import floor
 
-    from .policy import check_values
-
     check_values(policy, "policy to quantise")
     sizes, acts = policy.sizes, policy.acts
     L = len(acts)
@@ -308,14 +307,12 @@ def quantise(policy, observations, headroom=1.25):
 
 
 def _header(q):
-    from .policy import FLAG_ACT_SCALE, FLAG_OBS_NORM
-
     L = len(q.acts)
-    flags = (FLAG_OBS_NORM if q.obs_mean is not None else 0) | (FLAG_ACT_SCALE if q.act_scale is not None else 0)
+    flags = flags_of(q)
     body = struct.pack("<%dH%dB%db%db" % (L + 1, L, L + 1, L), *(list(q.sizes) + list(q.acts) + list(q.fx) + list(q.fw)))
     header_len = (_FIXED + len(body) + 3) & ~3
     total = header_len + _data_bytes(q.sizes, flags) + 4
-    return struct.pack("<4sHHIBBH", MAGIC, VERSION, header_len, total, L, flags, 0) + body + bytes(header_len - _FIXED - len(body))
+    return pack_fixed(MAGIC, VERSION, header_len, total, L, flags) + body + bytes(header_len - _FIXED - len(body))
 
 
 def _data_bytes(sizes, flags):
@@ -346,8 +343,6 @@ def _pad(n_items, itemsize):
 
 
 def to_bytes(q):
-    from .policy import check_values, crc32
-
     check_values(q, "quantised policy")
     if sys.byteorder != "little":  # pragma: no cover - every supported board is little-endian
         raise OSError("quantised policy files are written on little-endian machines only")
@@ -361,38 +356,34 @@ def to_bytes(q):
 
 def save(path, q):
     """Write a quantised policy atomically (the float policy file's way)."""
-    from .policy import _replace
-
     tmp = path + ".tmp"
     with open(tmp, "wb") as f:
         f.write(to_bytes(q))
-    _replace(tmp, path)
+    replace(tmp, path)
     return path
 
 
 def load(path):
     """Read a quantised policy file; PolicyFileError subclasses as microrl.load raises them."""
-    from .policy import CorruptPolicyError, NotAPolicyError, TruncatedPolicyError, UnsupportedVersionError, _checksum_file, _file_size, check_values
-
-    size = _file_size(path)
+    size = file_size(path)
     with open(path, "rb") as f:
         head = f.read(_FIXED)
-        if size == 0:
-            raise TruncatedPolicyError("%s: empty file, not a whole policy" % path)
-        n = min(len(head), 4)
-        if head[:n] != MAGIC[:n]:
-            raise NotAPolicyError("%s: not a microrl quantised policy file (its first bytes are %r, expected %r)" % (path, bytes(head[:4]), MAGIC))
-        if len(head) < _FIXED:
-            raise TruncatedPolicyError("%s: truncated: %d bytes, shorter than the %d-byte header" % (path, size, _FIXED))
-        magic, version, header_len, total, L, flags, zero = struct.unpack("<4sHHIBBH", head)
-        if version != VERSION:
-            raise UnsupportedVersionError("%s: quantised policy format version %d; this microrl reads version %d (update microrl or re-export the policy)" % (path, version, VERSION))
-        if size < total:
-            raise TruncatedPolicyError("%s: truncated: %d bytes of %d" % (path, size, total))
-        if size > total:
-            raise CorruptPolicyError("%s: %d bytes where the header says %d (extra data after the policy)" % (path, size, total))
-        sizes, acts, fx, fw = _read_layout(f, header_len, total, L, flags, path)  # before reading it through
-        _checksum_file(f, size, path)
+        header_len, total, L, flags = check_header(head, size, path, MAGIC, VERSION, "quantised policy")
+        meta_len = 2 * (L + 1) + L + (L + 1) + L
+        # the declared sizes against the file's length before reading it through
+        if L < 1 or header_len != ((_FIXED + meta_len + 3) & ~3) or flags & ~3:
+            raise CorruptPolicyError("%s: inconsistent header (%d layers, %d header bytes, flags %d)" % (path, L, header_len, flags))
+        f.seek(_FIXED)
+        fields = struct.unpack("<%dH%dB%db%db" % (L + 1, L, L + 1, L), f.read(meta_len))
+        sizes = list(fields[: L + 1])
+        acts = list(fields[L + 1 : 2 * L + 1])
+        fx = list(fields[2 * L + 1 : 3 * L + 2])
+        fw = list(fields[3 * L + 2 :])
+        if min(sizes) < 1 or max(acts) >= len(NAMES):
+            raise CorruptPolicyError("%s: invalid layer sizes %r or activation codes %r" % (path, sizes, acts))
+        if header_len + _data_bytes(sizes, flags) + 4 != total:
+            raise CorruptPolicyError("%s: header sizes do not add up to the file length" % path)
+        checksum_file(f, size, path)
         f.seek(header_len)
         floats = {}
         for name, n_items, on in (("obs_mean", sizes[0], flags & 1), ("obs_std", sizes[0], flags & 1), ("act_scale", sizes[-1], flags & 2), ("act_offset", sizes[-1], flags & 2)):
@@ -412,28 +403,7 @@ def load(path):
     return q
 
 
-def _read_layout(f, header_len, total, L, flags, path):
-    """(sizes, activation codes, Fx, Fw) of a quantised policy file, checked against each other
-    and against the file's length."""
-    from .policy import CorruptPolicyError
-
-    meta_len = 2 * (L + 1) + L + (L + 1) + L
-    if L < 1 or header_len != ((_FIXED + meta_len + 3) & ~3) or flags & ~3:
-        raise CorruptPolicyError("%s: inconsistent header (%d layers, %d header bytes, flags %d)" % (path, L, header_len, flags))
-    f.seek(_FIXED)
-    fields = struct.unpack("<%dH%dB%db%db" % (L + 1, L, L + 1, L), f.read(meta_len))  # whole: the length was checked
-    sizes = list(fields[: L + 1])
-    acts = list(fields[L + 1 : 2 * L + 1])
-    if min(sizes) < 1 or max(acts) >= len(NAMES):
-        raise CorruptPolicyError("%s: invalid layer sizes %r or activation codes %r" % (path, sizes, acts))
-    if header_len + _data_bytes(sizes, flags) + 4 != total:
-        raise CorruptPolicyError("%s: header sizes do not add up to the file length" % path)
-    return sizes, acts, list(fields[2 * L + 1 : 3 * L + 2]), list(fields[3 * L + 2 :])
-
-
 def _read(f, block, itemsize, path):
-    from .policy import TruncatedPolicyError
-
     if f.readinto(memoryview(block)) != len(block) * itemsize:
         raise TruncatedPolicyError("%s: file ended early while reading weights" % path)
     return block

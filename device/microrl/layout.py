@@ -33,3 +33,10 @@ def shape(sizes, activations):
     if len(activations) != n_layers:
         raise ValueError("need %d activations, one per layer; got %d" % (n_layers, len(activations)))
     return sizes, [code(a) for a in activations]
+
+
+def actor_critic_sizes(obs_dim, act_dim, hidden, actor_outputs=0):
+    """The actor-critic shape rule: actor obs -> hidden -> actions (or actor_outputs, e.g. SAC's
+    mean and log-std per action), critic (obs, action) -> hidden -> one value."""
+    hidden = [int(h) for h in hidden]
+    return [obs_dim] + hidden + [actor_outputs or act_dim], [obs_dim + act_dim] + hidden + [1]

@@ -13,6 +13,12 @@ from array import array
 
 from .activations import GELU, NAMES, code
 from .compat import zeros
+from .fileformat import FIXED as _FIXED
+from .fileformat import FLAG_ACT_SCALE, FLAG_OBS_NORM
+from .fileformat import ChecksumError, CorruptPolicyError, InvalidValueError, NotAPolicyError, PolicyFileError, TruncatedPolicyError, UnsupportedVersionError  # noqa: F401
+from .fileformat import check_header as _check_header
+from .fileformat import checksum_file as _checksum_file
+from .fileformat import check_values, crc32, file_size, flags_of, pack_fixed, replace
 from .layout import layout, param_count, shape
 
 # The backend is imported only when a Policy is built: on a board, load() takes the weights'
@@ -22,50 +28,6 @@ from .layout import layout, param_count, shape
 
 MAGIC = b"MRLP"
 VERSION = 1
-FLAG_OBS_NORM = 1
-FLAG_ACT_SCALE = 2
-_FIXED = 16
-
-try:
-    from binascii import crc32
-except ImportError:  # pragma: no cover - ports without binascii.crc32
-
-    def crc32(data, crc=0):
-        crc ^= 0xFFFFFFFF
-        for byte in bytes(data):
-            crc ^= byte
-            for _ in range(8):
-                crc = (crc >> 1) ^ (0xEDB88320 & -(crc & 1))
-        return crc ^ 0xFFFFFFFF
-
-
-class PolicyFileError(ValueError):
-    """A file that cannot be loaded as a policy; the subclass says why."""
-
-
-class NotAPolicyError(PolicyFileError):
-    pass
-
-
-class TruncatedPolicyError(PolicyFileError):
-    pass
-
-
-class ChecksumError(PolicyFileError):
-    pass
-
-
-class UnsupportedVersionError(PolicyFileError):
-    pass
-
-
-class CorruptPolicyError(PolicyFileError):
-    pass
-
-
-class InvalidValueError(PolicyFileError):
-    """Numbers a policy cannot run with: NaN or infinite values, a std that is not positive."""
-
 
 class Policy:
     """A deterministic actor: obs -> action, with optional observation normalisation
@@ -184,12 +146,12 @@ def _floats(values, n, what):
 
 def _header(policy):
     L = len(policy.acts)
-    flags = (FLAG_OBS_NORM if policy.obs_mean is not None else 0) | (FLAG_ACT_SCALE if policy.act_scale is not None else 0)
+    flags = flags_of(policy)
     body = struct.pack("<%dH%dB" % (L + 1, L), *(list(policy.sizes) + list(policy.acts)))
     header_len = (_FIXED + len(body) + 3) & ~3
     n_floats = _float_count(policy.sizes, flags)
     total = header_len + 4 * n_floats + 4
-    fixed = struct.pack("<4sHHIBBH", MAGIC, VERSION, header_len, total, L, flags, 0)
+    fixed = pack_fixed(MAGIC, VERSION, header_len, total, L, flags)
     return fixed + body + bytes(header_len - _FIXED - len(body))
 
 
@@ -244,7 +206,7 @@ def save(path, policy):
             os.fsync(f.fileno())
         except (AttributeError, ImportError, OSError):
             pass  # MicroPython: close() commits
-    _replace(tmp, path)
+    replace(tmp, path)
     return path
 
 
@@ -255,81 +217,10 @@ def to_bytes(policy):
     return data + struct.pack("<I", crc32(data) & 0xFFFFFFFF)
 
 
-def _replace(src, dst):
-    import os
-
-    if hasattr(os, "replace"):
-        os.replace(src, dst)
-        return
-    try:
-        os.rename(src, dst)
-    except OSError:  # FAT refuses to rename over an existing file
-        os.remove(dst)
-        os.rename(src, dst)
-
-
-def _file_size(path):
-    """Size of the regular file at path; NotAPolicyError for anything else (a named pipe would
-    block the first read for ever, a device never end). Mode 0: a port whose stat does not say."""
-    import os
-
-    st = os.stat(path)
-    if st[0] & 0o170000 not in (0, 0o100000):
-        from .refusals import not_a_file
-
-        raise not_a_file(path, st[0])
-    return st[6]
-
-
-def check_values(policy, where):
-    """Refuse a policy that cannot give finite actions: NaN or infinite weights, biases,
-    normalisation or scaling, or an observation std that is not positive: InvalidValueError
-    naming the first bad number (of a Policy, or of a QuantisedPolicy's floats)."""
-    std = policy.obs_std
-    for block in (policy.obs_mean, std, policy.act_scale, policy.act_offset, getattr(policy, "params", None)):
-        if block is not None:
-            for v in block:
-                if v - v != 0.0 or (block is std and not v > 0.0):  # v - v: nan for nan and inf
-                    from .refusals import invalid_values
-
-                    raise invalid_values(policy, where)
-
-
 def check_header(head, size, where="policy"):
-    """Validate the first bytes of a policy file of `size` bytes; return (header_len, L, flags).
-    Raises the PolicyFileError subclass that says what is wrong."""
-    if size == 0:
-        raise TruncatedPolicyError("%s: empty file, not a whole policy" % where)
-    n = min(len(head), 4)
-    if head[:n] != MAGIC[:n]:
-        raise NotAPolicyError("%s: not a microrl policy file (its first bytes are %r, expected %r)" % (where, bytes(head[:4]), MAGIC))
-    if len(head) < _FIXED:
-        raise TruncatedPolicyError("%s: truncated: %d bytes, shorter than the %d-byte header" % (where, size, _FIXED))
-    magic, version, header_len, total, L, flags, zero = struct.unpack("<4sHHIBBH", head[:_FIXED])
-    if version != VERSION:
-        raise UnsupportedVersionError("%s: policy format version %d; this microrl reads version %d (update microrl or re-export the policy)" % (where, version, VERSION))
-    if size < total:
-        raise TruncatedPolicyError("%s: truncated: %d bytes of %d" % (where, size, total))
-    if size > total:
-        raise CorruptPolicyError("%s: %d bytes where the header says %d (extra data after the policy)" % (where, size, total))
-    return header_len, total, L, flags
-
-
-def _checksum_file(f, size, where):
-    buf = bytearray(256)
-    mv = memoryview(buf)
-    remaining = size - 4
-    crc = 0
-    f.seek(0)
-    while remaining > 0:
-        k = f.readinto(mv[: min(256, remaining)])
-        if not k:
-            raise TruncatedPolicyError("%s: file ended early while reading" % where)
-        crc = crc32(mv[:k], crc)
-        remaining -= k
-    stored = struct.unpack("<I", f.read(4))[0]
-    if (crc & 0xFFFFFFFF) != stored:
-        raise ChecksumError("%s: checksum mismatch (stored %08x, computed %08x): the file is damaged" % (where, stored, crc & 0xFFFFFFFF))
+    """Validate the first bytes of a float policy file of `size` bytes; return (header_len,
+    total, L, flags). Raises the PolicyFileError subclass that says what is wrong."""
+    return _check_header(head, size, where, MAGIC, VERSION, "policy")
 
 
 def _read_exact(f, block, where):
@@ -344,14 +235,14 @@ def load(path):
     """Read a policy file; returns a Policy (or a fixedpoint.QuantisedPolicy for an int16 file). Raises a PolicyFileError subclass naming the problem:
     NotAPolicyError, TruncatedPolicyError, UnsupportedVersionError, ChecksumError, CorruptPolicyError,
     InvalidValueError."""
-    size = _file_size(path)
+    size = file_size(path)
     with open(path, "rb") as f:
         head = f.read(_FIXED)
         if head[:4] == b"MRLQ":  # an int16 policy (microrl export --int16): same call, integer network
             from .fixedpoint import load as load_int16
 
             return load_int16(path)
-        header_len, total, L, flags, = check_header(head, size, path)
+        header_len, total, L, flags = check_header(head, size, path)
         # the declared sizes against the file's length before reading it through
         if L < 1 or header_len != ((_FIXED + 3 * L + 2 + 3) & ~3) or flags & ~(FLAG_OBS_NORM | FLAG_ACT_SCALE):
             raise CorruptPolicyError("%s: inconsistent header (%d layers, %d header bytes, flags %d)" % (path, L, header_len, flags))

@@ -1,5 +1,5 @@
 # The serial protocol between the host and microrl.serve() on a board, defined once: the board's
-# server and the host's client (microrl_host/serial_link.py) both encode and decode with this.
+# server and the host's client (microrl_host/board/serial_link.py) both encode and decode with this.
 #
 # Frame (little-endian):
 #   0  2  magic b"\xa5\x5a"
@@ -12,7 +12,7 @@
 #   7+n 4 CRC-32 of bytes 2 .. 6+n (type, seq, length, check, payload)
 import struct
 
-from .policy import crc32
+from .fileformat import crc32
 
 MAGIC = b"\xa5\x5a"
 _MAGIC0 = MAGIC[0]
@@ -24,6 +24,7 @@ MAX_PAYLOAD = 1024
 VERSION = 1
 
 # requests (replies are type | REPLY)
+# (the bodies are packed and unpacked by the pack_*/unpack_* pairs below, on both ends)
 PING = 0x01  # -> version u8, free heap u32, then the board's description (utf-8)
 INFER = 0x02  # float32 observation -> compute time u32 (us), float32 action
 LOAD = 0x03  # policy path (utf-8) -> n_in u16, n_out u16, description (utf-8)
@@ -68,6 +69,68 @@ def encode(type_, seq, payload=b""):
     head = bytes((type_ & 0xFF, seq & 0xFF, n & 0xFF, n >> 8, header_check(type_ & 0xFF, seq & 0xFF, n)))
     crc = crc32(payload, crc32(head)) & 0xFFFFFFFF
     return MAGIC + head + payload + struct.pack("<I", crc)
+
+
+# ---- message bodies: pack_X builds a payload, unpack_X reads one (struct.error on a wrong size)
+def _text(payload):
+    return bytes(payload).decode("utf-8", "replace")
+
+
+def pack_info(mem_free, description):  # PING reply, HELLO
+    return struct.pack("<BI", VERSION, mem_free) + description.encode()
+
+
+def unpack_info(payload):
+    """(protocol version, free heap, board description)."""
+    version, mem_free = struct.unpack("<BI", payload[:5])
+    return version, mem_free, _text(payload[5:])
+
+
+def pack_loaded(n_in, n_out, description):  # LOAD reply
+    return struct.pack("<HH", n_in, n_out) + description.encode()
+
+
+def unpack_loaded(payload):
+    """(inputs, outputs, policy description)."""
+    n_in, n_out = struct.unpack("<HH", payload[:4])
+    return n_in, n_out, _text(payload[4:])
+
+
+def pack_observation(obs):  # INFER request
+    return struct.pack("<%df" % len(obs), *obs)
+
+
+def unpack_observation(payload, n):
+    return struct.unpack("<%df" % n, payload)
+
+
+def pack_action(compute_us, action):  # INFER reply
+    return struct.pack("<I%df" % len(action), compute_us, *action)
+
+
+def unpack_action(payload):
+    """(action list, on-board compute time in microseconds)."""
+    values = struct.unpack("<I%df" % ((len(payload) - 4) // 4), payload)
+    return list(values[1:]), values[0]
+
+
+def pack_rollout(seed, episodes):  # ROLLOUT request
+    return struct.pack("<IH", seed, episodes)
+
+
+def unpack_rollout(payload):
+    """(seed, episodes)."""
+    return struct.unpack("<IH", payload)
+
+
+def pack_returns(steps, compute_us, returns):  # ROLLOUT reply
+    return struct.pack("<II%df" % len(returns), steps, compute_us, *returns)
+
+
+def unpack_returns(payload):
+    """(returns list, steps, compute us summed over steps)."""
+    values = struct.unpack("<II%df" % ((len(payload) - 8) // 4), payload)
+    return list(values[2:]), values[0], values[1]
 
 
 def error_payload(code, message=""):

@@ -1,12 +1,11 @@
 # The messages of refused inputs that need more than a line of code to write, kept out of the
-# modules an inference-only board loads (policy.py imports this only when it refuses something).
-from .policy import InvalidValueError, NotAPolicyError
-
+# modules an inference-only board loads (fileformat.py imports this only when it refuses something).
 _KINDS = {0o040000: "a directory", 0o010000: "a named pipe", 0o020000: "a character device", 0o060000: "a block device", 0o140000: "a socket"}
 
 
 def not_a_file(path, mode):
-    return NotAPolicyError("%s: not a regular file (it is %s)" % (path, _KINDS.get(mode & 0o170000, "not a file")))
+    """The message for a path that is no regular file (its os.stat mode)."""
+    return "%s: not a regular file (it is %s)" % (path, _KINDS.get(mode & 0o170000, "not a file"))
 
 
 def _first_non_finite(values):
@@ -34,21 +33,21 @@ def param_name(sizes, i):
 
 
 def invalid_values(policy, where):
-    """The InvalidValueError for the first bad number of a policy (see policy.check_values)."""
+    """The message naming the first bad number of a policy (see fileformat.check_values)."""
     for name in ("obs_mean", "obs_std", "act_scale", "act_offset"):
         block = getattr(policy, name)
         i = -1 if block is None else _first_non_finite(block)
         if i >= 0:
-            return InvalidValueError("%s: %s[%d] is %r, not a finite number" % (where, name, i, block[i]))
+            return "%s: %s[%d] is %r, not a finite number" % (where, name, i, block[i])
     params = getattr(policy, "params", None)  # a QuantisedPolicy's integers are always finite
     i = -1 if params is None else _first_non_finite(params)
     if i >= 0:
-        return InvalidValueError("%s: %s is %r, not a finite number (the training that wrote it diverged)" % (where, param_name(policy.sizes, i), params[i]))
+        return "%s: %s is %r, not a finite number (the training that wrote it diverged)" % (where, param_name(policy.sizes, i), params[i])
     std = policy.obs_std
     for i in range(len(std)):
         if not std[i] > 0.0:
-            return InvalidValueError("%s: obs_std[%d] is %r: a standard deviation must be positive (the normalisation divides by it)" % (where, i, std[i]))
-    return InvalidValueError("%s: invalid values" % where)
+            return "%s: obs_std[%d] is %r: a standard deviation must be positive (the normalisation divides by it)" % (where, i, std[i])
+    return "%s: invalid values" % where
 
 
 def out_of_memory(step, need):

@@ -5,7 +5,6 @@
 #
 #   >>> import microrl
 #   >>> microrl.serve("policy.mrlp")   # (the code is in microrl.server)
-import struct
 import sys
 
 from . import protocol as P
@@ -100,7 +99,7 @@ class Server:
 
     # --- requests
     def info(self):
-        return struct.pack("<BI", P.VERSION, _mem_free()) + _describe_board().encode()
+        return P.pack_info(_mem_free(), _describe_board())
 
     def load(self, path):
         """Load the policy at path; on failure the policy loaded before stays in service."""
@@ -124,7 +123,7 @@ class Server:
         except MemoryError:
             raise _out_of_memory("loading the policy %s" % path, path)
         self._install(policy, path)
-        return struct.pack("<HH", policy.obs_dim, policy.act_dim) + policy.describe().encode()
+        return P.pack_loaded(policy.obs_dim, policy.act_dim, policy.describe())
 
     def _install(self, policy, path):
         from .compat import zeros
@@ -141,20 +140,20 @@ class Server:
         if len(payload) != 4 * n_in:
             return self.error(seq, P.E_PAYLOAD, "observation of %d bytes, the policy takes %d floats (%d bytes)" % (len(payload), n_in, 4 * n_in))
         obs = self.obs
-        values = struct.unpack("<%df" % n_in, payload)
+        values = P.unpack_observation(payload, n_in)
         for i in range(n_in):
             obs[i] = values[i]
         t0 = ticks_us()
         action = policy(obs)
         dt = ticks_diff(ticks_us(), t0)
-        self.send(P.INFER | P.REPLY, seq, struct.pack("<I%df" % len(action), dt, *action))
+        self.send(P.INFER | P.REPLY, seq, P.pack_action(dt, action))
 
     def rollout(self, seq, payload):
         if self.policy is None:
             return self.error(seq, P.E_NO_POLICY, "no policy loaded: send LOAD with its path first")
         if len(payload) != 6:
             return self.error(seq, P.E_PAYLOAD, "ROLLOUT takes seed u32 and episodes u16")
-        seed, episodes = struct.unpack("<IH", payload)
+        seed, episodes = P.unpack_rollout(payload)
         if not 1 <= episodes <= 200:
             return self.error(seq, P.E_PAYLOAD, "episodes must be 1..200, got %d" % episodes)
         from .evaluate import evaluate
@@ -162,7 +161,7 @@ class Server:
 
         timed = _Timed(self.policy)
         mean, std, returns = evaluate(timed, Pendulum(), episodes, seed=seed)
-        self.send(P.ROLLOUT | P.REPLY, seq, struct.pack("<II%df" % len(returns), timed.calls, timed.us, *returns))
+        self.send(P.ROLLOUT | P.REPLY, seq, P.pack_returns(timed.calls, timed.us, returns))
 
     def handle(self, type_, seq, payload):
         if type_ == P.INFER:

@@ -1,15 +1,10 @@
-"""The `microrl` command. Each subcommand lives in microrl_host/commands/<name>.py with
-`register(subparsers)`, which adds its parser and sets `func(args) -> exit code`."""
+"""The `microrl` command: the subcommands of microrl_host/commands/, in the order of COMMANDS."""
 import argparse
-import importlib
-import pkgutil
 import sys
 
-from . import commands
+from .commands import CommandError, bench, board, demo, deploy, eval, export, info, plot, render, sweep, train, train_on_board
 
-
-class CommandError(Exception):
-    """An error to show the user as one line (no traceback), exit code 2."""
+COMMANDS = (bench, board, demo, deploy, eval, export, info, plot, render, sweep, train, train_on_board)
 
 
 def build_parser():
@@ -19,9 +14,8 @@ def build_parser():
         epilog="Run 'microrl COMMAND --help' for the options of a command.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        module = importlib.import_module("%s.%s" % (commands.__name__, info.name))
-        module.register(sub)
+    for command in COMMANDS:
+        command.register(sub)
     return parser
 
 
@@ -42,8 +36,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    # run as `python -m microrl_host.cli`: use the package's module, so that commands' CommandError
-    # (imported from microrl_host.cli) is the class main() catches, not a copy in __main__
-    from microrl_host.cli import main as package_main
-
-    sys.exit(package_main())
+    sys.exit(main())

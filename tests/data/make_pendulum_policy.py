@@ -46,7 +46,7 @@ def main():
     import microrl
     from microrl.evaluate import evaluate
     from microrl.pendulum import Pendulum
-    from microrl_host.td3 import ALGO
+    from microrl_host.algos.td3 import ALGO
 
     policy, evals = ALGO.train_pendulum(steps=args.steps, seed=args.seed, eval_every=args.steps, eval_episodes=10)
     mean, std, _ = evaluate(policy, Pendulum(), 20, seed=4242)
@@ -59,7 +59,7 @@ def main():
         "file": os.path.basename(POLICY),
         "sha256": digest,
         "command": "python tests/data/make_pendulum_policy.py --seed %d --steps %d" % (args.seed, args.steps),
-        "trainer": "microrl_host.td3 (numba), Pendulum-v1",
+        "trainer": "microrl_host.algos.td3 (numba), Pendulum-v1",
         "sizes": policy.sizes,
         "return_mean_20_episodes_seed_4242": round(mean, 2),
         "return_std": round(std, 2),

@@ -3,7 +3,7 @@ line of a board (round trip, on-board compute time), beside the same policy on t
 import json
 import sys
 
-from ..cli import CommandError
+from . import CommandError
 
 
 def register(sub):
@@ -54,9 +54,9 @@ def latency_rows(r):
 
 
 def run_serial(args):
-    from .. import deploy as dep
-    from ..progress import Progress
-    from ..serial_bench import bench_serial, host_latency
+    from ..board import deploy as dep
+    from .progress import Progress
+    from ..board.serial_bench import bench_serial, host_latency
 
     if args.n < 1:
         raise CommandError("-n must be at least 1")
@@ -66,7 +66,7 @@ def run_serial(args):
             dep.deploy(args.port, args.policy)
     except dep.DeployError as e:
         raise CommandError(str(e)) from None
-    from ..serial_link import LinkError
+    from ..board.serial_link import LinkError
 
     with Progress(args.n, desc="serial requests", unit="req", quiet=args.quiet or args.json) as bar:
         try:

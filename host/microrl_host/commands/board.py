@@ -2,7 +2,7 @@
 import os
 import sys
 
-from ..cli import CommandError
+from . import CommandError
 
 
 def register(sub):
@@ -28,13 +28,13 @@ def register(sub):
 
 
 def _default_heap():
-    from ..board import DEFAULT_HEAP
+    from ..board.virtual import DEFAULT_HEAP
 
     return DEFAULT_HEAP
 
 
 def run_sim(args):
-    from ..board import DEFAULT_HEAP, BoardError, VirtualBoard
+    from ..board.virtual import DEFAULT_HEAP, BoardError, VirtualBoard
 
     try:
         board = VirtualBoard(args.folder, heap=args.heap or DEFAULT_HEAP, log=lambda m: print(m, file=sys.stderr, flush=True), flash=args.flash)

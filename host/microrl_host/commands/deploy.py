@@ -2,7 +2,7 @@
 import json
 import sys
 
-from ..cli import CommandError
+from . import CommandError
 
 
 def register(sub):
@@ -23,7 +23,7 @@ def register(sub):
 
 
 def run(args):
-    from ..deploy import DeployError, deploy
+    from ..board.deploy import DeployError, deploy
 
     log = None if args.json else (lambda m: print("  " + m, file=sys.stderr))
     try:

@@ -2,7 +2,7 @@
 import json
 import os
 
-from ..cli import CommandError
+from . import CommandError
 
 PENDULUM = "pendulum"
 
@@ -54,7 +54,7 @@ def pick_env(policy, env):
 
 
 def run(args):
-    from ..offpolicy import TaskError, evaluate_gym, make_gym_env
+    from ..envs.gym import TaskError, evaluate_gym, make_gym_env
 
     if args.episodes < 1:
         raise CommandError("--episodes must be at least 1, got %d" % args.episodes)

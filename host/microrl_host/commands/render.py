@@ -1,7 +1,8 @@
 """microrl render: an animated GIF of the pendulum under a policy."""
 import math
 
-from ..cli import CommandError
+from . import CommandError
+from .options import check_output
 
 
 def register(sub):
@@ -53,6 +54,7 @@ def run(args):
 
     if args.episodes < 1 or args.size < 32:
         raise CommandError("need --episodes >= 1 and --size >= 32")
+    check_output(args.out, "--out")
     policy = load_policy(args.policy)
     if pick_env(policy, "pendulum") != "pendulum":  # raises for other shapes
         raise CommandError("render draws Pendulum policies only")

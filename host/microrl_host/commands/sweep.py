@@ -2,7 +2,7 @@
 local processes by default, or as tasks on a Ray cluster with --ray ADDRESS (the same jobs, no
 code changes). Each job is one `microrl train` run in its own folder under --run-dir; the sweep
 writes summary.csv and summary.json there (settings, seed, exit code, last evaluation)."""
-import csv
+import argparse
 import itertools
 import json
 import os
@@ -12,6 +12,7 @@ import sys
 import time
 
 from .. import atomic
+from . import CommandError
 
 # how a job runs `microrl train ARGS...`; tests may point it at a stand-in
 DEFAULT_TRAIN_COMMAND = [sys.executable, "-m", "microrl_host.cli", "train"]
@@ -25,7 +26,7 @@ def register(sub):
         description=__doc__,
         epilog="Example: microrl sweep ant --algo ppo --seeds 1-4 --grid lr=1e-4,3e-4 --steps 1000000 --set envs=32\n"
         "runs 8 trainings (4 seeds x 2 learning rates), each with 'microrl train ... --envs 32'.",
-        formatter_class=__import__("argparse").RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("task", help="the task, as for 'microrl train' (e.g. ant, Hopper-v5, pendulum)")
     p.add_argument("--algo", default="ppo", help="the algorithm, as for 'microrl train' (default ppo)")
@@ -42,7 +43,6 @@ def register(sub):
 
 
 def parse_seeds(text):
-    from ..cli import CommandError
 
     try:
         if "-" in text.strip().lstrip("-"):
@@ -59,7 +59,6 @@ def parse_seeds(text):
 
 def parse_grid(items, split=True, what="--grid"):
     """[('lr', ['1e-4', '3e-4']), ...] from ['lr=1e-4,3e-4', ...] (split=False: one value each)."""
-    from ..cli import CommandError
 
     grid = []
     for item in items:
@@ -147,8 +146,7 @@ def _last_eval(run_dir):
 
 
 def run(args):
-    from ..cli import CommandError
-    from ..progress import Progress
+    from .progress import Progress
 
     jobs = make_jobs(args)
     root = args.run_dir or os.path.join("sweeps", "%s-%s-%s" % (args.task.lower(), args.algo, time.strftime("%Y%m%d-%H%M%S")))
@@ -198,7 +196,6 @@ def _run_local(jobs, workers):
 
 
 def _run_ray(jobs, address):
-    from ..cli import CommandError
 
     try:
         import ray

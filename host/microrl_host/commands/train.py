@@ -1,18 +1,23 @@
 """microrl train: train a policy on the host and save it as a policy file.
 
-The options here are the ones every algorithm shares; each algorithm module in ALGOS adds its
-own hyperparameters (add_arguments(parser)) and runs the training (train_from_args(args))."""
+The options here are the ones every algorithm shares; ALGOS below is the registry: for each
+algorithm its own options (Option) and how the parsed arguments become its configuration and
+run. An option two algorithms both have (say --batch) is added once and applies to both."""
 import argparse
-import importlib
+import json
 import os
 
-from ..cli import CommandError
+from ..algos import ppo, sac, td3
+from ..algos.checkpoint import CheckpointError
+from ..algos.offpolicy import TrainingDiverged
+from . import CommandError
+from ..envs.gym import TaskError
+from ..envs.mujoco import MujocoMissingError, UnknownTaskError, resolve_task
+from .options import check_output, parse_hidden, whole
+from .progress import ProgressBar
 
-ALGOS = {"td3": "microrl_host.td3", "sac": "microrl_host.sac", "ppo": "microrl_host.ppo"}
 DEFAULT_ALGO = "td3"
-
-_modules = {}  # name -> module, or the ImportError that kept it out
-_claimed = {}  # name -> {option dest: default} of that algorithm's own options
+DEFAULT_EVERY = 1000  # TD3/SAC: steps between evaluations and between checkpoints
 
 EXAMPLES = """examples:
   microrl train pendulum --algo td3 --steps 10000 --seed 0 --out pendulum.mrlp
@@ -22,111 +27,222 @@ EXAMPLES = """examples:
 """
 
 
-def _load(name):
-    if name not in _modules:
+class Option:
+    """One algorithm option: its flag and argparse's keywords (default None: 'not given')."""
+
+    def __init__(self, flag, **kwargs):
+        self.flag = flag
+        self.dest = flag[2:].replace("-", "_")
+        kwargs.setdefault("default", None)
+        self.kwargs = kwargs
+
+
+# ---------------------------------------------------------------- TD3 and SAC
+SHARED = ("hidden", "gamma", "activation", "steps")  # off-policy settings set by the shared options
+OFFPOLICY_HELP = {
+    "batch": "transitions per update",
+    "tau": "Polyak rate of the target networks",
+    "actor_lr": "actor learning rate (Adam)",
+    "critic_lr": "critic learning rate (Adam)",
+    "alpha_lr": "entropy temperature learning rate (Adam)",
+    "exploration_noise": "std of the Gaussian action noise while training, in units of the [-1, 1] action range",
+    "policy_delay": "critic updates per actor and target update",
+    "target_noise": "std of the target policy smoothing noise",
+    "target_noise_clip": "clip of the target policy smoothing noise",
+    "replay_capacity": "transitions the replay buffer keeps",
+    "warmup": "uniform random steps before the actor acts and training starts",
+    "initial_alpha": "starting entropy temperature",
+    "target_entropy": "entropy the temperature is tuned towards (default: -action_dim)",
+}
+
+
+class OffPolicy:
+    """TD3 or SAC: options from the configuration's settings, run by offpolicy.Algorithm."""
+
+    def __init__(self, algo):
+        self.algo = algo
+        self.title = "%s hyperparameters" % algo.name.upper()
+
+    def options(self):
+        out = []
+        for k, default in sorted(self.algo.settings().items()):
+            if k in SHARED:
+                continue
+            kind = int if (isinstance(default, int) and not isinstance(default, bool)) or k == "replay_capacity" else float
+            text = OFFPOLICY_HELP.get(k, k.replace("_", " "))
+            if default is not None:
+                text += " (default %s)" % (default,)
+            out.append(Option("--" + k.replace("_", "-"), type=kind, metavar=kind.__name__.upper(), help=text))
+        return out
+
+    def settings(self, args):
+        """The settings given on the command line (the others keep their defaults, or on --resume
+        the checkpoint's)."""
+        settings = {o.dest: getattr(args, o.dest) for o in self.options() if getattr(args, o.dest) is not None}
+        for k in ("hidden", "gamma", "activation"):
+            if getattr(args, k) is not None:
+                settings[k] = getattr(args, k)
+        return settings
+
+    def check(self, args):
         try:
-            _modules[name] = importlib.import_module(ALGOS[name])
-        except ImportError as e:
-            _modules[name] = e
-    return _modules[name]
+            self.algo.config(**self.settings(args))
+        except ValueError as e:
+            raise CommandError(str(e)) from None
+
+    def run(self, args, callbacks):
+        settings = self.settings(args)
+        try:
+            run = self.algo.run(
+                args.task, steps=args.steps, seed=args.seed,
+                eval_every=DEFAULT_EVERY if args.eval_every is None else args.eval_every, eval_episodes=args.eval_episodes,
+                out=args.out, run_dir=args.run_dir, checkpoint_every=DEFAULT_EVERY if args.checkpoint_every is None else args.checkpoint_every,
+                resume=args.resume, callbacks=callbacks, **settings
+            )
+        except (TaskError, CheckpointError, TrainingDiverged, ValueError) as e:
+            raise CommandError(str(e))
+        s = run.stats
+        summary = "%s on %s: %d steps in %.2f s (%.0f steps/s; compile/cache load %.2f s), eval return %.1f +- %.1f; policy: %s; run: %s" % (
+            s["algo"], s["task"], s["steps"], s["train_s"], s["steps_per_s"] or 0.0, s["compile_s"], _num(s["eval_mean"]), _num(s["eval_std"]), s["out"], s["run_dir"])
+        return json.dumps(s, sort_keys=True), summary
+
+
+def _num(v):
+    return float("nan") if v is None else v
+
+
+# ---------------------------------------------------------------- PPO
+class PPOCommand:
+    title = "PPO (--algo ppo)"
+
+    def options(self):
+        d = ppo.PPOConfig.FIELDS
+        return [
+            Option("--envs", type=int, help="parallel environments (default %d)" % d["envs"]),
+            Option("--rollout-steps", type=int, help="steps per environment per rollout (default %d)" % d["rollout_steps"]),
+            Option("--epochs", type=int, help="passes over each rollout (default %d)" % d["epochs"]),
+            Option("--minibatches", type=int, help="minibatches per epoch (default %d)" % d["minibatches"]),
+            Option("--clip-coef", type=float, help="PPO clip range (default %g)" % d["clip_coef"]),
+            Option("--ent-coef", type=float, help="entropy bonus weight (default %g)" % d["ent_coef"]),
+            Option("--vf-coef", type=float, help="value loss weight (default %g)" % d["vf_coef"]),
+            Option("--gae-lambda", type=float, help="GAE lambda (default %g)" % d["gae_lambda"]),
+            Option("--max-grad-norm", type=float, help="clip each network's gradient norm; 0 disables (default %g)" % d["max_grad_norm"]),
+            Option("--lr", type=float, help="Adam learning rate: the critic's, and the actor's initial one (default %g)" % d["lr"]),
+            Option("--target-kl", type=float, help="KL the adaptive learning rate aims for (default %g)" % d["target_kl"]),
+            Option("--no-kl-adaptive", action="store_true", help="keep the learning rate fixed (ablation of the paper's Appendix G)"),
+            Option("--no-obs-norm", action="store_true", help="no observation normalisation (ablation)"),
+            Option("--adv-norm", action="store_true", help="normalise advantages per minibatch (common PPO practice; off in the paper's setting)"),
+            Option("--threads", type=int, help="threads stepping the environments (default: one per 4 envs, at most one per CPU)"),
+        ]
+
+    @staticmethod
+    def config(args):
+        """The configuration the arguments give; on --resume, the checkpoint's for every setting
+        not given (a given one that differs is refused when the run starts)."""
+        g = lambda name: getattr(args, name, None)  # noqa: E731
+        given = dict(
+            steps=g("steps"), seed=g("seed"), hidden=g("hidden"), gamma=g("gamma"), activation=g("activation"),
+            envs=g("envs"), rollout_steps=g("rollout_steps"), epochs=g("epochs"), minibatches=g("minibatches"),
+            clip_coef=g("clip_coef"), ent_coef=g("ent_coef"), vf_coef=g("vf_coef"), gae_lambda=g("gae_lambda"),
+            max_grad_norm=g("max_grad_norm"), lr=g("lr"), target_kl=g("target_kl"), threads=g("threads"),
+            kl_adaptive=False if g("no_kl_adaptive") else None, obs_norm=False if g("no_obs_norm") else None, adv_norm=True if g("adv_norm") else None,
+        )
+        saved = ppo.checkpoint_config(args.run_dir) if g("resume") and g("run_dir") else None
+        if saved:
+            given = dict({k: v for k, v in saved.items() if k in ppo.PPOConfig.FIELDS and k not in ppo.RESUMABLE}, **{k: v for k, v in given.items() if v is not None})
+        return ppo.PPOConfig(**given)
+
+    def check(self, args):
+        try:
+            self.config(args)
+        except (ValueError, CheckpointError) as e:
+            raise CommandError(str(e)) from None
+
+    def run(self, args, callbacks):
+        try:
+            config = self.config(args)
+            task = resolve_task(args.task)
+        except (ValueError, MujocoMissingError, CheckpointError) as e:
+            raise CommandError(str(e)) from None
+        run_dir = args.run_dir
+        if args.resume and not os.path.exists(os.path.join(run_dir, ppo.CHECKPOINT)):
+            raise CommandError("nothing to resume in %s (no %s); start without --resume" % (run_dir, ppo.CHECKPOINT))
+        eval_every = args.eval_every
+        if eval_every is None:
+            eval_every = max(config.envs * config.rollout_steps, min(100_000, config.steps // 10))
+        try:
+            learner, evals = ppo.train(
+                config, task, callbacks, run_dir=run_dir, out=args.out, resume=args.resume,
+                checkpoint_every=args.checkpoint_every or 100_000, eval_every=eval_every or None, eval_episodes=args.eval_episodes or 10,
+            )
+        except (MujocoMissingError, UnknownTaskError, CheckpointError, ppo.TrainingDiverged) as e:
+            raise CommandError(str(e)) from None
+        result = {"task": task, "algo": "ppo", "run_dir": run_dir, "policy": args.out, "steps": config.steps, "evals": [list(e) for e in evals]}
+        last = evals[-1] if evals else None
+        summary = "policy: %s%s" % (result["policy"], "  (deterministic return %.1f +- %.1f at step %d)" % (last[1], last[2], last[0]) if last else "")
+        return json.dumps(result), summary
+
+
+# the registry: --algo NAME -> how the command runs it
+ALGOS = {"td3": OffPolicy(td3.ALGO), "sac": OffPolicy(sac.ALGO), "ppo": PPOCommand()}
 
 
 def available():
-    """{name: module} of the algorithms that import here."""
-    return {n: m for n in ALGOS for m in [_load(n)] if not isinstance(m, ImportError)}
-
-
-def parse_hidden(text):
-    try:
-        sizes = tuple(int(s) for s in text.replace("x", ",").split(",") if s.strip())
-    except ValueError:
-        sizes = ()
-    if not sizes or min(sizes) < 1:
-        raise argparse.ArgumentTypeError("expected hidden layer sizes like 64,64; got %r" % text)
-    return sizes
-
-
-def _whole(minimum):
-    """An argparse type: a whole number >= minimum."""
-
-    def parse(text):
-        try:
-            v = int(text)
-        except ValueError:
-            v = minimum - 1
-        if v < minimum:
-            raise argparse.ArgumentTypeError("expected a whole number >= %d, got %r" % (minimum, text))
-        return v
-
-    return parse
+    """{name: registry entry} of the algorithms `microrl train --algo` offers."""
+    return dict(ALGOS)
 
 
 def register(sub):
     from microrl.activations import NAMES
 
-    algos = available()
     p = sub.add_parser(
         "train",
-        help="train a policy (TD3/SAC on the host, Pendulum compiled in the loop) and save it",
+        help="train a policy (TD3/SAC on the host, Pendulum compiled in the loop; PPO on MuJoCo) and save it",
         description="Train a policy and save the actor as a microrl policy file, which the device core loads as it is. "
         "A run folder keeps run.json, progress.csv (for microrl plot) and checkpoint.npz (for --resume).",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("task", help="'pendulum' (simulated inside the compiled training loop: fastest) or a gymnasium id with continuous actions, e.g. Pendulum-v1, MountainCarContinuous-v0")
-    missing = ", ".join("%s (%s)" % (n, _load(n)) for n in ALGOS if n not in algos)
-    p.add_argument("--algo", default=DEFAULT_ALGO, metavar="NAME", help="algorithm: %s (default %s)%s" % (", ".join(ALGOS), DEFAULT_ALGO, "; unavailable here: " + missing if missing else ""))
-    p.add_argument("--steps", type=_whole(1), default=10000, help="environment steps in total, counting those before a --resume (default 10000)")
-    p.add_argument("--seed", type=_whole(0), default=0, help="random seed (default 0): the same seed repeats a run bit for bit on the same machine and library versions; another CPU's BLAS/SIMD kernels give another run of the same quality (docs/training.md, Reproducibility)")
+    p.add_argument("task", help="'pendulum' (simulated inside the compiled training loop: fastest) or a gymnasium id with continuous actions, e.g. Pendulum-v1, MountainCarContinuous-v0; for --algo ppo a MuJoCo task such as 'ant'")
+    p.add_argument("--algo", default=DEFAULT_ALGO, metavar="NAME", help="algorithm: %s (default %s)" % (", ".join(ALGOS), DEFAULT_ALGO))
+    p.add_argument("--steps", type=whole(1), default=10000, help="environment steps in total, counting those before a --resume (default 10000)")
+    p.add_argument("--seed", type=whole(0), default=None, help="random seed (default 0; on --resume the checkpoint's): the same seed repeats a run bit for bit on the same machine and library versions; another CPU's BLAS/SIMD kernels give another run of the same quality (docs/training.md, Reproducibility)")
     p.add_argument("--out", metavar="FILE", help="policy file to write (default <task>-<algo>.mrlp)")
     p.add_argument("--run-dir", metavar="DIR", help="run folder for run.json, progress.csv, checkpoint.npz (default: --out without .mrlp, plus .run)")
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     p.add_argument("--json", action="store_true", help="print one JSON object of results (implies --quiet)")
     p.add_argument("--resume", action="store_true", help="continue from the run folder's checkpoint up to --steps")
-    p.add_argument("--checkpoint-every", type=_whole(0), metavar="N", help="checkpoint every N steps and at the end; 0: at the end only (default: the algorithm's; TD3/SAC 1000)")
-    p.add_argument("--eval-every", type=_whole(0), metavar="N", help="evaluate the deterministic policy every N steps and at the end (default: the algorithm's; TD3/SAC 1000)")
-    p.add_argument("--eval-episodes", type=_whole(0), default=10, metavar="N", help="episodes per evaluation (default 10)")
+    p.add_argument("--checkpoint-every", type=whole(0), metavar="N", help="checkpoint every N steps and at the end; 0: at the end only (default: the algorithm's; TD3/SAC 1000)")
+    p.add_argument("--eval-every", type=whole(0), metavar="N", help="evaluate the deterministic policy every N steps and at the end (default: the algorithm's; TD3/SAC 1000)")
+    p.add_argument("--eval-episodes", type=whole(0), default=10, metavar="N", help="episodes per evaluation (default 10)")
     p.add_argument("--hidden", type=parse_hidden, metavar="SIZES", help="hidden layer sizes, e.g. 64,64 (default: the algorithm's)")
     p.add_argument("--gamma", type=float, help="discount factor (default: the algorithm's, 0.99)")
     p.add_argument("--activation", choices=NAMES[1:], help="hidden activation (default: the algorithm's, relu)")
-    for name, module in algos.items():
-        scratch = argparse.ArgumentParser(add_help=False)
-        module.add_arguments(scratch)
-        _claimed[name] = {a.dest: a.default for a in scratch._actions}
-        _add_missing(p, module, set(p._option_string_actions))
-    p.set_defaults(func=run)
-
-
-def _add_missing(parser, module, existing):
-    """module.add_arguments(parser), leaving out options an earlier algorithm already added."""
-    scratch = argparse.ArgumentParser(add_help=False)
-    module.add_arguments(scratch)
-    for group in scratch._action_groups:
-        actions = [a for a in group._group_actions if not set(a.option_strings) & existing]
-        if not actions:
+    added = set()
+    for entry in ALGOS.values():
+        options = entry.options()
+        new = [o for o in options if o.dest not in added]
+        if not new:
             continue
-        title = group.title
-        if len(actions) < len(group._group_actions):
-            title += " (and the shared ones above)"
-        target = parser.add_argument_group(title, group.description)
-        for a in actions:
-            target._add_action(a)
+        title = entry.title + (" (and the shared ones above)" if len(new) < len(options) else "")
+        group = p.add_argument_group(title)
+        for o in new:
+            group.add_argument(o.flag, dest=o.dest, **o.kwargs)
+            added.add(o.dest)
+    p.set_defaults(func=run)
 
 
 def run(args):
     name = args.algo.lower()
     if name not in ALGOS:
         raise CommandError("unknown algorithm %r; choose one of %s" % (args.algo, ", ".join(ALGOS)))
-    module = _load(name)
-    if isinstance(module, ImportError):
-        raise CommandError("--algo %s is not available in this installation (%s); available: %s" % (name, module, ", ".join(available())))
+    entry = ALGOS[name]
+    own = {o.dest for o in entry.options()}
+    for other, other_entry in ALGOS.items():
+        for o in other_entry.options():
+            if o.dest not in own and getattr(args, o.dest, None) is not None:
+                raise CommandError("%s is a %s option; it does not apply to --algo %s" % (o.flag, other, name))
     args.algo = name
-    for other, options in _claimed.items():
-        if other == name:
-            continue
-        for dest, default in options.items():
-            if dest not in _claimed[name] and getattr(args, dest, default) != default:
-                raise CommandError("--%s is a %s option; it does not apply to --algo %s" % (dest.replace("_", "-"), other, name))
     if args.out is None:
         args.out = "%s-%s.mrlp" % (args.task.replace("/", "_").lower(), name)
     if args.run_dir is None:
@@ -138,9 +254,13 @@ def run(args):
         args.run_dir = stem + ".run"
     if os.path.isdir(args.out):
         raise CommandError("--out %s is a folder; give a file name such as %s" % (args.out, os.path.join(args.out, "policy.mrlp")))
-    from .. import offpolicy
-
-    try:
-        return module.train_from_args(args)
-    except (offpolicy.TaskError, offpolicy.CheckpointError) as e:
-        raise CommandError(str(e))
+    # everything checked before any work: settings, then where the results go
+    entry.check(args)
+    check_output(args.out, "--out")
+    check_output(args.run_dir, "--run-dir", folder=True)
+    text, summary = entry.run(args, ProgressBar(quiet=args.quiet or args.json))
+    if args.json:
+        print(text)
+    elif not args.quiet:
+        print(summary)
+    return 0

@@ -2,17 +2,8 @@
 import json
 import sys
 
-from ..cli import CommandError
-
-
-def _sizes(text):
-    try:
-        sizes = tuple(int(x) for x in text.split(","))
-    except ValueError:
-        raise CommandError("--hidden takes layer widths separated by commas, e.g. 16,16; got %r" % text) from None
-    if not sizes or min(sizes) < 1:
-        raise CommandError("--hidden widths must be positive, got %r" % text)
-    return sizes
+from . import CommandError
+from .options import check_output, parse_hidden
 
 
 def register(sub):
@@ -26,7 +17,7 @@ def register(sub):
     )
     p.add_argument("--port", required=True, help="the board's serial port (or a virtual board's: 'microrl board sim')")
     p.add_argument("--steps", type=int, required=True, help="environment steps (one training update each after warm-up)")
-    p.add_argument("--hidden", default="16,16", help="hidden layer widths of actor and critics (default 16,16)")
+    p.add_argument("--hidden", type=parse_hidden, default=(16, 16), help="hidden layer widths of actor and critics (default 16,16)")
     p.add_argument("--batch", type=int, default=32, help="training batch (default 32)")
     p.add_argument("--replay", type=int, default=2000, help="replay buffer capacity in transitions, 36 bytes each (default 2000)")
     p.add_argument("--warmup", type=int, default=None, help="random-action steps before training (default: the batch size)")
@@ -45,14 +36,17 @@ def run(args):
     from microrl.pendulum import Pendulum
 
     from .. import atomic
-    from ..board_train import BoardTrainError, estimate_bytes, train_on_board
-    from ..deploy import DeployError, deploy
-    from ..progress import Progress
-    from ..serial_link import LinkError, connect
+    from ..board.train import BoardTrainError, estimate_bytes, train_on_board
+    from ..board.deploy import DeployError, deploy
+    from .progress import Progress
+    from ..board.serial_link import LinkError, connect
 
-    hidden = _sizes(args.hidden)
+    hidden = args.hidden
     if args.steps < 1 or args.batch < 1 or args.replay < args.batch:
         raise CommandError("--steps and --batch must be at least 1, and --replay at least --batch")
+    if args.episodes < 0 or (args.warmup is not None and args.warmup < 0):
+        raise CommandError("--episodes and --warmup must be at least 0")
+    check_output(args.out, "--out")
     say = (lambda t: print(t, file=sys.stderr)) if args.json else print
     try:
         if not args.no_deploy:

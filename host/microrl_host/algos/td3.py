@@ -2,19 +2,26 @@
 sampling, forward, backward, Adam and target updates all run in compiled code. The same
 algorithm as the device core's microrl.td3 (same defaults, TD3Config), at host speed.
 
-    from microrl_host import td3
+    from microrl_host.algos import td3
     policy, evals = td3.train_pendulum(steps=10000, seed=0)   # a microrl.policy.Policy
-    policy, evals = td3.train("MountainCarContinuous-v0", steps=50000)  # any gymnasium Box env
+    run = td3.train(td3.config(steps=50000), "MountainCarContinuous-v0")  # any gymnasium Box env
+    run.policy, run.evals, run.stats
 """
 from collections import namedtuple
 
 import numpy as np
 
+from microrl.layout import actor_critic_sizes
 from microrl.td3 import TD3Config
 
-from . import nets, offpolicy
+from ..envs.pendulum import MAX_TORQUE, pendulum_reset, pendulum_step
+from ..nn import mlp
+from ..nn.jit import jit
+from ..nn.mlp import backward, forward, polyak
+from ..nn.rng import new_rng, normal, uniform
+from . import offpolicy
 from .offpolicy import REPLAY_CAPACITY
-from .nets import MAX_TORQUE, jit, backward, forward, normal, polyak, replay_add, replay_sample, uniform
+from .replay import new_replay, replay_add, replay_sample
 
 NAME = "td3"
 SQUASH = False  # the actor ends in tanh already
@@ -45,16 +52,14 @@ def hyperparameters(config):
 def new_state(config, obs_dim, act_dim, seed):
     """Fresh networks (PyTorch init from the seed), empty replay, counters at zero."""
     c = config
-    hidden = list(c.hidden)
     n = c.batch
-    actor_sizes = [obs_dim] + hidden + [act_dim]
-    critic_sizes = [obs_dim + act_dim] + hidden + [1]
+    actor_sizes, critic_sizes = actor_critic_sizes(obs_dim, act_dim, c.hidden)
     actor_acts = (c.activation, "tanh")
     critic_acts = (c.activation, "identity")
-    actor = nets.new_net(actor_sizes, actor_acts, n, seed=seed * 4 + 1)
-    critic1 = nets.new_net(critic_sizes, critic_acts, n, seed=seed * 4 + 2)
-    critic2 = nets.new_net(critic_sizes, critic_acts, n, seed=seed * 4 + 3)
-    targets = [nets.target_of(net) for net in (actor, critic1, critic2)]
+    actor = mlp.new_net(actor_sizes, actor_acts, n, seed=seed * 4 + 1)
+    critic1 = mlp.new_net(critic_sizes, critic_acts, n, seed=seed * 4 + 2)
+    critic2 = mlp.new_net(critic_sizes, critic_acts, n, seed=seed * 4 + 3)
+    targets = [mlp.target_of(net) for net in (actor, critic1, critic2)]
     f32 = np.float32
     return State(
         actor=actor,
@@ -63,8 +68,8 @@ def new_state(config, obs_dim, act_dim, seed):
         critic2=critic2,
         critic1_target=targets[1],
         critic2_target=targets[2],
-        replay=nets.new_replay(c.replay_capacity, obs_dim, act_dim),
-        rng=nets.new_rng(seed),
+        replay=new_replay(c.replay_capacity, obs_dim, act_dim),
+        rng=new_rng(seed),
         counters=np.zeros(3, np.int64),
         env=np.zeros(4),
         obs=np.zeros(obs_dim, f32),
@@ -107,19 +112,19 @@ def update(S, hp):
             e = -clip if e < -clip else (clip if e > clip else e)
             v = a_next[s, i] + e
             S.next_in[s, od + i] = -1.0 if v < -1.0 else (1.0 if v > 1.0 else v)
-    nets.twin_min(S.critic1_target, S.critic2_target, S.next_in, n, S.y)
+    mlp.twin_min(S.critic1_target, S.critic2_target, S.next_in, n, S.y)
     for s in range(n):
         S.y[s] = S.reward[s] + hp[GAMMA] * (1.0 - S.done[s]) * S.y[s]
     # critics: mean squared error to the shared target
     S.counters[UPDATES] += 1
     step = S.counters[UPDATES]
-    nets.regress(S.critic1, S.critic_in, S.y, n, 2.0, hp[CRITIC_LR], step, S.dq)
-    nets.regress(S.critic2, S.critic_in, S.y, n, 2.0, hp[CRITIC_LR], step, S.dq)
+    mlp.regress(S.critic1, S.critic_in, S.y, n, 2.0, hp[CRITIC_LR], step, S.dq)
+    mlp.regress(S.critic2, S.critic_in, S.y, n, 2.0, hp[CRITIC_LR], step, S.dq)
     delay = np.int64(hp[POLICY_DELAY])
     if step % delay:
         return
     # actor: maximise Q1(s, pi(s)); dL/dQ = -1/n back through critic 1 to the action inputs
-    nets.copy_columns(S.critic_in, S.actor_in, 0)
+    mlp.copy_columns(S.critic_in, S.actor_in, 0)
     a = forward(S.actor, S.actor_in, n)
     for s in range(n):
         for i in range(ad):
@@ -128,9 +133,9 @@ def update(S, hp):
     for s in range(n):
         S.dq[s, 0] = -1.0 / n
     backward(S.critic1, S.critic_in, n, S.dq, False, S.dx)
-    nets.copy_columns(S.dx, S.da, od)
+    mlp.copy_columns(S.dx, S.da, od)
     backward(S.actor, S.actor_in, n, S.da, True, S.dx[:0])
-    nets.adam(S.actor, hp[ACTOR_LR], step // delay)
+    mlp.adam(S.actor, hp[ACTOR_LR], step // delay)
     tau = hp[TAU]
     polyak(S.actor_target, S.actor, tau)
     polyak(S.critic1_target, S.critic1, tau)
@@ -144,7 +149,7 @@ def explore(S, hp, obs, out):
         for i in range(out.shape[0]):
             out[i] = uniform(S.rng, -1.0, 1.0)
         return
-    nets.greedy_action(S.actor, obs, False, out)
+    mlp.greedy_action(S.actor, obs, False, out)
     for i in range(out.shape[0]):
         v = out[i] + normal(S.rng, 0.0, hp[EXPLORATION_NOISE])
         out[i] = -1.0 if v < -1.0 else (1.0 if v > 1.0 else v)
@@ -166,21 +171,23 @@ def run_pendulum(S, hp, n_steps, ep_step, ep_return):
     ended = 0
     for _ in range(n_steps):
         explore(S, hp, S.obs, S.action)
-        r, truncated = nets.pendulum_step(S.env, MAX_TORQUE * S.action[0], S.next_obs)
+        r, truncated = pendulum_step(S.env, MAX_TORQUE * S.action[0], S.next_obs)
         observe(S, hp, S.obs, S.action, r, S.next_obs, False)
         if truncated:
             ep_step[ended] = S.counters[STEPS]
             ep_return[ended] = S.env[3]
             ended += 1
             S.counters[EPISODES] += 1
-            nets.pendulum_reset(S.env, S.rng, S.obs)
+            pendulum_reset(S.env, S.rng, S.obs)
         else:
             S.obs[:] = S.next_obs
     return ended
 
 
-ALGO = offpolicy.Algorithm(__name__)
-add_arguments = ALGO.add_arguments
-train_from_args = ALGO.train_from_args
+ALGO = offpolicy.Algorithm(
+    name=NAME, squash=SQUASH, default_config=default_config, hyperparameters=hyperparameters, new_state=new_state,
+    actor_export=actor_export, explore=explore, observe=observe, run_pendulum=run_pendulum,
+)
+config = ALGO.config  # config(**overrides): the defaults with overrides, checked
+train = ALGO.train  # train(config, env="pendulum", callbacks=None, seed=0, **options) -> offpolicy.Run
 train_pendulum = ALGO.train_pendulum
-train = ALGO.train

@@ -8,7 +8,6 @@ LinkError naming what happened, never a hang. The raw REPL is driven by mpremote
         link.load("policy.mrlp")
         action, compute_us = link.infer([1.0, 0.0, 0.0])
 """
-import struct
 import time
 
 from microrl import protocol as P
@@ -234,27 +233,20 @@ class SerialLink:
         return parse_info(self.request(P.PING))
 
     def load(self, path):
-        payload = self.request(P.LOAD, path.encode(), timeout=max(self.timeout, 10.0))
-        n_in, n_out = struct.unpack("<HH", payload[:4])
+        n_in, n_out, description = P.unpack_loaded(self.request(P.LOAD, path.encode(), timeout=max(self.timeout, 10.0)))
         self.n_in, self.n_out = n_in, n_out
-        return n_in, n_out, payload[4:].decode("utf-8", "replace")
+        return n_in, n_out, description
 
     def infer(self, obs):
         """(action list, on-board compute time in microseconds)."""
-        payload = self.request(P.INFER, struct.pack("<%df" % len(obs), *obs))
-        n = (len(payload) - 4) // 4
-        values = struct.unpack("<I%df" % n, payload)
-        return list(values[1:]), values[0]
+        return P.unpack_action(self.request(P.INFER, P.pack_observation(obs)))
 
     def rollout(self, seed, episodes, timeout=120.0):
         """Closed loop on the board: the policy against the board's Pendulum.
         Returns (returns list, steps, compute us summed over steps)."""
-        payload = self.request(P.ROLLOUT, struct.pack("<IH", seed, episodes), timeout=timeout)
-        n = (len(payload) - 8) // 4
-        values = struct.unpack("<II%df" % n, payload)
-        return list(values[2:]), values[0], values[1]
+        return P.unpack_returns(self.request(P.ROLLOUT, P.pack_rollout(seed, episodes), timeout=timeout))
 
 
 def parse_info(payload):
-    version, mem_free = struct.unpack("<BI", payload[:5])
-    return {"protocol": version, "mem_free": mem_free, "board": bytes(payload[5:]).decode("utf-8", "replace")}
+    version, mem_free, board = P.unpack_info(payload)
+    return {"protocol": version, "mem_free": mem_free, "board": board}

@@ -11,14 +11,15 @@ import os
 import subprocess
 import tempfile
 
+from .native import arch_from_mpy
 from .serial_link import LinkError, connect
 
-DEVICE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "device", "microrl")
+DEVICE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))), "device", "microrl")
 BOARD_LIB = "lib/microrl"  # on sys.path of every MicroPython port ('/lib' on boards)
 BOARD_POLICY = "policy.mrlp"
+PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs")  # run on the board
 HOST_ONLY = ("_numpy.py",)  # needs numpy: never on a board
 MIN_VERSION = (1, 20, 0)
-MPY_ARCHS = [None, "x86", "x64", "armv6", "armv6m", "armv7m", "armv7em", "armv7emsp", "armv7emdp", "xtensa", "xtensawin", "rv32imc", "rv64imc"]
 ENOSPC = 28
 
 
@@ -44,12 +45,27 @@ def core_sources():
     return [p for p in sorted(glob.glob(os.path.join(folder, "*.py"))) if os.path.basename(p) not in HOST_ONLY]
 
 
-def board_exec(transport, code, timeout=30):
-    """Run code in the raw REPL; returns stdout as text, DeployError with the board's traceback."""
+def board_exec(transport, code, timeout=30, step=None, need=None, free=None):
+    """Run code in the raw REPL; returns stdout as text, DeployError with the board's traceback
+    (naming the step, and for a MemoryError the heap it needs, when known, against the free)."""
     out, err = _exec(transport, code, timeout)
     if err:
-        raise DeployError("the board raised: %s" % err.decode("utf-8", "replace").strip().splitlines()[-1])
+        last = err.decode("utf-8", "replace").strip().splitlines()[-1]
+        if step is None:
+            raise DeployError("the board raised: %s" % last)
+        raise DeployError("%s failed on the board: %s%s" % (step, last, _heap_note(last, need, free)))
     return out.decode("utf-8", "replace")
+
+
+def _heap_note(text, need, free):
+    if "MemoryError" not in text:
+        return ""
+    parts = []
+    if need is not None:
+        parts.append("it needs about %d bytes of heap" % need)
+    if free is not None:
+        parts.append("%d bytes were free when deploy started" % free)
+    return " (%s)" % ", ".join(parts) if parts else ""
 
 
 def _exec(transport, code, timeout):
@@ -60,39 +76,22 @@ def _exec(transport, code, timeout):
         raise DeployError("lost the board while running code on it: %s" % (str(e) or type(e).__name__)) from None
 
 
-def board_eval(transport, expr, timeout=30):
-    return ast.literal_eval(board_exec(transport, "print(repr(%s))" % expr, timeout).strip())
-
-
-_INFO = """
-import sys, gc, os
-try:
-    import hashlib
-    h = hasattr(hashlib, 'sha256')
-except ImportError:
-    h = False
-free = -1
-for p in ('.', '/', ''):
-    try:
-        s = os.statvfs(p)
-        free = s[0] * s[3]
-        break
-    except Exception:
-        pass
-gc.collect()
-print(repr((sys.implementation.name, tuple(sys.implementation.version[:3]), getattr(sys.implementation, '_mpy', 0), sys.platform, gc.mem_free(), free, h)))
-"""
+def board_program(name, **params):
+    """The text of programs/<name>.py (a program that runs on the board), after one line per
+    parameter: NAME = repr(value)."""
+    with open(os.path.join(PROGRAMS, name + ".py")) as f:
+        text = f.read()
+    return "".join("%s = %r\n" % (k, v) for k, v in sorted(params.items())) + text
 
 
 def board_info(transport):
     try:
-        name, version, mpy, platform, mem_free, fs_free, has_sha = ast.literal_eval(board_exec(transport, _INFO).strip())
+        name, version, mpy, platform, mem_free, fs_free, has_sha = ast.literal_eval(board_exec(transport, board_program("board_info")).strip())
     except (ValueError, SyntaxError, DeployError) as e:
         raise DeployError("the board's answer to a version query made no sense (%s): is it running MicroPython?" % e) from None
     info = {"name": name, "version": tuple(version), "mpy": mpy, "platform": platform, "mem_free": mem_free, "fs_free": fs_free, "sha256": has_sha}
     info["mpy_version"] = (mpy & 0xFF, (mpy >> 8) & 3)
-    arch = (mpy >> 10) & 0x0F
-    info["arch"] = MPY_ARCHS[arch] if arch < len(MPY_ARCHS) else None
+    info["arch"] = arch_from_mpy(mpy)
     return info
 
 
@@ -143,31 +142,10 @@ def compile_mpy(sources, info, out_dir):
     return files
 
 
-_HASHES = """
-import hashlib
-def _h(p):
-    try:
-        f = open(p, 'rb')
-    except OSError:
-        return None
-    h = hashlib.sha256()
-    b = bytearray(512)
-    m = memoryview(b)
-    while True:
-        n = f.readinto(b)
-        if not n:
-            break
-        h.update(m[:n])
-    f.close()
-    return ''.join('%%02x' %% c for c in h.digest())
-print(repr([_h(p) for p in %r]))
-"""
-
-
 def board_hashes(transport, paths):
     if not paths:
         return []
-    return ast.literal_eval(board_exec(transport, _HASHES % (list(paths),), timeout=120).strip())
+    return ast.literal_eval(board_exec(transport, board_program("file_hashes", PATHS=list(paths)), timeout=120).strip())
 
 
 def _sha(data):
@@ -180,7 +158,7 @@ def _mkdirs(transport, folder):
     board_exec(transport, code)
 
 
-def _write(transport, path, data, fs_free):
+def _write(transport, path, data, fs_free, mem_free=None):
     from mpremote.transport import TransportError
 
     try:
@@ -192,7 +170,7 @@ def _write(transport, path, data, fs_free):
                 "the board's filesystem is full while writing %s (%d bytes; %s free before the copy): delete files on the board, "
                 "or deploy with --mpy (smaller files); the previous version is left in place" % (path, len(data), fs_free)
             ) from None
-        raise DeployError("copying %s to the board failed: %s; the previous version is left in place" % (path, text.strip() or type(e).__name__)) from None
+        raise DeployError("copying %s to the board failed: %s%s; the previous version is left in place" % (path, text.strip() or type(e).__name__, _heap_note(text, None, mem_free))) from None
 
 
 def _remove(transport, paths):
@@ -208,7 +186,7 @@ def plan(files, hashes):
     return [p for p, h in zip(files, hashes) if h != _sha(files[p])]
 
 
-def copy_files(transport, files, stale=(), fs_free=-1, log=None):
+def copy_files(transport, files, stale=(), fs_free=-1, log=None, mem_free=None):
     """Copy {board path: bytes} where changed (verified, atomic per deploy); delete stale paths.
     Returns the list of board paths copied."""
     paths = list(files)
@@ -227,7 +205,7 @@ def copy_files(transport, files, stale=(), fs_free=-1, log=None):
         if log:
             log("copy %s (%d bytes)" % (p, len(files[p])))
         try:
-            _write(transport, p + ".new", files[p], fs_free)
+            _write(transport, p + ".new", files[p], fs_free, mem_free)
         except FilesystemFull:
             try:  # give the room back; the old files were never touched
                 _remove(transport, [q + ".new" for q in changed[: k + 1]])
@@ -246,22 +224,15 @@ def copy_files(transport, files, stale=(), fs_free=-1, log=None):
     return changed
 
 
-_CHECK = """
-import microrl
-from microrl.policy import load
-p = load(%r)
-print(repr([list(p(o)) for o in %r]))
-"""
-
-
-def check_policy(transport, board_path, policy):
+def check_policy(transport, board_path, policy, policy_bytes=None, mem_free=None):
     """Run the policy on the board on a few observations; return the largest difference from
     the host's actions (raise DeployError if it is not close)."""
     from microrl.rng import Rng
 
     rng = Rng(7)
     obs = [[rng.uniform(-1.0, 1.0) for _ in range(policy.obs_dim)] for _ in range(4)]
-    board = ast.literal_eval(board_exec(transport, _CHECK % (board_path, obs), timeout=120).strip())
+    board = ast.literal_eval(board_exec(transport, board_program("check_policy", POLICY_PATH=board_path, OBSERVATIONS=obs), timeout=120,
+                                        step="loading the policy %s" % board_path, need=policy_bytes, free=mem_free).strip())
     worst = 0.0
     for o, b in zip(obs, board):
         host = list(policy(o))
@@ -311,8 +282,9 @@ def deploy(port=None, policy_path=None, mpy=False, transport=None, log=None, tim
         if policy is not None:
             with open(policy_path, "rb") as f:
                 files[BOARD_POLICY] = f.read()
-        copied = copy_files(transport, files, stale, info["fs_free"], log)
-        check = board_exec(transport, "import microrl\nprint(microrl.__version__, microrl.backend_name())").split()
+        copied = copy_files(transport, files, stale, info["fs_free"], log, info["mem_free"])
+        check = board_exec(transport, "import microrl\nprint(microrl.__version__, microrl.backend_name())", step="importing microrl" + ("" if mpy else " (compiling .py files on the board: --mpy needs less heap)"),
+                           free=info["mem_free"]).split()
         report = {
             "board": "MicroPython %s (%s, .mpy v%d.%d%s)" % (".".join(map(str, info["version"])), info["platform"], info["mpy_version"][0], info["mpy_version"][1], ", " + info["arch"] if info["arch"] else ""),
             "info": info,
@@ -325,7 +297,7 @@ def deploy(port=None, policy_path=None, mpy=False, transport=None, log=None, tim
         }
         if policy is not None:
             report["policy"] = policy.describe()
-            report["policy_max_diff"] = check_policy(transport, BOARD_POLICY, policy)
+            report["policy_max_diff"] = check_policy(transport, BOARD_POLICY, policy, len(files[BOARD_POLICY]), info["mem_free"])
         return report
     finally:
         if own:

@@ -1,36 +1,21 @@
-"""numba-compiled building blocks shared by the host trainers (TD3, SAC): networks over flat
-float32 parameter vectors in the device core's layout (microrl.nn.layout), backward passes, Adam,
-Polyak averaging, a checkpointable random generator, a replay buffer, and Pendulum compiled
-from the device core's own definition (microrl.pendulum).
+"""numba-compiled networks shared by the host trainers (TD3, SAC): MLPs over flat float32
+parameter vectors in the device core's layout (microrl.nn.layout), forward and backward passes,
+Adam, Polyak averaging, and the twin-critic helpers.
 
 Everything here is plain arrays in namedtuples so that compiled loops take them as arguments,
 checkpoints save them as they are (every field is an array), and nothing runs Python per step.
 """
 from collections import namedtuple
-from math import cos, erf, exp, log, pi, sqrt, tanh
+from math import erf, exp, sqrt, tanh
 
 import numpy as np
-from numba import njit
-from numba.extending import register_jitable
 
-from microrl import pendulum
-from microrl.activations import GELU, IDENTITY, RELU, SIGMOID, TANH, code
-from microrl.nn import MLP, layout
+from microrl.activations import GELU, IDENTITY, RELU, SIGMOID, TANH
+from microrl.layout import layout, shape
+from microrl.nn import MLP
 from microrl.rng import Rng
 
-# Compiled functions are cached on disk (only the first run compiles). numpy's error model: a
-# float division needs no zero check, so loops such as Adam's vectorise (5x faster).
-jit = njit(cache=True, error_model="numpy")
-
-# ---------------------------------------------------------------- Pendulum, from the device core
-# dynamics() calls angle_normalize(); registering it lets numba compile dynamics() unchanged.
-register_jitable(pendulum.angle_normalize)
-pendulum_dynamics = njit(cache=True)(pendulum.dynamics)
-pendulum_observe = njit(cache=True)(pendulum.observe)
-PENDULUM_STEPS = pendulum.EPISODE_STEPS
-RESET_THETA = pendulum.RESET_HIGH_THETA
-RESET_THETADOT = pendulum.RESET_HIGH_THETADOT
-MAX_TORQUE = pendulum.MAX_TORQUE
+from .jit import jit
 
 # ---------------------------------------------------------------- networks
 # params: the device core's layout; wt: each layer's weights again, transposed ([in, out]), for
@@ -42,12 +27,7 @@ Net = namedtuple("Net", "params wt grads m v sizes acts offsets yoff ys zs dxa d
 def new_net(sizes, activations, batch, seed=None, trainable=True):
     """A network for up to `batch` rows. Initialised like the device core's MLP.init (PyTorch's
     nn.Linear init) from microrl.rng.Rng(seed) when seed is given, else zeros."""
-    sizes = [int(s) for s in sizes]
-    if isinstance(activations, str):
-        activations = [activations] * (len(sizes) - 1)
-    elif len(activations) == 2 and len(sizes) != 3:
-        activations = [activations[0]] * (len(sizes) - 2) + [activations[1]]
-    acts = [code(a) for a in activations]
+    sizes, acts = shape(sizes, activations)
     offsets, n = layout(sizes)
     params = np.zeros(n, np.float32)
     if seed is not None:
@@ -266,114 +246,6 @@ def target_of(net):
     return t
 
 
-# ---------------------------------------------------------------- random numbers (splitmix64)
-# One uint64 of state, so a checkpoint holds it exactly; the device core's Rng is for boards.
-
-
-def new_rng(seed):
-    return np.array([(int(seed) * 0x2545F4914F6CDD1D + 1) & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64)
-
-
-@jit
-def next_u64(s):
-    s[0] += np.uint64(0x9E3779B97F4A7C15)
-    z = s[0]
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
-
-
-@jit
-def uniform(s, lo, hi):
-    u = (next_u64(s) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
-    return lo + (hi - lo) * u
-
-
-@jit
-def randint(s, n):
-    return np.int64(next_u64(s) % np.uint64(n))
-
-
-@jit
-def normal(s, mean, std):
-    u1 = 1.0 - uniform(s, 0.0, 1.0)
-    u2 = uniform(s, 0.0, 1.0)
-    return mean + std * sqrt(-2.0 * log(u1)) * cos(2.0 * pi * u2)
-
-
-# ---------------------------------------------------------------- replay buffer
-# count[0] = next write position, count[1] = number stored
-Replay = namedtuple("Replay", "obs act rew next_obs done count")
-
-
-def new_replay(capacity, obs_dim, act_dim):
-    return Replay(
-        obs=np.zeros((capacity, obs_dim), np.float32),
-        act=np.zeros((capacity, act_dim), np.float32),
-        rew=np.zeros(capacity, np.float32),
-        next_obs=np.zeros((capacity, obs_dim), np.float32),
-        done=np.zeros(capacity, np.float32),
-        count=np.zeros(2, np.int64),
-    )
-
-
-@jit
-def replay_add(r, obs, act, rew, next_obs, terminated):
-    k = r.count[0]
-    r.obs[k, :] = obs
-    r.act[k, :] = act
-    r.rew[k] = rew
-    r.next_obs[k, :] = next_obs
-    r.done[k] = 1.0 if terminated else 0.0
-    cap = r.rew.shape[0]
-    r.count[0] = (k + 1) % cap
-    if r.count[1] < cap:
-        r.count[1] += 1
-
-
-@jit
-def replay_sample(r, rng, n, obs_act, rew, next_obs, done):
-    """n random transitions: (obs, action) side by side into obs_act rows (a critic's input),
-    next observations into next_obs rows."""
-    od = r.obs.shape[1]
-    ad = r.act.shape[1]
-    size = r.count[1]
-    for s in range(n):
-        k = randint(rng, size)
-        for i in range(od):
-            obs_act[s, i] = r.obs[k, i]
-            next_obs[s, i] = r.next_obs[k, i]
-        for i in range(ad):
-            obs_act[s, od + i] = r.act[k, i]
-        rew[s] = r.rew[k]
-        done[s] = r.done[k]
-
-
-# ---------------------------------------------------------------- Pendulum state for compiled loops
-# env[0] theta, env[1] theta_dot, env[2] steps into the episode, env[3] episode return so far
-
-
-@jit
-def pendulum_reset(env, rng, obs):
-    env[0] = uniform(rng, -RESET_THETA, RESET_THETA)
-    env[1] = uniform(rng, -RESET_THETADOT, RESET_THETADOT)
-    env[2] = 0.0
-    env[3] = 0.0
-    pendulum_observe(env[0], env[1], obs, 0)
-
-
-@jit
-def pendulum_step(env, torque, next_obs):
-    """Advance one step; returns (reward, truncated). next_obs gets the new observation."""
-    th, thdot, reward = pendulum_dynamics(env[0], env[1], torque)
-    env[0] = th
-    env[1] = thdot
-    env[2] += 1.0
-    env[3] += reward
-    pendulum_observe(th, thdot, next_obs, 0)
-    return reward, env[2] >= PENDULUM_STEPS
-
-
 @jit
 def greedy_action(net, obs, squash, out):
     """Deterministic action in [-1, 1] for one observation: the network's first len(out) outputs,
@@ -385,22 +257,3 @@ def greedy_action(net, obs, squash, out):
     for i in range(out.shape[0]):
         v = tanh(y[0, i]) if squash else y[0, i]
         out[i] = -1.0 if v < -1.0 else (1.0 if v > 1.0 else v)
-
-
-@jit
-def evaluate_pendulum(net, squash, episodes, seed):
-    """Returns of `episodes` deterministic Pendulum episodes (random starts from seed)."""
-    rng = np.zeros(1, np.uint64)
-    rng[0] = np.uint64(seed) * np.uint64(0x2545F4914F6CDD1D) + np.uint64(7)
-    env = np.zeros(4)
-    obs = np.zeros(3, np.float32)
-    act = np.zeros(1, np.float32)
-    returns = np.zeros(episodes)
-    for e in range(episodes):
-        pendulum_reset(env, rng, obs)
-        done = False
-        while not done:
-            greedy_action(net, obs, squash, act)
-            r, done = pendulum_step(env, MAX_TORQUE * act[0], obs)
-        returns[e] = env[3]
-    return returns

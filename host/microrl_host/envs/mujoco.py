@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from . import mujoco_ant
+from . import ant_kernels
 
 MUJOCO_HINT = "install it with: pip install 'microrl[mujoco]'  (mujoco and gymnasium[mujoco])"
 
@@ -139,7 +139,7 @@ class _Formulas:
         f = self.family
         # what to gather from each copy after a step
         self.need_cfrc = (f == "ant" and (self.version >= 5 or g("_use_contact_forces", False))) or (f == "humanoid")
-        if f == "ant":  # compiled: mujoco_ant
+        if f == "ant":  # compiled: ant_kernels
             main = g("_main_body", 1) if self.version >= 5 else "torso"
             self.xy_body = main if isinstance(main, int) else mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, main)
             obs_cfrc = g("_include_cfrc_ext_in_observation", False) if self.version >= 5 else g("_use_contact_forces", False)
@@ -199,7 +199,7 @@ class _Formulas:
         if f == "ant":
             out = np.empty((n, self.obs_dim))
             cf = s["cfrc_clipped"] = np.empty((n, s["cfrc_ext"][0].size) if self.clip_forces else (n, 0))  # reused by the contact cost
-            mujoco_ant.observe(s["qposvel"], s["cfrc_ext"] if self.clip_forces else self._no_forces, out, 2 if self.exclude_positions else 0, self.clip_forces, self.forces_from, self.force_range[0], self.force_range[1], cf)
+            ant_kernels.observe(s["qposvel"], s["cfrc_ext"] if self.clip_forces else self._no_forces, out, 2 if self.exclude_positions else 0, self.clip_forces, self.forces_from, self.force_range[0], self.force_range[1], cf)
             return out
         # humanoid
         parts = [posvel]
@@ -235,7 +235,7 @@ class _Formulas:
             if weight is None:
                 weight = self._ctrl_weights[actions.dtype] = np.array([self.ctrl_cost_weight], actions.dtype)
             after, rewards, terminated = np.empty((n, 2)), np.empty(n), np.empty(n, dtype=bool)
-            mujoco_ant.reward_done(s["qposvel"], s["xpos"], s["cfrc_clipped"], actions, weight, before, after, self.ant_params, self.ant_flags, rewards, terminated)
+            ant_kernels.reward_done(s["qposvel"], s["xpos"], s["cfrc_clipped"], actions, weight, before, after, self.ant_params, self.ant_flags, rewards, terminated)
             return rewards, terminated, after
         after = self.x_progress(s)
         velocity = (after - before) / self.dt

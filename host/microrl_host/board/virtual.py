@@ -17,20 +17,22 @@ Pure Python relay between two pseudo-terminals: no socat needed. Linux only (as 
     with VirtualBoard(folder, heap="160K") as board:
         subprocess.run(["mpremote", "connect", board.port, "exec", "print(1)"])
 """
+import contextlib
 import os
 import select
 import shutil
 import signal
 import subprocess
 import threading
+import tempfile
 import time
 import tty
 
 DEFAULT_HEAP = "160K"  # free heap of an ESP32 (no PSRAM) after MicroPython boots: ~110-160 kB
-SUPPORT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "board_support")
+SUPPORT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "support")
 RAW_BANNER = b"raw REPL; CTRL-B to exit\r\n"
 FRIENDLY_PROMPT = b"\n>>> "
-RESET_EXIT_CODE = 109  # board_support/machine.py: reset() exits with this code (a hard reset)
+RESET_EXIT_CODE = 109  # support/machine.py: reset() exits with this code (a hard reset)
 
 
 class BoardError(Exception):
@@ -179,7 +181,7 @@ class VirtualBoard:
         if self.flash_blocks:
             cmd += ["-i", "-c", "import _vboard_flash"]  # mount the image, then the REPL
             env["MICRORL_FLASH_BLOCKS"] = str(self.flash_blocks)
-        # '' = the board folder (cwd); lib as on a board; board_support adds machine.reset()
+        # '' = the board folder (cwd); lib as on a board; support/ adds machine.reset()
         env["MICROPYPATH"] = os.pathsep.join(["", "lib", ".frozen", SUPPORT])
         env.pop("MICRORL_BACKEND", None)
         try:
@@ -328,5 +330,12 @@ class VirtualBoard:
                     time.sleep(0.01)
 
 
-def port_is_virtual(port):
-    return port is not None and port.startswith("/dev/pts/")
+@contextlib.contextmanager
+def board_port(port=None, heap=None, log=None):
+    """Yield (port, description): the given port, or a virtual board started for the duration."""
+    if port:
+        yield port, port
+        return
+    with tempfile.TemporaryDirectory(prefix="microrl-board-") as folder:
+        with VirtualBoard(folder, heap=heap or DEFAULT_HEAP, log=log) as board:
+            yield board.port, "virtual MicroPython board (unix port, heap %s) on %s" % (heap or DEFAULT_HEAP, board.port)

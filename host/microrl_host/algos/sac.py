@@ -4,7 +4,7 @@ on the host, compiled with numba like td3.py: the whole training loop runs in co
 The actor outputs a mean and a log-std per action; actions are tanh(mean + std * noise). The
 saved policy is the deterministic tanh(mean) actor in the device core's policy file format.
 
-    from microrl_host import sac
+    from microrl_host.algos import sac
     policy, evals = sac.train_pendulum(steps=10000, seed=0)
 """
 from collections import namedtuple
@@ -14,11 +14,17 @@ import numpy as np
 
 from microrl.activations import TANH
 from microrl.nn import layout
+from microrl.layout import actor_critic_sizes
 from microrl.td3 import TD3Config
 
-from . import nets, offpolicy
+from ..envs.pendulum import MAX_TORQUE, pendulum_reset, pendulum_step
+from ..nn import mlp
+from ..nn.jit import jit
+from ..nn.mlp import backward, forward, polyak
+from ..nn.rng import new_rng, normal, uniform
+from . import offpolicy
 from .offpolicy import REPLAY_CAPACITY
-from .nets import MAX_TORQUE, jit, backward, forward, normal, polyak, replay_add, replay_sample, uniform
+from .replay import new_replay, replay_add, replay_sample
 
 NAME = "sac"
 SQUASH = True  # the deterministic action is tanh(mean)
@@ -72,12 +78,11 @@ def hyperparameters(config):
 
 def new_state(config, obs_dim, act_dim, seed):
     c = config
-    hidden = list(c.hidden)
     n = c.batch
-    actor = nets.new_net([obs_dim] + hidden + [2 * act_dim], (c.activation, "identity"), n, seed=seed * 4 + 1)
-    critic_sizes = [obs_dim + act_dim] + hidden + [1]
-    critics = [nets.new_net(critic_sizes, (c.activation, "identity"), n, seed=seed * 4 + k) for k in (2, 3)]
-    targets = [nets.target_of(critic) for critic in critics]
+    actor_sizes, critic_sizes = actor_critic_sizes(obs_dim, act_dim, c.hidden, actor_outputs=2 * act_dim)
+    actor = mlp.new_net(actor_sizes, (c.activation, "identity"), n, seed=seed * 4 + 1)
+    critics = [mlp.new_net(critic_sizes, (c.activation, "identity"), n, seed=seed * 4 + k) for k in (2, 3)]
+    targets = [mlp.target_of(critic) for critic in critics]
     f32 = np.float32
     alpha = np.zeros(3)  # log alpha, and its Adam moments
     alpha[0] = log(c.initial_alpha)
@@ -87,8 +92,8 @@ def new_state(config, obs_dim, act_dim, seed):
         critic2=critics[1],
         critic1_target=targets[0],
         critic2_target=targets[1],
-        replay=nets.new_replay(c.replay_capacity, obs_dim, act_dim),
-        rng=nets.new_rng(seed),
+        replay=new_replay(c.replay_capacity, obs_dim, act_dim),
+        rng=new_rng(seed),
         counters=np.zeros(3, np.int64),
         env=np.zeros(4),
         alpha=alpha,
@@ -164,16 +169,16 @@ def update(S, hp):
             S.next_in[s, i] = S.actor_in[s, i]
         for i in range(ad):
             S.next_in[s, od + i] = S.a_pi[s, i]
-    nets.twin_min(S.critic1_target, S.critic2_target, S.next_in, n, S.y)
+    mlp.twin_min(S.critic1_target, S.critic2_target, S.next_in, n, S.y)
     for s in range(n):
         S.y[s] = S.reward[s] + hp[GAMMA] * (1.0 - S.done[s]) * (S.y[s] - alpha * S.logp[s])
     S.counters[UPDATES] += 1
     step = S.counters[UPDATES]
     # critics: 0.5 * mean squared error each (Stable-Baselines3's loss)
-    nets.regress(S.critic1, S.critic_in, S.y, n, 1.0, hp[CRITIC_LR], step, S.dq)
-    nets.regress(S.critic2, S.critic_in, S.y, n, 1.0, hp[CRITIC_LR], step, S.dq)
+    mlp.regress(S.critic1, S.critic_in, S.y, n, 1.0, hp[CRITIC_LR], step, S.dq)
+    mlp.regress(S.critic2, S.critic_in, S.y, n, 1.0, hp[CRITIC_LR], step, S.dq)
     # actor: minimise mean(alpha log pi(a|s) - min Q(s, a)), a reparameterised
-    nets.copy_columns(S.critic_in, S.actor_in, 0)
+    mlp.copy_columns(S.critic_in, S.actor_in, 0)
     out = _sample(S, S.actor_in, n)
     for s in range(n):
         for i in range(ad):
@@ -204,7 +209,7 @@ def update(S, hp):
             else:
                 S.dout[s, ad + i] = du * exp(ls) * S.eps[s, i] - c
     backward(S.actor, S.actor_in, n, S.dout, True, S.dx[:0])
-    nets.adam(S.actor, hp[ACTOR_LR], step)
+    mlp.adam(S.actor, hp[ACTOR_LR], step)
     # temperature: Adam on log alpha for the loss -log_alpha * mean(log pi + target entropy)
     b1, b2 = 0.9, 0.999
     S.alpha[1] = b1 * S.alpha[1] + (1.0 - b1) * alpha_grad
@@ -251,21 +256,23 @@ def run_pendulum(S, hp, n_steps, ep_step, ep_return):
     ended = 0
     for _ in range(n_steps):
         explore(S, hp, S.obs, S.action)
-        r, truncated = nets.pendulum_step(S.env, MAX_TORQUE * S.action[0], S.next_obs)
+        r, truncated = pendulum_step(S.env, MAX_TORQUE * S.action[0], S.next_obs)
         observe(S, hp, S.obs, S.action, r, S.next_obs, False)
         if truncated:
             ep_step[ended] = S.counters[STEPS]
             ep_return[ended] = S.env[3]
             ended += 1
             S.counters[EPISODES] += 1
-            nets.pendulum_reset(S.env, S.rng, S.obs)
+            pendulum_reset(S.env, S.rng, S.obs)
         else:
             S.obs[:] = S.next_obs
     return ended
 
 
-ALGO = offpolicy.Algorithm(__name__)
-add_arguments = ALGO.add_arguments
-train_from_args = ALGO.train_from_args
+ALGO = offpolicy.Algorithm(
+    name=NAME, squash=SQUASH, default_config=default_config, hyperparameters=hyperparameters, new_state=new_state,
+    actor_export=actor_export, explore=explore, observe=observe, run_pendulum=run_pendulum,
+)
+config = ALGO.config  # config(**overrides): the defaults with overrides, checked
+train = ALGO.train  # train(config, env="pendulum", callbacks=None, seed=0, **options) -> offpolicy.Run
 train_pendulum = ALGO.train_pendulum
-train = ALGO.train

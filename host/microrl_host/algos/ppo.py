@@ -7,12 +7,14 @@ separate value MLP, GAE(lambda) (a time-limit cut bootstraps from the last obser
 the clipped surrogate objective, a squared-error value loss, an entropy bonus, several epochs of
 minibatch Adam (PyTorch semantics, the device core's numpy kernel); optional advantage
 normalisation and gradient-norm clipping.
-Networks use the device core's layout (microrl.nn.layout) and kernels (microrl._numpy), so the
+Networks (microrl_host.nn.batched) use the device core's layout and numpy kernels, so the
 actor's parameters drop into microrl.policy.Policy unchanged: the saved policy is the
 deterministic mean action, scaled to the environment's action bounds, with the observation
 normalisation (obs_mean, obs_std) it was trained with.
 
-`microrl train ant --algo ppo` calls add_arguments() and train_from_args(); train() is the API.
+    from microrl_host.algos import ppo
+    learner, evals = ppo.train(ppo.PPOConfig(steps=1_000_000, seed=1), "ant", run_dir="runs/ant")
+`microrl train ant --algo ppo` (commands/train.py) maps its options onto PPOConfig and calls train().
 """
 import json
 import math
@@ -21,14 +23,61 @@ import time
 
 import numpy as np
 
-from microrl import _numpy as kernels
-from microrl.activations import IDENTITY, code
-from microrl.nn import layout
+from microrl import policy as policy_file
+from microrl.activations import IDENTITY
 
-from . import atomic
+from ..envs.gym import rollout_returns
+from ..envs.mujoco import MujocoVectorEnv, make_gymnasium_env, resolve_task
+from ..nn.batched import Adam, Net
+from ..runlog import RunLog
+from . import checkpoint
+from .callbacks import NONE
 
 LOG_2PI = math.log(2.0 * math.pi)
 CHECKPOINT = "checkpoint.npz"
+# settings a resumed run may change: how long, and how many threads step the environments
+RESUMABLE = ("steps", "threads")
+
+
+class TrainingDiverged(Exception):
+    """A run whose losses or networks became NaN or infinite: stopped; nothing written after the
+    last good checkpoint."""
+
+
+def resume_differences(saved, config):
+    """['lr: the checkpoint has 0.001, given 0.01', ...]: settings of config that differ from a
+    checkpoint's (saved: its config as a dict; RESUMABLE ones may differ)."""
+    out = []
+    for k in sorted(saved):
+        if k in RESUMABLE or k not in PPOConfig.FIELDS:
+            continue
+        mine, theirs = getattr(config, k), saved[k]
+        if isinstance(theirs, list):
+            theirs = tuple(theirs)
+        if mine != theirs:
+            out.append("%s: the checkpoint has %r, given %r" % (k, theirs, mine))
+    return out
+
+
+def checkpoint_config(run_dir):
+    """The configuration (a dict) a run folder's checkpoint was made with, or None (none, or an
+    older checkpoint that does not record it)."""
+    path = os.path.join(run_dir, CHECKPOINT)
+    if not os.path.exists(path):
+        return None
+    meta, _ = checkpoint.read(path)
+    return meta.get("config")
+
+
+def _non_finite(learner):
+    """What of a PPO learner became NaN or infinite (a loss, a statistic, a network array), or None."""
+    for k, v in learner.stats.items():
+        if isinstance(v, float) and not math.isfinite(v):
+            return "the %s" % k
+    for k, v in learner.state().items():
+        if isinstance(v, np.ndarray) and v.dtype.kind == "f" and not np.isfinite(v).all():
+            return k
+    return None
 POLICY = "policy.mrlp"
 
 
@@ -85,83 +134,21 @@ class PPOConfig:
             problems.append("need 0 < lr_min <= lr_max")
         if self.lr <= 0 or self.target_kl <= 0 or self.kl_factor <= 1 or self.clip_coef <= 0:
             problems.append("lr, target_kl and clip_coef must be positive and kl_factor above 1")
+        for name, value in sorted(self.FIELDS.items()):  # NaN passes every comparison above
+            v = getattr(self, name)
+            if isinstance(value, float) and not (isinstance(v, (int, float)) and math.isfinite(v)):
+                problems.append("%s must be a finite number, got %r" % (name, v))
+        if self.ent_coef < 0 or self.vf_coef <= 0 or self.max_grad_norm < 0:
+            problems.append("ent_coef and max_grad_norm must be >= 0, vf_coef above 0")
+        if self.threads is not None and int(self.threads) < 1:
+            problems.append("threads must be at least 1")
+        if not self.hidden or min(self.hidden) < 1:
+            problems.append("hidden sizes must be at least 1, got %r" % (self.hidden,))
         if problems:
             raise ValueError("; ".join(problems))
 
     def as_dict(self):
         return {k: getattr(self, k) for k in self.FIELDS}
-
-
-class Net:
-    """An MLP over one flat float32 vector in the device core's layout, for batches of rows,
-    forward and backward with the device core's numpy kernels, plus Adam moments."""
-
-    def __init__(self, sizes, activations, batch):
-        self.sizes = [int(s) for s in sizes]
-        self.acts = [code(a) for a in activations]
-        self.offsets, n = layout(self.sizes)
-        self.params = np.zeros(n, np.float32)
-        self.grads = np.zeros(n, np.float32)
-        self.m = np.zeros(n, np.float32)
-        self.v = np.zeros(n, np.float32)
-        self.W, self.b, self.dW, self.db = [], [], [], []
-        for l, (wo, bo) in enumerate(self.offsets):
-            o, i = self.sizes[l + 1], self.sizes[l]
-            self.W.append(self.params[wo:bo].reshape(o, i))
-            self.b.append(self.params[bo : bo + o])
-            self.dW.append(self.grads[wo:bo].reshape(o, i))
-            self.db.append(self.grads[bo : bo + o])
-        self.batch = batch
-        self.y = [np.zeros((batch, s), np.float32) for s in self.sizes[1:]]
-        self.dx = [np.zeros((batch, s), np.float32) for s in self.sizes[1:-1]]
-        self.x = None
-
-    def init_orthogonal(self, rng, hidden_gain, out_gain):
-        """Orthogonal weights (gain sqrt(2) hidden, small for the policy's output), zero biases:
-        the usual PPO initialisation."""
-        for l, W in enumerate(self.W):
-            gain = out_gain if l == len(self.W) - 1 else hidden_gain
-            a = rng.standard_normal((max(W.shape), min(W.shape)))
-            q, r = np.linalg.qr(a)
-            q *= np.sign(np.diag(r))
-            W[:] = gain * (q if W.shape[0] >= W.shape[1] else q.T)[: W.shape[0], : W.shape[1]]
-            self.b[l][:] = 0.0
-
-    def forward(self, x):
-        n = x.shape[0]
-        if n > self.batch:
-            raise ValueError("batch of %d rows exceeds the %d allocated" % (n, self.batch))
-        self.x = x
-        for l in range(len(self.W)):
-            kernels.dense(self.W[l], self.b[l], x, self.y[l], n, self.acts[l])
-            x = self.y[l]
-        return self.y[-1][:n]
-
-    def backward(self, dy):
-        """Gradients of the last forward into self.grads, from dy = dL/d(output) (overwritten)."""
-        n = dy.shape[0]
-        g = dy
-        for l in range(len(self.W) - 1, -1, -1):
-            x = self.x if l == 0 else self.y[l - 1]
-            dx = self.dx[l - 1] if l > 0 else None
-            kernels.dense_backward(self.W[l], x, self.y[l], None, g, n, self.acts[l], self.dW[l], self.db[l], dx)
-            if l > 0:
-                g = dx[:n]
-
-
-class Adam:
-    """Adam (PyTorch semantics) over a list of parameter vectors, with their gradients."""
-
-    def __init__(self, params):
-        self.params = params
-        self.m = [np.zeros_like(p) for p in params]
-        self.v = [np.zeros_like(p) for p in params]
-        self.step_count = 0
-
-    def step(self, grads, lr):
-        self.step_count += 1
-        for p, g, m, v in zip(self.params, grads, self.m, self.v):
-            kernels.adam(p, g, m, v, lr, 0.9, 0.999, 1e-8, self.step_count)
 
 
 class RunningMeanStd:
@@ -425,31 +412,22 @@ def gae(rewards, values, dones, last_value, gamma, lam):
 def evaluate_policy(policy, task, episodes=10, seed=12345, max_steps=None):
     """Deterministic returns of a device core Policy on gymnasium's own environment: (mean, std, returns).
     Episode k starts from reset(seed=seed + k); actions are clipped to the bounds."""
-    from .mujoco_envs import make_gymnasium_env
-
     env = make_gymnasium_env(task, max_episode_steps=max_steps) if max_steps else make_gymnasium_env(task)
-    low, high = env.action_space.low, env.action_space.high
-    returns = []
-    for k in range(episodes):
-        obs, _ = env.reset(seed=seed + k)
-        total, done = 0.0, False
-        while not done:
-            action = np.clip(np.asarray(policy(obs), np.float32), low, high)
-            obs, reward, terminated, truncated, _ = env.step(action)
-            total += float(reward)
-            done = terminated or truncated
-        returns.append(total)
-    env.close()
-    return float(np.mean(returns)), float(np.std(returns)), returns
+    try:
+        return rollout_returns(policy, env, episodes, seed, clip=True)
+    finally:
+        env.close()
 
 
-def train(task, config=None, run_dir=None, out=None, resume=False, checkpoint_every=None, eval_every=None, eval_episodes=10, quiet=False, callback=None, max_episode_steps=None):
-    """Train PPO on a MuJoCo task. Writes into run_dir (if given): run.json, progress.csv,
-    checkpoint.npz (atomically, every checkpoint_every steps and at the end) and policy.mrlp;
-    out: another path for the final policy. resume: continue from run_dir's checkpoint.
-    Returns (learner, evals) with evals a list of (step, mean, std)."""
+def train(config, env, callbacks=None, run_dir=None, out=None, resume=False, checkpoint_every=None, eval_every=None, eval_episodes=10, max_episode_steps=None):
+    """Train PPO on a MuJoCo task (env: a name resolve_task knows, e.g. "ant" or "Ant-v5").
+    Writes into run_dir (if given): run.json, progress.csv, checkpoint.npz (atomically, every
+    checkpoint_every steps and at the end) and policy.mrlp; out: another path for the final
+    policy. resume: continue from run_dir's checkpoint. callbacks: a Callbacks, told of every
+    iteration (trainer: the PPO learner; figures: lr, kl, return). Returns (learner, evals)
+    with evals a list of (step, mean, std)."""
     with _one_blas_thread():
-        return _train(task, config or PPOConfig(), run_dir, out, resume, checkpoint_every, eval_every, eval_episodes, quiet, callback, max_episode_steps)
+        return _train(env, config or PPOConfig(), run_dir, out, resume, checkpoint_every, eval_every, eval_episodes, callbacks or NONE, max_episode_steps)
 
 
 class _DeferredInterrupt:
@@ -491,13 +469,7 @@ def _one_blas_thread():
     return threadpool_limits(limits=1, user_api="blas")
 
 
-def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_episodes, quiet, callback, max_episode_steps):
-    from microrl import policy as policy_file
-
-    from .mujoco_envs import MujocoVectorEnv, resolve_task
-    from .progress import Progress
-    from .runlog import RunLog
-
+def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_episodes, callbacks, max_episode_steps):
     task = resolve_task(task)
     envs = MujocoVectorEnv(task, c.envs, threads=c.threads, max_episode_steps=max_episode_steps)
     try:
@@ -507,12 +479,15 @@ def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_epi
         if resume:
             if not ckpt_path or not os.path.exists(ckpt_path):
                 raise FileNotFoundError("nothing to resume: no %s in %s" % (CHECKPOINT, run_dir))
-            with np.load(ckpt_path) as s:
-                if str(s["task"]) != task:
-                    raise ValueError("the checkpoint in %s is for %s, not %s" % (run_dir, s["task"], task))
-                learner.load_state(s)
-                step, iteration, elapsed_before = int(s["step"]), int(s["iteration"]), float(s["elapsed"])
-                evals = [tuple(e) for e in s["evals"].tolist()]
+            meta, s = checkpoint.read(ckpt_path)
+            if meta.get("algo") != "ppo" or str(s["task"]) != task:
+                raise checkpoint.CheckpointError("the checkpoint in %s is for %s, not %s" % (run_dir, s["task"] if meta.get("algo") == "ppo" else meta.get("algo"), task))
+            differences = resume_differences(meta.get("config") or {}, c)
+            if differences:
+                raise checkpoint.CheckpointError("the checkpoint in %s was made with other settings: %s; resume without them, or start a new run (another --run-dir)" % (run_dir, "; ".join(differences)))
+            learner.load_state(s)
+            step, iteration, elapsed_before = int(s["step"]), int(s["iteration"]), float(s["elapsed"])
+            evals = [tuple(e) for e in s["evals"].tolist()]
         meta = {"task": task, "algo": "ppo", "config": c.as_dict()}
         log = RunLog(run_dir, meta, resume=resume) if run_dir else None
         T, N = c.rollout_steps, c.envs
@@ -531,14 +506,18 @@ def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_epi
         next_eval = (step // eval_every + 1) * eval_every if eval_every else None
         next_ckpt = (step // checkpoint_every + 1) * checkpoint_every if checkpoint_every else None
         recent = []
-        progress = Progress(c.steps, desc="ppo %s" % task, quiet=quiet, initial=min(step, c.steps))
+        callbacks.on_start(c.steps, min(step, c.steps), "ppo %s" % task)
 
         def save_checkpoint():
             if ckpt_path:
-                atomic.write_npz(ckpt_path, task=np.array(task), step=np.array(step), iteration=np.array(iteration), elapsed=np.array(elapsed_before + time.perf_counter() - start), evals=np.array(evals, np.float64).reshape(-1, 3), **learner.state())
+                arrays = dict(task=np.array(task), step=np.array(step), iteration=np.array(iteration), elapsed=np.array(elapsed_before + time.perf_counter() - start), evals=np.array(evals, np.float64).reshape(-1, 3), **learner.state())
+                config = {k: (list(v) if isinstance(v, tuple) else v) for k, v in c.as_dict().items()}
+                checkpoint.write(ckpt_path, {"algo": "ppo", "task": task, "step": step, "config": config}, arrays, compress=True)
+                last_good[0] = step
                 policy_file.save(os.path.join(run_dir, POLICY), learner.to_policy())
 
-        interrupt = _DeferredInterrupt(progress.write)
+        last_good = [step if resume else None]  # the step of the last checkpoint written
+        interrupt = _DeferredInterrupt(callbacks.on_message)
         consistent = True  # learner, step and iteration agree: a checkpoint now resumes exactly
         try:
             while step < c.steps:
@@ -566,6 +545,13 @@ def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_epi
                     "logp": logp_buf.reshape(-1), "advantages": adv.reshape(-1), "returns": ret.reshape(-1), "log_std": learner.log_std.astype(np.float64).copy(),
                 }
                 learner.update(batch)
+                bad = _non_finite(learner)
+                if bad:
+                    consistent = False  # never checkpoint this state
+                    raise TrainingDiverged(
+                        "ppo on %s diverged: %s became NaN or infinite in the update at step %d; stopped, no policy written%s "
+                        "(a smaller --lr, --max-grad-norm or normalised observations may help)"
+                        % (task, bad, step + per_iter, "; %s keeps the checkpoint of step %d" % (ckpt_path, last_good[0]) if last_good[0] is not None else ""))
                 if c.obs_norm:
                     learner.obs_rms.update(raw_obs.reshape(per_iter, -1))
                 step += per_iter
@@ -575,23 +561,21 @@ def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_epi
                 episode_return = float(np.mean(recent)) if recent else None
                 if log and recent:
                     log.row(step, episode_return=episode_return, time_s=now)
-                postfix = {"lr": "%.1e" % learner.lr, "kl": "%.4f" % learner.stats["kl"]}
+                figures = {"lr": learner.lr, "kl": learner.stats["kl"]}
                 if recent:
-                    postfix["return"] = "%.0f" % episode_return
+                    figures["return"] = episode_return
                 recent = []
                 if next_eval and step >= next_eval:
                     mean_r, std_r, _ = evaluate_policy(learner.to_policy(), task, eval_episodes, seed=12345)
                     evals.append((step, mean_r, std_r))
                     if log:
                         log.row(step, eval_mean=mean_r, eval_std=std_r, time_s=elapsed_before + time.perf_counter() - start)
-                    progress.write("step %d: deterministic return %.1f +- %.1f (%d episodes)" % (step, mean_r, std_r, eval_episodes))
+                    callbacks.on_message("step %d: deterministic return %.1f +- %.1f (%d episodes)" % (step, mean_r, std_r, eval_episodes))
                     next_eval += eval_every
                 if next_ckpt and step >= next_ckpt:
                     save_checkpoint()
                     next_ckpt += checkpoint_every
-                progress.update(min(per_iter, c.steps - (step - per_iter)), **postfix)
-                if callback:
-                    callback(step, learner)
+                callbacks.on_progress(step, min(per_iter, c.steps - (step - per_iter)), learner, figures)
                 if interrupt.pending:
                     raise KeyboardInterrupt
             save_checkpoint()
@@ -599,13 +583,13 @@ def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_epi
             learner.close()  # the critic's thread may still be writing its networks
             if ckpt_path and consistent:  # keep what was learned: the run continues with --resume
                 save_checkpoint()
-                progress.write("interrupted at step %d; checkpoint saved in %s (continue with --resume)" % (step, run_dir))
+                callbacks.on_message("interrupted at step %d; checkpoint saved in %s (continue with --resume)" % (step, run_dir))
             elif ckpt_path:
-                progress.write("stopped in the middle of an iteration; %s keeps the last checkpoint (continue with --resume)" % run_dir)
+                callbacks.on_message("stopped in the middle of an iteration; %s keeps the last checkpoint (continue with --resume)" % run_dir)
             raise
         finally:
             interrupt.restore()
-            progress.close()
+            callbacks.on_end()
             learner.close()
             if log:
                 log.close()
@@ -615,86 +599,3 @@ def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_epi
         return learner, evals
     finally:
         envs.close()
-
-
-# ------------------------------------------------------------------- the `microrl train` seam
-def add_arguments(parser):
-    """PPO's own options for `microrl train --algo ppo` (the shared ones are train's)."""
-    group = parser.add_argument_group("PPO (--algo ppo)")
-    d = PPOConfig.FIELDS
-    taken = getattr(parser, "_option_string_actions", {})
-
-    class Adder:  # an option another algorithm already added (say --lr) is shared, not redefined
-        def add_argument(self, flag, **kwargs):
-            if flag not in taken:
-                group.add_argument(flag, **kwargs)
-
-    g = Adder()
-    g.add_argument("--envs", type=int, default=None, help="parallel environments (default %d)" % d["envs"])
-    g.add_argument("--rollout-steps", type=int, default=None, help="steps per environment per rollout (default %d)" % d["rollout_steps"])
-    g.add_argument("--epochs", type=int, default=None, help="passes over each rollout (default %d)" % d["epochs"])
-    g.add_argument("--minibatches", type=int, default=None, help="minibatches per epoch (default %d)" % d["minibatches"])
-    g.add_argument("--clip-coef", type=float, default=None, help="PPO clip range (default %g)" % d["clip_coef"])
-    g.add_argument("--ent-coef", type=float, default=None, help="entropy bonus weight (default %g)" % d["ent_coef"])
-    g.add_argument("--vf-coef", type=float, default=None, help="value loss weight (default %g)" % d["vf_coef"])
-    g.add_argument("--gae-lambda", type=float, default=None, help="GAE lambda (default %g)" % d["gae_lambda"])
-    g.add_argument("--max-grad-norm", type=float, default=None, help="clip each network's gradient norm; 0 disables (default %g)" % d["max_grad_norm"])
-    g.add_argument("--lr", type=float, default=None, help="Adam learning rate: the critic's, and the actor's initial one (default %g)" % d["lr"])
-    g.add_argument("--target-kl", type=float, default=None, help="KL the adaptive learning rate aims for (default %g)" % d["target_kl"])
-    g.add_argument("--no-kl-adaptive", action="store_true", help="keep the learning rate fixed (ablation of the paper's Appendix G)")
-    g.add_argument("--no-obs-norm", action="store_true", help="no observation normalisation (ablation)")
-    g.add_argument("--adv-norm", action="store_true", help="normalise advantages per minibatch (common PPO practice; off in the paper's setting)")
-    g.add_argument("--threads", type=int, default=None, help="threads stepping the environments (default: one per 4 envs, at most one per CPU)")
-
-
-def _hidden(value):
-    if value is None or isinstance(value, (list, tuple)):
-        return value
-    try:
-        return tuple(int(h) for h in str(value).replace("-", ",").replace("x", ",").split(",") if h.strip())
-    except ValueError:
-        raise ValueError("--hidden takes layer widths such as 256,256; got %r" % (value,)) from None
-
-
-def config_from_args(args):
-    g = lambda name: getattr(args, name, None)  # noqa: E731
-    return PPOConfig(
-        steps=g("steps"), seed=g("seed"), hidden=_hidden(g("hidden")), gamma=g("gamma"), activation=g("activation"),
-        envs=g("envs"), rollout_steps=g("rollout_steps"), epochs=g("epochs"), minibatches=g("minibatches"),
-        clip_coef=g("clip_coef"), ent_coef=g("ent_coef"), vf_coef=g("vf_coef"), gae_lambda=g("gae_lambda"),
-        max_grad_norm=g("max_grad_norm"), lr=g("lr"), target_kl=g("target_kl"), threads=g("threads"),
-        kl_adaptive=False if g("no_kl_adaptive") else None, obs_norm=False if g("no_obs_norm") else None, adv_norm=True if g("adv_norm") else None,
-    )
-
-
-def train_from_args(args):
-    """Run `microrl train TASK --algo ppo ...`; returns the exit code. User errors raise CommandError."""
-    from .cli import CommandError
-    from .mujoco_envs import MujocoMissingError, UnknownTaskError, resolve_task
-
-    try:
-        config = config_from_args(args)
-        task = resolve_task(args.task)
-    except (ValueError, MujocoMissingError) as e:
-        raise CommandError(str(e)) from None
-    run_dir = getattr(args, "run_dir", None) or os.path.join("runs", "ppo-%s-seed%d" % (task.lower(), config.seed))
-    if getattr(args, "resume", False) and not os.path.exists(os.path.join(run_dir, CHECKPOINT)):
-        raise CommandError("nothing to resume in %s (no %s); start without --resume" % (run_dir, CHECKPOINT))
-    eval_every = getattr(args, "eval_every", None)
-    if eval_every is None:
-        eval_every = max(config.envs * config.rollout_steps, min(100_000, config.steps // 10))
-    try:
-        learner, evals = train(
-            task, config, run_dir=run_dir, out=getattr(args, "out", None), resume=bool(getattr(args, "resume", False)),
-            checkpoint_every=getattr(args, "checkpoint_every", None) or 100_000, eval_every=eval_every or None,
-            eval_episodes=getattr(args, "eval_episodes", None) or 10, quiet=bool(getattr(args, "quiet", False) or getattr(args, "json", False)),
-        )
-    except (MujocoMissingError, UnknownTaskError) as e:
-        raise CommandError(str(e)) from None
-    result = {"task": task, "algo": "ppo", "run_dir": run_dir, "policy": getattr(args, "out", None) or os.path.join(run_dir, POLICY), "steps": config.steps, "evals": [list(e) for e in evals]}
-    if getattr(args, "json", False):
-        print(json.dumps(result))
-    elif not getattr(args, "quiet", False):
-        last = evals[-1] if evals else None
-        print("policy: %s%s" % (result["policy"], "  (deterministic return %.1f +- %.1f at step %d)" % (last[1], last[2], last[0]) if last else ""))
-    return 0

@@ -6,7 +6,7 @@ import os
 import shutil
 import subprocess
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))  # the checkout
 SOURCE_DIR = os.path.join(ROOT, "native_modules", "microrl_kernels")
 MODULE = "microrl_kernels"
 MPY_NAME = MODULE + ".mpy"

@@ -7,9 +7,11 @@ the replay buffer), and a run that would not fit the board's free heap is refuse
 import time
 
 from microrl import td3
-from microrl.layout import param_count
+from microrl.layout import actor_critic_sizes, param_count
 from microrl.pendulum import ACT_DIM, OBS_DIM
 from microrl.replay import bytes_per_transition
+
+from .deploy import _exec, board_program
 
 # Room for the garbage a training step makes, on top of what TD3 allocates.
 WORKING_MARGIN = 16 * 1024
@@ -40,51 +42,18 @@ class BoardTrainError(Exception):
 
 def largest_array_bytes(hidden, batch, replay, obs_dim=OBS_DIM, act_dim=ACT_DIM):
     """The biggest single buffer of the run: it needs one contiguous free block of the heap."""
-    critic = [obs_dim + act_dim] + list(hidden) + [1]
+    critic = actor_critic_sizes(obs_dim, act_dim, hidden)[1]
     return max(replay * bytes_per_transition(obs_dim, act_dim), 4 * param_count(critic), 4 * batch * max(critic))
 
 
-# free heap, and the largest free block (micropython.mem_info's "max free sz", in GC blocks of
-# 4 words): a heap fragmented by compiling .py files can have room in total but no block big
-# enough for the replay buffer
-_PREPARE = """
-import gc, sys
-from microrl.td3 import TD3, TD3Config
-from microrl.pendulum import Pendulum
-from microrl.policy import save
-gc.collect()
-try:
-    import micropython
-    micropython.mem_info()
-except (ImportError, AttributeError):
-    pass
-print('F', gc.mem_free(), 16 if sys.maxsize < 2 ** 32 else 32)
-"""
-
-# TD3 allocates the replay buffer (the biggest block) first, while the heap is still whole.
-_RUN = """
-gc.collect()
-agent = TD3(Pendulum(), TD3Config(hidden=%(hidden)r, batch=%(batch)d, replay_capacity=%(replay)d, warmup=%(warmup)d, steps=%(steps)d), %(seed)d)
-gc.collect()
-print('M', gc.mem_free())
-last = None
-for step in range(1, %(steps)d + 1):
-    r = agent.step()
-    if r is not None:
-        last = r
-    if r is not None or step %% %(every)d == 0 or step == %(steps)d:
-        print('P', step, 'nan' if last is None else last, gc.mem_free())
-save(%(out)r, agent.policy())
-print('D')
-"""
+# the board side of the run: programs/train_prepare.py, then programs/train_run.py
+_PREPARE = board_program("train_prepare")
 
 
 def train_on_board(transport, steps, hidden=(16, 16), batch=32, replay=2000, warmup=None, seed=0, board_out="trained.mrlp", progress=None, every=None, warn=None):
     """Run training on the board over an mpremote transport in the raw REPL (microrl deployed).
     progress(step, latest_return, mem_free) is called as lines arrive. Returns a dict with
     'policy_bytes' (the trained policy file), 'mem_free_start', 'seconds', 'returns'."""
-    from .deploy import _exec
-
     est = estimate_bytes(hidden, batch, replay)
     out, err = _exec(transport, _PREPARE, 60)
     if err:
@@ -110,7 +79,7 @@ def train_on_board(transport, steps, hidden=(16, 16), batch=32, replay=2000, war
             warn(warning)
     every = every or max(1, min(50, steps // 100))
     warmup_steps = batch if warmup is None else warmup
-    code = _RUN % {"hidden": tuple(hidden), "batch": batch, "replay": replay, "warmup": warmup_steps, "steps": steps, "seed": seed, "every": every, "out": board_out}
+    code = board_program("train_run", HIDDEN=tuple(hidden), BATCH=batch, REPLAY=replay, WARMUP=warmup_steps, STEPS=steps, SEED=seed, EVERY=every, OUT=board_out)
     # timestamps of progress lines after warm-up: the speed of steps that train, not of random play
     state = {"buf": b"", "returns": [], "mem": None, "step": 0, "done": False, "train_start": None, "train_end": None}
 
@@ -138,6 +107,8 @@ def train_on_board(transport, steps, hidden=(16, 16), batch=32, replay=2000, war
                     state["train_end"] = (step, now)
             elif parts[0] == "D":
                 state["done"] = True
+            elif parts[0] == "N" and len(parts) == 2:
+                state["diverged"] = int(parts[1])
 
     t0 = time.perf_counter()
     try:
@@ -158,6 +129,9 @@ def train_on_board(transport, steps, hidden=(16, 16), batch=32, replay=2000, war
                 "heap has less room than it shows): use a smaller --replay, --batch or --hidden" % (state["step"], msg, est["total"] / 1024.0, free / 1024.0)
             )
         raise BoardTrainError("training on the board failed at step %d: %s" % (state["step"], msg))
+    if state.get("diverged") is not None:
+        raise BoardTrainError("training on the board diverged: the actor's weights became NaN or infinite by step %d (checked every %d steps, last good at step %d); "
+                              "stopped, no policy written" % (state["diverged"], every, state["step"]))
     if not state["done"]:
         raise BoardTrainError("training on the board stopped at step %d without finishing" % state["step"])
     from mpremote.transport import TransportError

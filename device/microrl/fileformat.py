@@ -1,0 +1,140 @@
+# What the two policy file formats share (float: policy.py, b"MRLP"; int16: fixedpoint.py,
+# b"MRLQ"): the 16-byte fixed header, its checks, the errors a reader raises, the CRC-32 that
+# ends every file (and frames the serial protocol), and the atomic replace of a written file.
+#
+#  0  4  magic                    12  1  number of layers L
+#  4  2  format version (1)       13  1  flags: 1 = observation normalisation, 2 = action scaling
+#  6  2  header bytes H           14  2  zero
+#  8  4  file bytes, CRC included
+import struct
+
+FIXED = 16  # bytes of the fixed header
+FLAG_OBS_NORM = 1
+FLAG_ACT_SCALE = 2
+
+try:
+    from binascii import crc32
+except ImportError:  # pragma: no cover - ports without binascii.crc32
+
+    def crc32(data, crc=0):
+        crc ^= 0xFFFFFFFF
+        for byte in bytes(data):
+            crc ^= byte
+            for _ in range(8):
+                crc = (crc >> 1) ^ (0xEDB88320 & -(crc & 1))
+        return crc ^ 0xFFFFFFFF
+
+
+class PolicyFileError(ValueError):
+    """A file that cannot be loaded as a policy; the subclass says why."""
+
+
+class NotAPolicyError(PolicyFileError):
+    pass
+
+
+class TruncatedPolicyError(PolicyFileError):
+    pass
+
+
+class ChecksumError(PolicyFileError):
+    pass
+
+
+class UnsupportedVersionError(PolicyFileError):
+    pass
+
+
+class CorruptPolicyError(PolicyFileError):
+    pass
+
+
+class InvalidValueError(PolicyFileError):
+    """Numbers a policy cannot run with: NaN or infinite values, a std that is not positive."""
+
+
+def flags_of(policy):
+    """The header's flags for a policy (float or int16) with or without normalisation/scaling."""
+    return (FLAG_OBS_NORM if policy.obs_mean is not None else 0) | (FLAG_ACT_SCALE if policy.act_scale is not None else 0)
+
+
+def pack_fixed(magic, version, header_len, total, L, flags):
+    return struct.pack("<4sHHIBBH", magic, version, header_len, total, L, flags, 0)
+
+
+def replace(src, dst):
+    import os
+
+    if hasattr(os, "replace"):
+        os.replace(src, dst)
+        return
+    try:
+        os.rename(src, dst)
+    except OSError:  # FAT refuses to rename over an existing file
+        os.remove(dst)
+        os.rename(src, dst)
+
+
+def file_size(path):
+    """Size of the regular file at path; NotAPolicyError for anything else (a named pipe would
+    block the first read for ever, a device never end). Mode 0: a port whose stat does not say."""
+    import os
+
+    st = os.stat(path)
+    if st[0] & 0o170000 not in (0, 0o100000):
+        from .refusals import not_a_file
+
+        raise NotAPolicyError(not_a_file(path, st[0]))
+    return st[6]
+
+
+def check_values(policy, where):
+    """Refuse a policy that cannot give finite actions: NaN or infinite weights, biases,
+    normalisation or scaling, or an observation std that is not positive: InvalidValueError
+    naming the first bad number (of a Policy, or of a QuantisedPolicy's floats)."""
+    std = policy.obs_std
+    for block in (policy.obs_mean, std, policy.act_scale, policy.act_offset, getattr(policy, "params", None)):
+        if block is not None:
+            for v in block:
+                if v - v != 0.0 or (block is std and not v > 0.0):  # v - v: nan for nan and inf
+                    from .refusals import invalid_values
+
+                    raise InvalidValueError(invalid_values(policy, where))
+
+
+def check_header(head, size, where="policy", magic=b"MRLP", version=1, kind="policy"):
+    """Validate the first bytes of a file of `size` bytes of the format with this magic and
+    version (kind names it in messages); return (header_len, total, L, flags). Raises the
+    PolicyFileError subclass that says what is wrong."""
+    if size == 0:
+        raise TruncatedPolicyError("%s: empty file, not a whole policy" % where)
+    n = min(len(head), 4)
+    if head[:n] != magic[:n]:
+        raise NotAPolicyError("%s: not a microrl %s file (its first bytes are %r, expected %r)" % (where, kind, bytes(head[:4]), magic))
+    if len(head) < FIXED:
+        raise TruncatedPolicyError("%s: truncated: %d bytes, shorter than the %d-byte header" % (where, size, FIXED))
+    _, found, header_len, total, L, flags, _ = struct.unpack("<4sHHIBBH", head[:FIXED])
+    if found != version:
+        raise UnsupportedVersionError("%s: %s format version %d; this microrl reads version %d (update microrl or re-export the policy)" % (where, kind, found, version))
+    if size < total:
+        raise TruncatedPolicyError("%s: truncated: %d bytes of %d" % (where, size, total))
+    if size > total:
+        raise CorruptPolicyError("%s: %d bytes where the header says %d (extra data after the policy)" % (where, size, total))
+    return header_len, total, L, flags
+
+
+def checksum_file(f, size, where):
+    buf = bytearray(256)
+    mv = memoryview(buf)
+    remaining = size - 4
+    crc = 0
+    f.seek(0)
+    while remaining > 0:
+        k = f.readinto(mv[: min(256, remaining)])
+        if not k:
+            raise TruncatedPolicyError("%s: file ended early while reading" % where)
+        crc = crc32(mv[:k], crc)
+        remaining -= k
+    stored = struct.unpack("<I", f.read(4))[0]
+    if (crc & 0xFFFFFFFF) != stored:
+        raise ChecksumError("%s: checksum mismatch (stored %08x, computed %08x): the file is damaged" % (where, stored, crc & 0xFFFFFFFF))

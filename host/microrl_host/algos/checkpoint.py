@@ -1,0 +1,46 @@
+"""The training checkpoint, one format for every algorithm: an .npz of named arrays plus
+`__meta__`, a JSON object that names the format and its version, the algorithm and the task
+(and whatever else the algorithm needs to resume). Written atomically; read with checks."""
+import io
+import json
+import os
+import zipfile
+
+import numpy as np
+
+from .. import atomic
+
+FORMAT = "microrl-checkpoint"
+VERSION = 1
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that is missing, damaged, or for another run."""
+
+
+def write(path, meta, arrays, compress=False):
+    """Write arrays and meta (format and version added) to path atomically. compress: worth it
+    for network parameters; a replay buffer of random floats does not compress."""
+    arrays = dict(arrays)
+    meta = dict(meta, format=FORMAT, version=VERSION)
+    arrays["__meta__"] = np.frombuffer(json.dumps(meta, sort_keys=True).encode(), dtype=np.uint8)
+    buf = io.BytesIO()
+    (np.savez_compressed if compress else np.savez)(buf, **arrays)
+    atomic.write_bytes(path, buf.getvalue())
+
+
+def read(path):
+    """(meta, {name: array}); CheckpointError if missing, damaged or of another format/version."""
+    if not os.path.exists(path):
+        raise CheckpointError("no checkpoint at %s (train without --resume to start a new run)" % path)
+    if not os.path.isfile(path):  # a named pipe would block the read for ever
+        raise CheckpointError("%s is not a regular file, not a checkpoint" % path)
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {k: data[k] for k in data.files}
+        meta = json.loads(bytes(arrays.pop("__meta__")).decode())
+    except (zipfile.BadZipFile, ValueError, KeyError, EOFError, OSError, UnicodeDecodeError) as e:
+        raise CheckpointError("checkpoint %s is damaged or not a microrl checkpoint (%s: %s); start a new run without --resume" % (path, type(e).__name__, e))
+    if meta.get("format") != FORMAT or meta.get("version") != VERSION:
+        raise CheckpointError("%s is not a microrl checkpoint of version %d" % (path, VERSION))
+    return meta, arrays

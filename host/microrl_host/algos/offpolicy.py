@@ -1,0 +1,426 @@
+"""What the host's off-policy trainers (td3.py, sac.py) share: the training driver (run log,
+evaluation, checkpoints, resume) over the compiled Pendulum or a gymnasium env, and export to the
+policy file. It prints nothing: a caller follows a run through Callbacks (callbacks.py).
+
+An algorithm module describes itself as ALGO = Algorithm(name=..., squash=..., ...): its
+default_config(), hyperparameters(config), new_state(config, obs_dim, act_dim, seed),
+actor_export(state), and compiled explore(S, hp, obs, out), observe(S, hp, obs, action, reward,
+next_obs, terminated), run_pendulum(S, hp, n, ep_step, ep_return). Its State is a namedtuple of
+arrays (nested namedtuples allowed), which is what a checkpoint holds.
+"""
+import math
+import os
+import time
+
+import numpy as np
+
+from microrl.policy import Policy, save
+
+from .. import atomic
+from ..envs.gym import GymTask, evaluate_gym
+from ..envs.pendulum import PENDULUM, CompiledPendulum, evaluate_pendulum, pendulum_reset
+from ..nn.mlp import greedy_action
+from ..nn.rng import randint
+from ..runlog import RunLog
+from . import checkpoint
+from .callbacks import NONE
+from .checkpoint import CheckpointError
+from .checkpoint import read as read_checkpoint
+
+# the paper keeps 10,000 transitions for 10,000 steps, i.e. all of them; the host keeps up to
+# a million (memory is only used as the buffer fills, and checkpoints hold the filled part)
+REPLAY_CAPACITY = 1000000
+# ---------------------------------------------------------------- state <-> flat arrays
+
+
+def flatten(state, prefix=""):
+    """{'actor.params': array, ...} for every array in a (nested) namedtuple."""
+    out = {}
+    for name, value in zip(state._fields, state):
+        key = prefix + name
+        if hasattr(value, "_fields"):
+            out.update(flatten(value, key + "."))
+        else:
+            out[key] = value
+    return out
+
+
+REPLAY_ROWS = ("replay.obs", "replay.act", "replay.rew", "replay.next_obs", "replay.done")
+
+
+def save_checkpoint(path, state, meta):
+    """Everything needed to continue training, written atomically (one .npz)."""
+    arrays = dict(flatten(state))
+    size = int(state.replay.count[1])
+    for k in REPLAY_ROWS:  # only the filled part of the replay buffer
+        arrays[k] = arrays[k][:size]
+    checkpoint.write(path, meta, arrays)
+
+
+def restore(state, arrays, path):
+    """Copy checkpoint arrays into a freshly built state of the same configuration."""
+    flat = flatten(state)
+    missing = sorted(set(flat) - set(arrays))
+    if missing:
+        raise CheckpointError("checkpoint %s lacks %s; it was written by another version" % (path, ", ".join(missing[:5])))
+    for k, dst in flat.items():
+        src = arrays[k]
+        if k in REPLAY_ROWS and src.shape[1:] == dst.shape[1:] and src.shape[0] <= dst.shape[0] and src.dtype == dst.dtype:
+            dst[: src.shape[0]] = src
+            continue
+        if src.shape != dst.shape or src.dtype != dst.dtype:
+            raise CheckpointError("checkpoint %s: %s is %s %s, expected %s %s" % (path, k, src.dtype, src.shape, dst.dtype, dst.shape))
+        dst[...] = src
+    if state.replay.count[1] != arrays["replay.rew"].shape[0]:
+        raise CheckpointError("checkpoint %s: replay buffer size does not match its contents" % path)
+
+
+# ---------------------------------------------------------------- checks
+
+
+class TrainingDiverged(Exception):
+    """A run whose networks became NaN or infinite: stopped; nothing written after the last
+    good checkpoint."""
+
+
+def non_finite(state):
+    """The name of the first network array of a state (weights, Adam moments, SAC's temperature)
+    holding a NaN or an infinity, or None."""
+    for k, v in flatten(state).items():
+        if (k.endswith((".params", ".m", ".v")) or k == "alpha") and not np.isfinite(v).all():
+            return k
+    return None
+
+
+def _finite(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def check_config(c):
+    """ValueError naming every setting of an off-policy configuration (TD3's or SAC's) out of
+    range: whole numbers >= 1 (batch, replay capacity >= batch, policy delay, hidden widths),
+    0 < gamma <= 1, 0 < tau <= 1, finite positive learning rates, finite noise >= 0."""
+    problems = []
+    for k, low in (("batch", 1), ("replay_capacity", 1), ("policy_delay", 1), ("warmup", 0), ("steps", 1)):
+        if hasattr(c, k):
+            v = getattr(c, k)
+            if not (_finite(v) and v == int(v) and v >= low):
+                problems.append("%s must be a whole number >= %d, got %r" % (k, low, v))
+    if not problems and c.replay_capacity < c.batch:
+        problems.append("replay_capacity (%d) must be at least batch (%d): a batch is drawn from the replay buffer" % (c.replay_capacity, c.batch))
+    if not c.hidden or min(c.hidden) < 1:
+        problems.append("hidden sizes must be at least 1, got %r" % (c.hidden,))
+    for k in ("gamma", "tau"):
+        v = getattr(c, k)
+        if not (_finite(v) and 0 < v <= 1):
+            problems.append("%s must be in (0, 1], got %r" % (k, v))
+    for k in ("actor_lr", "critic_lr", "alpha_lr", "initial_alpha"):
+        if hasattr(c, k):
+            v = getattr(c, k)
+            if not (_finite(v) and v > 0):
+                problems.append("%s must be a finite number above 0, got %r" % (k, v))
+    for k in ("exploration_noise", "target_noise", "target_noise_clip"):
+        if hasattr(c, k):
+            v = getattr(c, k)
+            if not (_finite(v) and v >= 0):
+                problems.append("%s must be a finite number >= 0, got %r" % (k, v))
+    if getattr(c, "target_entropy", None) is not None and not _finite(c.target_entropy):
+        problems.append("target_entropy must be a finite number (or unset), got %r" % (c.target_entropy,))
+    if problems:
+        raise ValueError("; ".join(problems))
+
+
+def resume_differences(saved, saved_seed, given, given_seed):
+    """['hidden: the checkpoint has (64, 64), given (32, 32)', ...] for every setting given to a
+    resumed run that differs from the checkpoint's (steps may grow: not compared)."""
+    out = []
+    for k in sorted(given):
+        if k == "steps" or given[k] is None:
+            continue
+        mine, theirs = given[k], saved.get(k)
+        if isinstance(mine, (list, tuple)):
+            mine, theirs = tuple(mine), tuple(theirs) if isinstance(theirs, (list, tuple)) else theirs
+        if mine != theirs:
+            out.append("%s: the checkpoint has %r, given %r" % (k, theirs, mine))
+    if given_seed is not None and int(given_seed) != int(saved_seed):
+        out.append("seed: the checkpoint has %d, given %d" % (saved_seed, given_seed))
+    return out
+
+
+# ---------------------------------------------------------------- the algorithm front end
+
+
+def make_task(task):
+    """The environment a task name means: 'pendulum' compiled in the loop, else a gymnasium id."""
+    if task.lower() == PENDULUM:
+        return CompiledPendulum()
+    return GymTask(task)
+
+
+class Run:
+    """What a training run returns: the policy, evaluations [(step, mean, std)], figures, and the
+    final training state (networks, optimiser, replay: the arrays a checkpoint holds)."""
+
+    def __init__(self, policy, evals, stats, state=None):
+        self.state = state
+        self.policy = policy
+        self.evals = evals
+        self.stats = stats
+
+
+class Algorithm:
+    """An off-policy algorithm (td3.py, sac.py) as its parts, and the training driver over them.
+    Each module ends with ALGO = Algorithm(...) naming its own functions."""
+
+    def __init__(self, name, squash, default_config, hyperparameters, new_state, actor_export, explore, observe, run_pendulum):
+        self.name = name
+        self.squash = squash
+        self.default_config = default_config
+        self.hyperparameters = hyperparameters
+        self.new_state = new_state
+        self.actor_export = actor_export
+        self.explore = explore
+        self.observe = observe
+        self.run_pendulum = run_pendulum
+
+    # configuration ---------------------------------------------------
+    def config(self, **overrides):
+        """The default configuration with overrides (None: keep the default); ValueError names
+        an unknown setting."""
+        c = self.default_config()
+        for k, v in overrides.items():
+            if v is None:
+                continue
+            if not hasattr(c, k):
+                raise ValueError("unknown %s setting %r; known: %s" % (self.name, k, ", ".join(sorted(self.settings(c)))))
+            setattr(c, k, v)
+        c.hidden = tuple(int(h) for h in c.hidden)
+        check_config(c)
+        return c
+
+    def settings(self, config=None):
+        """{name: value} of a configuration (the defaults without one)."""
+        c = config or self.default_config()
+        return {k: getattr(c, k) for k in dir(c) if not k.startswith("_") and not callable(getattr(c, k))}
+
+    # training ----------------------------------------------------------
+    def train_pendulum(self, steps=10000, seed=0, **kwargs):
+        """Train on the compiled Pendulum; returns (microrl.policy.Policy, [(step, mean, std)])."""
+        run = self.run(PENDULUM, steps=steps, seed=seed, **kwargs)
+        return run.policy, run.evals
+
+    def train(self, config, env=PENDULUM, callbacks=None, seed=None, **options):
+        """Train with a configuration (self.config(...)) on env ('pendulum' or a gymnasium id);
+        returns a Run. options: those of run() (eval_every, out, run_dir, resume, ...)."""
+        settings = self.settings(config)
+        steps = settings.pop("steps")
+        return self.run(env, steps=steps, seed=seed, callbacks=callbacks, **dict(settings, **options))
+
+    def run(self, task, steps=10000, seed=None, eval_every=1000, eval_episodes=10, out=None, run_dir=None, checkpoint_every=0, resume=False, callbacks=None, **settings):
+        """Train; returns a Run. out: policy file to write; run_dir: folder for run.json,
+        progress.csv and checkpoint.npz (checkpoints every checkpoint_every steps and at the end);
+        resume: continue from run_dir's checkpoint; callbacks: a Callbacks, told of every chunk of
+        up to 1000 steps (trainer: the State; figures: {"eval": the last evaluation's mean})."""
+        callbacks = callbacks or NONE
+        wall0 = time.perf_counter()
+        env = make_task(task)
+        ckpt_path = os.path.join(run_dir, "checkpoint.npz") if run_dir else None
+        meta = None
+        if resume:
+            if not ckpt_path:
+                raise CheckpointError("resuming needs a run folder holding checkpoint.npz")
+            meta, arrays = read_checkpoint(ckpt_path)
+            if meta["algo"] != self.name or meta["task"].lower() != env.name.lower():
+                raise CheckpointError("checkpoint %s is for %s on %s, not %s on %s" % (ckpt_path, meta["algo"], meta["task"], self.name, env.name))
+            config = self.config(**meta["config"])
+            differences = resume_differences(self.settings(config), meta["seed"], settings, seed)
+            if differences:
+                raise CheckpointError("the checkpoint in %s was made with other settings: %s; resume without them, or start a new run (another --run-dir)" % (run_dir, "; ".join(differences)))
+            seed = meta["seed"]
+        else:
+            config = self.config(**settings)
+            seed = 0 if seed is None else seed
+        config.steps = int(steps)
+        state = self.new_state(config, env.obs_dim, env.act_dim, int(seed))
+        if resume:
+            restore(state, arrays, ckpt_path)
+        hp = self.hyperparameters(config)
+        meta = {
+            "format": checkpoint.FORMAT,
+            "version": checkpoint.VERSION,
+            "algo": self.name,
+            "task": env.name,
+            "seed": int(seed),
+            "config": {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.settings(config).items()},
+        }
+        start = int(state.counters[0])
+        if start > steps:
+            raise CheckpointError("the checkpoint is at step %d, beyond --steps %d; ask for more steps" % (start, steps))
+        log = None
+        if run_dir:
+            if resume:
+                _truncate_progress(os.path.join(run_dir, "progress.csv"), start)
+            log = RunLog(run_dir, dict(meta, steps=int(steps), out=out), resume=resume)
+
+        # compile (or load from numba's cache) before the clock starts: cold vs warm is visible
+        t0 = time.perf_counter()
+        ep_step = np.zeros(1024, np.int64)
+        ep_return = np.zeros(1024)
+        if env.compiled:
+            if start == 0:
+                pendulum_reset(state.env, state.rng, state.obs)
+            self.run_pendulum(state, hp, 0, ep_step, ep_return)
+            evaluate_pendulum(state.actor, self.squash, 0, 0)
+        else:
+            rng = state.rng.copy()
+            self.explore(state, hp, state.obs, state.action)
+            state.rng[:] = rng  # compiling must not change the run
+            greedy_action(state.actor, state.obs, self.squash, state.action)
+            env.obs = None
+        compile_s = time.perf_counter() - t0
+
+        evals = []
+        train_s = 0.0
+        train_cpu_s = 0.0
+        eval_s = 0.0
+        step = start
+        last_eval = None
+        last_checkpoint = start if resume else None
+        callbacks.on_start(steps, start, "%s %s" % (self.name, env.name))
+        try:
+            while step < steps:
+                n = steps - step
+                for every in (eval_every, checkpoint_every):
+                    if every:
+                        n = min(n, every - step % every)
+                n = min(n, 1000)
+                t0 = time.perf_counter()
+                c0 = time.process_time()
+                if env.compiled:
+                    ended = self.run_pendulum(state, hp, n, ep_step, ep_return)
+                else:
+                    ended = self._run_gym(env, state, hp, n, ep_step, ep_return)
+                train_s += time.perf_counter() - t0
+                train_cpu_s += time.process_time() - c0
+                previous, step = step, int(state.counters[0])
+                bad = non_finite(state)
+                if bad:
+                    raise TrainingDiverged(
+                        "%s on %s diverged: %s became NaN or infinite between step %d and step %d; stopped, no policy written%s "
+                        "(smaller learning rates or rewards may help)" % (self.name, env.name, bad, previous, step,
+                                                                           "; %s keeps the checkpoint of step %d" % (ckpt_path, last_checkpoint) if last_checkpoint is not None else ""))
+                if log:
+                    for k in range(ended):
+                        log.row(int(ep_step[k]), episode_return=float(ep_return[k]))
+                if eval_episodes and ((eval_every and step % eval_every == 0) or step == steps):
+                    t0 = time.perf_counter()
+                    mean, std = self.evaluate_state(env, state, eval_episodes, seed=10000 + int(seed))
+                    eval_s += time.perf_counter() - t0
+                    evals.append((step, mean, std))
+                    last_eval = mean
+                    if log:
+                        log.row(step, eval_mean=mean, eval_std=std)
+                if ckpt_path and ((checkpoint_every and step % checkpoint_every == 0) or step == steps):
+                    save_checkpoint(ckpt_path, state, dict(meta, step=step))
+                    last_checkpoint = step
+                callbacks.on_progress(step, n, state, {"eval": last_eval} if last_eval is not None else {})
+        finally:
+            callbacks.on_end()
+            if log:
+                log.close()
+            if not env.compiled:
+                env.close()
+        policy = self.policy(state, env)
+        if out:
+            folder = os.path.dirname(os.path.abspath(out))
+            os.makedirs(folder, exist_ok=True)
+            save(out, policy)
+        done = steps - start
+        stats = {
+            "algo": self.name,
+            "task": env.name,
+            "seed": int(seed),
+            "steps": int(steps),
+            "resumed_from": start if resume else None,
+            "compile_s": compile_s,
+            "train_s": train_s,
+            "train_cpu_s": train_cpu_s,
+            "eval_s": eval_s,
+            "wall_s": time.perf_counter() - wall0,
+            "steps_per_s": done / train_s if train_s > 0 else None,
+            "eval_mean": evals[-1][1] if evals else None,
+            "eval_std": evals[-1][2] if evals else None,
+            "out": out,
+            "run_dir": run_dir,
+        }
+        return Run(policy, evals, stats, state)
+
+    def _run_gym(self, env, state, hp, n, ep_step, ep_return):
+        """n steps of a gymnasium env from Python; networks and updates stay compiled."""
+        e = env.env
+        scale = (env.high - env.low) / 2.0
+        offset = (env.high + env.low) / 2.0
+        ended = 0
+        for _ in range(n):
+            if env.obs is None:
+                obs, _ = e.reset(seed=int(randint(state.rng, 2**31)))
+                env.obs = np.asarray(obs, np.float32).reshape(-1)
+                env.episode_return = 0.0
+            self.explore(state, hp, env.obs, state.action)
+            act = (scale * state.action + offset).reshape(e.action_space.shape)
+            next_obs, reward, terminated, truncated, _ = e.step(act)
+            next_obs = np.asarray(next_obs, np.float32).reshape(-1)
+            self.observe(state, hp, env.obs, state.action, float(reward), next_obs, bool(terminated))
+            env.episode_return += float(reward)
+            if terminated or truncated:
+                if ended < len(ep_step):
+                    ep_step[ended] = state.counters[0]
+                    ep_return[ended] = env.episode_return
+                    ended += 1
+                env.obs = None
+            else:
+                env.obs = next_obs
+        return ended
+
+    def evaluate_state(self, env, state, episodes, seed):
+        if not episodes:
+            return float("nan"), float("nan")
+        if env.compiled:
+            returns = evaluate_pendulum(state.actor, self.squash, episodes, seed)
+            return float(returns.mean()), float(returns.std())
+        return evaluate_gym(self.policy(state, env), env.name, episodes, seed)[:2]
+
+    def policy(self, state, env):
+        """The deterministic actor as a microrl.policy.Policy in environment units."""
+        sizes, acts, params = self.actor_export(state)
+        scale = (env.high.astype(np.float64) - env.low) / 2.0
+        offset = (env.high.astype(np.float64) + env.low) / 2.0
+        return Policy([int(s) for s in sizes], [int(a) for a in acts], params=_farray(params), act_scale=list(scale), act_offset=list(offset))
+
+
+def _farray(values):
+    from array import array
+
+    return array("f", np.ascontiguousarray(values, np.float32).tobytes())
+
+
+def _truncate_progress(path, step):
+    """Drop progress.csv rows past the checkpoint being resumed (and a row cut by a kill)."""
+    if not os.path.exists(path):
+        return
+    with open(path, newline="") as f:
+        text = f.read()
+    lines = text.split("\n")
+    if not text.endswith("\n"):
+        lines = lines[:-1]  # cut short by a kill
+    keep = lines[:1]
+    for line in lines[1:]:
+        fields = line.split(",")
+        if len(fields) != 5:
+            continue
+        try:
+            if int(fields[0]) <= step:
+                keep.append(line)
+        except ValueError:
+            continue
+    atomic.write_text(path, "\n".join(keep) + "\n")

@@ -1,0 +1,17 @@
+# On the board (deploy.board_info): what it runs, its free RAM and flash, whether it can hash.
+import sys, gc, os
+try:
+    import hashlib
+    h = hasattr(hashlib, 'sha256')
+except ImportError:
+    h = False
+free = -1
+for p in ('.', '/', ''):
+    try:
+        s = os.statvfs(p)
+        free = s[0] * s[3]
+        break
+    except Exception:
+        pass
+gc.collect()
+print(repr((sys.implementation.name, tuple(sys.implementation.version[:3]), getattr(sys.implementation, '_mpy', 0), sys.platform, gc.mem_free(), free, h)))

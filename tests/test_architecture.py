@@ -1,0 +1,143 @@
+"""The house rules of docs/architecture.md, checked on the source (imports parsed with ast):
+the library (microrl_host outside commands/ and cli.py, and the device core) knows no command
+line, nothing imports back up into cli/commands, and no two modules import each other in a
+circle, counting imports inside functions too."""
+import ast
+import os
+
+from helpers import ROOT
+
+HOST = os.path.join(ROOT, "host")
+DEVICE = os.path.join(ROOT, "device")
+
+
+def _modules():
+    """{dotted name: path} of the importable modules of microrl_host and microrl. Board-side
+    programs (board/programs, board/support) are files run on a board, not modules."""
+    found = {}
+    for base, package in ((HOST, "microrl_host"), (DEVICE, "microrl")):
+        for folder, dirs, files in os.walk(os.path.join(base, package)):
+            dirs[:] = [d for d in dirs if os.path.exists(os.path.join(folder, d, "__init__.py"))]
+            for f in files:
+                if f.endswith(".py"):
+                    rel = os.path.relpath(os.path.join(folder, f), base)[:-3].split(os.sep)
+                    if rel[-1] == "__init__":
+                        rel = rel[:-1]
+                    found[".".join(rel)] = os.path.join(folder, f)
+    return found
+
+
+MODULES = _modules()
+
+
+def _is_package(name):
+    return MODULES[name].endswith("__init__.py")
+
+
+def _imports(name):
+    """Every module `name` imports (absolute names, as written or resolved from relative ones)."""
+    tree = ast.parse(open(MODULES[name]).read())
+    package = name if _is_package(name) else name.rpartition(".")[0]
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module
+            out.add(target)
+            for a in node.names:  # `from . import x` imports the module x
+                if target + "." + a.name in MODULES:
+                    out.add(target + "." + a.name)
+    return out
+
+
+def _is_command_line(name):
+    return name == "microrl_host.cli" or name == "microrl_host.commands" or name.startswith("microrl_host.commands.")
+
+
+LIBRARY = [m for m in MODULES if not _is_command_line(m)]
+
+
+def test_the_walk_finds_the_layers():
+    for layer in ("microrl_host.algos.td3", "microrl_host.envs.mujoco", "microrl_host.nn.mlp", "microrl_host.board.deploy", "microrl_host.commands.train", "microrl.policy"):
+        assert layer in MODULES
+    assert len(LIBRARY) > 30
+
+
+def test_no_argparse_outside_the_command_line():
+    offenders = [m for m in LIBRARY if "argparse" in _imports(m)]
+    assert offenders == []
+
+
+def test_the_library_never_imports_the_command_line():
+    offenders = {m: sorted(i for i in _imports(m) if _is_command_line(i)) for m in LIBRARY}
+    assert {m: i for m, i in offenders.items() if i} == {}
+
+
+def test_the_library_neither_prints_nor_raises_command_errors():
+    """Printing and user-facing exits belong to commands/; the device core's server writes its
+    frames to stdout, which is its job, not a print."""
+    offenders = []
+    for m in LIBRARY:
+        for node in ast.walk(ast.parse(open(MODULES[m]).read())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
+                offenders.append((m, node.lineno, "print"))
+            if isinstance(node, ast.Name) and node.id == "CommandError":
+                offenders.append((m, node.lineno, "CommandError"))
+    assert offenders == []
+
+
+def test_no_lookups_a_reader_cannot_follow():
+    offenders = []
+    for m in MODULES:
+        text = open(MODULES[m]).read()
+        for word in ("import_module", "sys.modules", "._actions", "_option_string_actions", "_group_actions"):
+            if word in text:
+                offenders.append((m, word))
+    assert offenders == []
+
+
+def test_no_import_cycles():
+    graph = {m: sorted(i for i in _imports(m) if i in MODULES and i != m) for m in MODULES}
+    # a package's __init__ importing its own submodules is not a cycle back up
+    cycles = []
+    state = {}
+
+    def visit(m, path):
+        state[m] = "open"
+        for n in graph[m]:
+            if n.startswith(m + ".") and _is_package(m):
+                continue
+            if state.get(n) == "open":
+                cycles.append(path[path.index(n):] + [n])
+            elif n not in state:
+                visit(n, path + [n])
+        state[m] = "done"
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [m])
+    assert cycles == []
+
+
+def test_readme_layout_and_architecture_doc_name_every_library_module():
+    """Every module of the host library and every folder of it is named in the README's Layout
+    section and in docs/architecture.md (a new module gets its line; a moved one its new place)."""
+    readme = open(os.path.join(ROOT, "README.md")).read()
+    layout = readme[readme.index("## Layout"):]
+    layout = layout[: layout.index("\n## ", 4)]
+    doc = open(os.path.join(ROOT, "docs", "architecture.md")).read()
+    names = set()
+    for m in LIBRARY:
+        if m.startswith("microrl_host"):
+            path = MODULES[m]
+            names.add(os.path.basename(os.path.dirname(path)) + "/" if path.endswith("__init__.py") else os.path.basename(path))
+    names -= {"microrl_host/"}
+    names |= {"programs/", "support/", "commands/", "cli.py"}
+    missing = sorted((n, where) for n in names for where, text in (("README", layout), ("architecture.md", doc)) if n not in text)
+    assert missing == []
