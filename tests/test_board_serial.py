@@ -222,21 +222,20 @@ def test_a_request_damaged_on_the_line_is_sent_again_and_answered(board):
 
 @needs_board
 def test_a_late_answer_is_not_taken_for_a_later_request(board):
-    """A ROLLOUT slower than the timeout: the retry goes out with the same seq, the late answer
-    to the first try is the answer; the answer to the retry, arriving after it, is not taken
-    for the next request's."""
+    """The board busy with a ROLLOUT: a request with a short timeout is sent again and again with
+    the same seq; the first answer to any try is its answer, and the duplicate answers to the
+    other tries, arriving afterwards, are not taken for the next requests' answers."""
     from microrl_host.board.serial_link import SerialLink
 
     with SerialLink(board.port, policy_path="policy.mrlp") as link:
-        t0 = time.time()
-        returns, steps, _ = link.rollout(3, 1)
-        one = time.time() - t0
+        link.seq = 10
+        link.write(P.encode(P.ROLLOUT, 200, P.pack_rollout(3, 2)))  # two episodes: the board is busy for a while
         before = link.retried
-        # 4 episodes take about 4 * one: the first try times out at 3 * one, its answer comes
-        # while the retry (same seq) waits
-        returns, steps, _ = link.rollout(3, 4, timeout=3 * one)
-        assert steps == 800 and len(returns) == 4 and link.retried == before + 1
-        link.timeout = 60.0  # the board runs the retry's rollout before it reads the next requests
-        for obs in ([0.1, 0.2, 0.3], [0.5, -0.5, 1.0], [-1.0, 0.0, 0.5]):
-            action, _ = link.infer(obs)  # the retry's duplicate rollout reply arrives meanwhile
+        obs = [0.5, -0.5, 1.0]
+        action, _ = P.unpack_action(link.request(P.INFER, P.pack_observation(obs), timeout=0.05, retries=10000))
+        assert link.retried > before  # sent again while the board was busy
+        assert abs(action[0] - board.policy(obs)[0]) < 1e-5
+        link.timeout = 60.0
+        for obs in ([0.1, 0.2, 0.3], [-1.0, 0.0, 0.5], [0.3, 0.3, -2.0]):
+            action, _ = link.infer(obs)  # duplicate answers to the retried request arrive meanwhile
             assert abs(action[0] - board.policy(obs)[0]) < 1e-5
