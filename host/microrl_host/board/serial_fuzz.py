@@ -118,8 +118,9 @@ def fuzz(link, policy, requests, seed=0, batch=200, noise_per_request=1.0, toler
         resent = 0
         finished = False
         while not finished and time.time() < deadline:
-            if sentinel is None or time.time() - last_activity > 1.0:
-                writer.join()
+            # the sentinel goes out once the batch is written (joining the writer earlier could
+            # deadlock: the board stops reading while its replies wait for us to read them)
+            if not writer.is_alive() and (sentinel is None or time.time() - last_activity > 1.0):
                 sentinel = SENTINEL_SEQS[resent % len(SENTINEL_SEQS)]
                 resent += 1
                 link.write(P.encode(P.PING, sentinel))  # its answer ends the batch
