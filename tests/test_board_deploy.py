@@ -163,3 +163,19 @@ def test_bad_policy_file_is_named(board, tmp_path):
     bad.write_bytes(b"not a policy at all")
     r = cli("deploy", "--port", board.port, "--policy", bad)
     assert r.returncode == 2 and "not a microrl policy" in r.stderr
+
+
+def test_a_policy_too_big_for_the_heap_names_the_step_and_the_bytes(tmp_path):
+    from microrl_host.board.deploy import DeployError, deploy
+    from microrl_host.board.virtual import VirtualBoard
+
+    big = tmp_path / "big.mrlp"
+    make_policy(big, sizes=(13, 256, 256, 4))  # 280 kB of weights, a 160K heap
+    with VirtualBoard(str(tmp_path / "fs")) as b:
+        with pytest.raises(DeployError) as e:
+            deploy(b.port, str(big))
+    message = str(e.value)
+    assert "loading the policy policy.mrlp failed on the board: MemoryError" in message, message
+    assert "it needs about %d bytes of heap" % os.path.getsize(big) in message
+    free = int(message.split(", ")[-1].split()[0])
+    assert 0 < free < 160 * 1024

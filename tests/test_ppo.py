@@ -197,3 +197,25 @@ def test_interrupt_keeps_a_checkpoint(tmp_path):
         assert int(ckpt["step"]) == 1024
     learner, _ = ppo.train(small_config(steps=2048), "InvertedPendulum-v5", run_dir=str(tmp_path), resume=True)
     assert learner.actor_optimizer.step_count == 4 * 4 * 2  # 4 iterations of 512 steps, 4 epochs x 2 minibatches
+
+
+def test_a_diverging_run_stops_and_writes_nothing(tmp_path):
+    run = str(tmp_path / "run")
+    with pytest.raises(ppo.TrainingDiverged, match=r"diverged: .* became NaN or infinite in the update at step 512; stopped, no policy written"):
+        ppo.train(small_config(lr=1e30), "InvertedPendulum-v5", run_dir=run, out=str(tmp_path / "p.mrlp"), checkpoint_every=512)
+    assert not os.path.exists(os.path.join(run, ppo.CHECKPOINT)) and not os.path.exists(os.path.join(run, "policy.mrlp"))
+    assert not os.path.exists(str(tmp_path / "p.mrlp"))
+
+
+def test_resume_with_other_settings_is_refused_and_lists_them(tmp_path):
+    run = str(tmp_path)
+    ppo.train(small_config(steps=512), "InvertedPendulum-v5", run_dir=run)
+    with pytest.raises(ValueError, match=r"other settings: hidden: the checkpoint has \(32, 32\), given \(16, 16\); lr: the checkpoint has 0.001, given 0.01"):
+        ppo.train(small_config(steps=1024, hidden=(16, 16), lr=1e-2), "InvertedPendulum-v5", run_dir=run, resume=True)
+    ppo.train(small_config(steps=1024, threads=2), "InvertedPendulum-v5", run_dir=run, resume=True)  # more steps, other threads: fine
+
+
+def test_non_finite_settings_are_refused():
+    for k in ("lr", "gamma", "clip_coef", "ent_coef", "target_kl"):
+        with pytest.raises(ValueError, match="%s must be a finite number" % k):
+            ppo.PPOConfig(**{k: float("nan")})

@@ -4,6 +4,7 @@
 _POLICY_NAMES = (
     "ChecksumError",
     "CorruptPolicyError",
+    "InvalidValueError",
     "NotAPolicyError",
     "Policy",
     "PolicyFileError",

@@ -49,6 +49,10 @@ class CorruptPolicyError(PolicyFileError):
     pass
 
 
+class InvalidValueError(PolicyFileError):
+    """Numbers a policy cannot run with: NaN or infinite values, a std that is not positive."""
+
+
 def flags_of(policy):
     """The header's flags for a policy (float or int16) with or without normalisation/scaling."""
     return (FLAG_OBS_NORM if policy.obs_mean is not None else 0) | (FLAG_ACT_SCALE if policy.act_scale is not None else 0)
@@ -72,9 +76,30 @@ def replace(src, dst):
 
 
 def file_size(path):
+    """Size of the regular file at path; NotAPolicyError for anything else (a named pipe would
+    block the first read for ever, a device never end). Mode 0: a port whose stat does not say."""
     import os
 
-    return os.stat(path)[6]
+    st = os.stat(path)
+    if st[0] & 0o170000 not in (0, 0o100000):
+        from .refusals import not_a_file
+
+        raise NotAPolicyError(not_a_file(path, st[0]))
+    return st[6]
+
+
+def check_values(policy, where):
+    """Refuse a policy that cannot give finite actions: NaN or infinite weights, biases,
+    normalisation or scaling, or an observation std that is not positive: InvalidValueError
+    naming the first bad number (of a Policy, or of a QuantisedPolicy's floats)."""
+    std = policy.obs_std
+    for block in (policy.obs_mean, std, policy.act_scale, policy.act_offset, getattr(policy, "params", None)):
+        if block is not None:
+            for v in block:
+                if v - v != 0.0 or (block is std and not v > 0.0):  # v - v: nan for nan and inf
+                    from .refusals import invalid_values
+
+                    raise InvalidValueError(invalid_values(policy, where))
 
 
 def check_header(head, size, where="policy", magic=b"MRLP", version=1, kind="policy"):

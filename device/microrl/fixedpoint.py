@@ -22,7 +22,7 @@ from array import array
 
 from .activations import GELU, IDENTITY, NAMES, RELU, SIGMOID, TANH
 from .fileformat import FIXED as _FIXED
-from .fileformat import CorruptPolicyError, TruncatedPolicyError, check_header, checksum_file, crc32, file_size, flags_of, pack_fixed, replace
+from .fileformat import CorruptPolicyError, TruncatedPolicyError, check_header, check_values, checksum_file, crc32, file_size, flags_of, pack_fixed, replace
 from .layout import layout
 
 MAGIC = b"MRLQ"
@@ -245,6 +245,7 @@ def quantise(policy, observations, headroom=1.25):
     seen (times headroom) on the calibration observations (raw, as the policy receives them)."""
     from math import floor
 
+    check_values(policy, "policy to quantise")
     sizes, acts = policy.sizes, policy.acts
     L = len(acts)
     # the int arrays first, while a board's heap is still whole: calibration churns floats
@@ -342,6 +343,7 @@ def _pad(n_items, itemsize):
 
 
 def to_bytes(q):
+    check_values(q, "quantised policy")
     if sys.byteorder != "little":  # pragma: no cover - every supported board is little-endian
         raise OSError("quantised policy files are written on little-endian machines only")
     parts = [_header(q)]
@@ -367,8 +369,8 @@ def load(path):
     with open(path, "rb") as f:
         head = f.read(_FIXED)
         header_len, total, L, flags = check_header(head, size, path, MAGIC, VERSION, "quantised policy")
-        checksum_file(f, size, path)
         meta_len = 2 * (L + 1) + L + (L + 1) + L
+        # the declared sizes against the file's length before reading it through
         if L < 1 or header_len != ((_FIXED + meta_len + 3) & ~3) or flags & ~3:
             raise CorruptPolicyError("%s: inconsistent header (%d layers, %d header bytes, flags %d)" % (path, L, header_len, flags))
         f.seek(_FIXED)
@@ -381,6 +383,7 @@ def load(path):
             raise CorruptPolicyError("%s: invalid layer sizes %r or activation codes %r" % (path, sizes, acts))
         if header_len + _data_bytes(sizes, flags) + 4 != total:
             raise CorruptPolicyError("%s: header sizes do not add up to the file length" % path)
+        checksum_file(f, size, path)
         f.seek(header_len)
         floats = {}
         for name, n_items, on in (("obs_mean", sizes[0], flags & 1), ("obs_std", sizes[0], flags & 1), ("act_scale", sizes[-1], flags & 2), ("act_offset", sizes[-1], flags & 2)):
@@ -393,9 +396,11 @@ def load(path):
             f.read(_pad(len(W), 2))
             weights.append(W)
     try:
-        return QuantisedPolicy(sizes, acts, weights, biases, fx, fw, **floats)
+        q = QuantisedPolicy(sizes, acts, weights, biases, fx, fw, **floats)
     except ValueError as e:
         raise CorruptPolicyError("%s: %s" % (path, e))
+    check_values(q, path)
+    return q
 
 
 def _read(f, block, itemsize, path):

@@ -15,10 +15,10 @@ from .activations import GELU, NAMES, code
 from .compat import zeros
 from .fileformat import FIXED as _FIXED
 from .fileformat import FLAG_ACT_SCALE, FLAG_OBS_NORM
-from .fileformat import ChecksumError, CorruptPolicyError, NotAPolicyError, PolicyFileError, TruncatedPolicyError, UnsupportedVersionError  # noqa: F401
+from .fileformat import ChecksumError, CorruptPolicyError, InvalidValueError, NotAPolicyError, PolicyFileError, TruncatedPolicyError, UnsupportedVersionError  # noqa: F401
 from .fileformat import check_header as _check_header
 from .fileformat import checksum_file as _checksum_file
-from .fileformat import crc32, file_size, flags_of, pack_fixed, replace
+from .fileformat import check_values, crc32, file_size, flags_of, pack_fixed, replace
 from .layout import layout, param_count, shape
 
 # The backend is imported only when a Policy is built: on a board, load() takes the weights'
@@ -185,7 +185,9 @@ def _le_bytes(block):
 
 
 def save(path, policy):
-    """Write policy to path, atomically: a reader sees the old file or the new one, never half."""
+    """Write policy to path, atomically: a reader sees the old file or the new one, never half.
+    A policy with non-finite numbers is refused (InvalidValueError) and nothing is written."""
+    check_values(policy, "%s not written" % path)
     tmp = path + ".tmp"
     crc = 0
     with open(tmp, "wb") as f:
@@ -209,6 +211,7 @@ def save(path, policy):
 
 
 def to_bytes(policy):
+    check_values(policy, "policy")
     parts = [_header(policy)] + [bytes(_le_bytes(b)) for b in _blocks(policy)]
     data = b"".join(parts)
     return data + struct.pack("<I", crc32(data) & 0xFFFFFFFF)
@@ -230,7 +233,8 @@ def _read_exact(f, block, where):
 
 def load(path):
     """Read a policy file; returns a Policy (or a fixedpoint.QuantisedPolicy for an int16 file). Raises a PolicyFileError subclass naming the problem:
-    NotAPolicyError, TruncatedPolicyError, UnsupportedVersionError, ChecksumError, CorruptPolicyError."""
+    NotAPolicyError, TruncatedPolicyError, UnsupportedVersionError, ChecksumError, CorruptPolicyError,
+    InvalidValueError."""
     size = file_size(path)
     with open(path, "rb") as f:
         head = f.read(_FIXED)
@@ -239,6 +243,17 @@ def load(path):
 
             return load_int16(path)
         header_len, total, L, flags = check_header(head, size, path)
+        # the declared sizes against the file's length before reading it through
+        if L < 1 or header_len != ((_FIXED + 3 * L + 2 + 3) & ~3) or flags & ~(FLAG_OBS_NORM | FLAG_ACT_SCALE):
+            raise CorruptPolicyError("%s: inconsistent header (%d layers, %d header bytes, flags %d)" % (path, L, header_len, flags))
+        f.seek(_FIXED)
+        fields = struct.unpack("<%dH%dB" % (L + 1, L), f.read(3 * L + 2))
+        sizes = list(fields[: L + 1])
+        acts = list(fields[L + 1 :])
+        if min(sizes) < 1 or max(acts) >= len(NAMES):
+            raise CorruptPolicyError("%s: invalid layer sizes %r or activation codes %r" % (path, sizes, acts))
+        if header_len + 4 * _float_count(sizes, flags) + 4 != total:
+            raise CorruptPolicyError("%s: header sizes do not add up to the file length" % path)
         _checksum_file(f, size, path)
         if sys.implementation.name == "micropython":
             # free the checksum's temporaries now, so that the small objects below fill the low
@@ -246,18 +261,6 @@ def load(path):
             import gc
 
             gc.collect()
-        # past the checksum: a mismatch below is a file written wrong, not damaged in transit
-        if L < 1 or header_len != ((_FIXED + 3 * L + 2 + 3) & ~3) or flags & ~(FLAG_OBS_NORM | FLAG_ACT_SCALE):
-            raise CorruptPolicyError("%s: inconsistent header (%d layers, %d header bytes, flags %d)" % (path, L, header_len, flags))
-        f.seek(_FIXED)
-        meta = f.read(3 * L + 2)
-        fields = struct.unpack("<%dH%dB" % (L + 1, L), meta)
-        sizes = list(fields[: L + 1])
-        acts = list(fields[L + 1 :])
-        if min(sizes) < 1 or max(acts) >= len(NAMES):
-            raise CorruptPolicyError("%s: invalid layer sizes %r or activation codes %r" % (path, sizes, acts))
-        if header_len + 4 * _float_count(sizes, flags) + 4 != total:
-            raise CorruptPolicyError("%s: header sizes do not add up to the file length" % path)
         n_in, n_out = sizes[0], sizes[-1]
         kwargs = {}
         if flags & FLAG_OBS_NORM:
@@ -271,4 +274,5 @@ def load(path):
         f.seek(header_len)
         for block in _blocks(policy):
             _read_exact(f, block, path)
+    check_values(policy, path)
     return policy

@@ -4,7 +4,8 @@
 # Frame (little-endian):
 #   0  2  magic b"\xa5\x5a"
 #   2  1  type       requests < 0x80; a reply has the request's type | 0x80; ERROR = 0x7f
-#   3  1  seq        a reply carries its request's seq
+#   3  1  seq        a reply carries its request's seq; requests use 1..255, so that 0 marks
+#                    errors about no request (garbage, a frame cut before its seq arrived)
 #   4  2  payload length n (at most MAX_PAYLOAD)
 #   6  1  header check: low byte of CRC-32 of bytes 2..5, so a damaged length is caught at once
 #   7  n  payload
@@ -14,6 +15,8 @@ import struct
 from .fileformat import crc32
 
 MAGIC = b"\xa5\x5a"
+_MAGIC0 = MAGIC[0]
+_MAGIC1 = MAGIC[1]
 HEADER = 7
 TRAILER = 4
 OVERHEAD = HEADER + TRAILER
@@ -163,80 +166,140 @@ def parse_error(payload):
 
 
 class Decoder:
-    """Byte-at-a-time frame decoder with resynchronisation on the magic bytes.
+    """Frame decoder that resynchronises on the magic bytes.
 
-    feed(byte) returns None while a frame is incomplete, a tuple (type, seq, payload) for a
-    whole good frame, or an int error code (E_CRC, E_HEADER, E_TOO_LONG) for a damaged one, after
-    which it is hunting for the next magic again. `skipped` counts bytes dropped outside frames
-    since the last take_skipped(); in_frame() says whether a frame is partly read (for timeouts).
+    feed(byte) adds one byte and returns the first result it completes: None while no frame is
+    complete, a tuple (type, seq, payload) for a whole good frame, or an int error code (E_CRC,
+    E_HEADER, E_TOO_LONG, and E_TIMEOUT from expire()) for a damaged one. A failed frame is
+    dropped from its start marker only: the bytes after it are scanned again for the next
+    marker, so a good frame that followed a cut frame, garbage or a bad checksum is found. One
+    byte can complete several results: call next() after feed() until it returns None.
+    `seq` is the seq byte of the frame the last error is about (0 when it never arrived);
+    `skipped` counts bytes dropped outside frames since the last take_skipped(); in_frame() says
+    whether a frame is partly held (for timeouts: then call expire()).
     Preallocated: decoding allocates only the payload handed out (a memoryview of its buffer
     when zero_copy is set: valid until the next feed)."""
 
     def __init__(self, max_payload=MAX_PAYLOAD, zero_copy=False):
-        self.buf = bytearray(HEADER + max_payload + TRAILER)
+        self.size = HEADER + max_payload + TRAILER
+        self.buf = bytearray(self.size)
         self.mv = memoryview(self.buf)
         self.max_payload = max_payload
         self.zero_copy = zero_copy
-        self.pos = 0
-        self.need = 0
+        self.head = 0  # the held bytes are buf[head:end]; a frame candidate starts at head
+        self.end = 0
+        self.need = 0  # length of the candidate frame once its header checked out, else 0
         self.skipped = 0
-        self.seq = 0  # seq of the last header read (for error replies)
+        self.seq = 0
 
     def in_frame(self):
-        return self.pos > 0
+        return self.end > self.head
 
     def reset(self):
-        self.pos = 0
+        self.head = self.end = self.need = 0
 
     def take_skipped(self):
         n = self.skipped
         self.skipped = 0
         return n
 
+    def _drop(self, n):
+        # give up the candidate at head; what follows its first n bytes is scanned again
+        self.head += n
+        self.need = 0
+
     def feed(self, b):
-        pos = self.pos
         buf = self.buf
-        if pos < 2:
-            if b == MAGIC[pos]:
-                buf[pos] = b
-                self.pos = pos + 1
-            elif b == MAGIC[0]:  # a0 a0 5a: the second a5 may start the frame
-                self.skipped += pos
-                buf[0] = b
-                self.pos = 1
-            else:
-                self.skipped += pos + 1
-                self.pos = 0
+        end = self.end
+        if end == self.size:  # held bytes reach the end: move them to the front
+            head = self.head
+            if head == 0:  # only when results were left unread: the oldest byte goes
+                head = 1
+                self.skipped += 1
+            for i in range(end - head):
+                buf[i] = buf[head + i]
+            end -= head
+            self.head = 0
+        buf[end] = b
+        end += 1
+        self.end = end
+        held = end - self.head
+        need = self.need
+        if need:
+            if held < need:  # inside a frame whose header checked out
+                return None
+        elif 2 < held < HEADER:  # inside a header whose start marker checked out
             return None
-        buf[pos] = b
-        pos += 1
-        self.pos = pos
-        if pos == HEADER:
-            self.seq = buf[3]
-            n = buf[4] | (buf[5] << 8)
-            if header_check(buf[2], buf[3], n) != buf[6]:
-                self.pos = 0
-                return E_HEADER
-            if n > self.max_payload:
-                self.pos = 0
-                return E_TOO_LONG
-            self.need = HEADER + n + TRAILER
-            return None
-        if pos > HEADER and pos == self.need:
-            self.pos = 0
-            end = pos - TRAILER
-            crc = crc32(self.mv[2:end]) & 0xFFFFFFFF
+        return self.next()
+
+    def next(self):
+        """The next result the held bytes give without another byte, or None."""
+        buf = self.buf
+        while True:
+            head = self.head
+            avail = self.end - head
+            if avail <= 0:
+                self.head = self.end = 0
+                return None
+            if buf[head] != _MAGIC0 or (avail > 1 and buf[head + 1] != _MAGIC1):
+                self.skipped += 1
+                self.head = head + 1
+                continue
+            if avail < HEADER:
+                return None
+            need = self.need
+            if not need:
+                n = buf[head + 4] | (buf[head + 5] << 8)
+                if header_check(buf[head + 2], buf[head + 3], n) != buf[head + 6]:
+                    self.seq = buf[head + 3]
+                    self._drop(2)
+                    return E_HEADER
+                if n > self.max_payload:
+                    self.seq = buf[head + 3]
+                    self._drop(2)
+                    return E_TOO_LONG
+                need = self.need = HEADER + n + TRAILER
+            if avail < need:
+                return None
+            end = head + need - TRAILER
+            crc = crc32(self.mv[head + 2 : end]) & 0xFFFFFFFF
             if crc != (buf[end] | (buf[end + 1] << 8) | (buf[end + 2] << 16) | (buf[end + 3] << 24)):
+                self.seq = buf[head + 3]
+                self._drop(2)
                 return E_CRC
-            payload = self.mv[HEADER:end] if self.zero_copy else bytes(self.mv[HEADER:end])
-            return (buf[2], buf[3], payload)
-        return None
+            self._drop(need)
+            payload = self.mv[head + HEADER : end] if self.zero_copy else bytes(self.mv[head + HEADER : end])
+            return (buf[head + 2], buf[head + 3], payload)
+
+    def expire(self):
+        """Give up a partly held frame (the line went quiet inside it): returns E_TIMEOUT, with
+        `seq` set to its seq when that byte arrived (else 0); the bytes after its start marker
+        are scanned again by next(). None when no frame is held."""
+        head = self.head
+        avail = self.end - head
+        if avail <= 0:
+            return None
+        self.seq = self.buf[head + 3] if avail > 3 else 0
+        self._drop(2 if avail > 1 else 1)
+        return E_TIMEOUT
 
     def feed_bytes(self, data):
         """Feed many bytes; returns the list of results that are not None."""
         out = []
         for b in data:
             r = self.feed(b)
-            if r is not None:
+            while r is not None:
                 out.append(r)
+                r = self.next()
         return out
+
+    def flush(self):
+        """The results of giving up every partly held frame (end of a stream): a list."""
+        out = []
+        while True:
+            r = self.next()
+            if r is None:
+                r = self.expire()
+                if r is None:
+                    return out
+            out.append(r)

@@ -59,8 +59,13 @@ class ReplayBuffer:
                 raise ValueError("need %d bounds (obs, action, reward), got %d" % (self.row, len(bounds)))
             self.encode = array("f", [_Q / b for b in bounds])
             self.decode = array("f", [b / _Q for b in bounds])
-        self.data = _zeros(capacity * self.row, "h" if self.fixed else "f")
-        self.flags = bytearray(capacity)
+        try:
+            self.data = _zeros(capacity * self.row, "h" if self.fixed else "f")
+            self.flags = bytearray(capacity)
+        except MemoryError:
+            from .refusals import out_of_memory
+
+            raise out_of_memory("allocating the replay buffer (%d transitions)" % capacity, capacity * bytes_per_transition(obs_dim, act_dim, self.fixed))
         self.pos = 0  # the row the next transition goes into
         self.size = 0  # rows written (valid or tail)
         self._obs_written = False  # row pos already holds its observation (the last next obs)

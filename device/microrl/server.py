@@ -33,6 +33,19 @@ def _mem_free():
         return 0
 
 
+def _out_of_memory(step, path):
+    # the MemoryError that names the step and the heap it needs (about the file's size)
+    import os
+
+    need = os.stat(path)[6]
+    try:
+        from .refusals import out_of_memory
+
+        return out_of_memory(step, need)
+    except MemoryError:  # not even room for the message's code
+        return MemoryError("%s: out of memory (it needs about %d bytes of heap)" % (step, need))
+
+
 def _describe_board():
     impl = sys.implementation
     version = ".".join(str(v) for v in impl.version[:3])
@@ -53,6 +66,7 @@ class Server:
         self.byte_mv = memoryview(self.byte)
         self.decoder = P.Decoder(zero_copy=True)
         self.policy = None
+        self.policy_path = None
         self.obs = None
         self.running = True
 
@@ -88,19 +102,35 @@ class Server:
         return P.pack_info(_mem_free(), _describe_board())
 
     def load(self, path):
+        """Load the policy at path; on failure the policy loaded before stays in service."""
         from .policy import load
 
-        self.policy = None
-        self.obs = None
-        import gc
+        try:
+            try:
+                policy = load(path)
+            except MemoryError:
+                if self.policy is None:
+                    raise
+                # no room for two policies: free the old one and try again; if that fails too,
+                # reload the old one (it fitted before) and report the failure
+                old = self.policy_path
+                self.policy = self.obs = None
+                try:
+                    policy = load(path)
+                except Exception:
+                    self._install(load(old), old)
+                    raise
+        except MemoryError:
+            raise _out_of_memory("loading the policy %s" % path, path)
+        self._install(policy, path)
+        return P.pack_loaded(policy.obs_dim, policy.act_dim, policy.describe())
 
-        gc.collect()
-        policy = load(path)
-        self.policy = policy
+    def _install(self, policy, path):
         from .compat import zeros
 
+        self.policy = policy
+        self.policy_path = path
         self.obs = zeros(policy.obs_dim)
-        return P.pack_loaded(policy.obs_dim, policy.act_dim, policy.describe())
 
     def infer(self, seq, payload):
         policy = self.policy
@@ -180,28 +210,31 @@ class Server:
         while self.running:
             b = self._read_byte(FRAME_TIMEOUT_MS if dec.in_frame() else IDLE_MS)
             if b < 0:
-                if dec.in_frame():
-                    dec.reset()
-                    self.error(dec.seq if dec.pos >= 4 else 0, P.E_TIMEOUT)
-                if dec.skipped:
+                # silence: a partly held frame is given up, and what followed its start is
+                # scanned again (a good frame after a cut one is answered now)
+                r = dec.expire()
+                if r is None and dec.skipped:
                     self.error(0, P.E_GARBAGE, "skipped %d bytes outside frames" % dec.take_skipped())
-                continue
-            r = dec.feed(b)
-            if r is None:
-                continue
-            if dec.skipped:
-                self.error(0, P.E_GARBAGE, "skipped %d bytes outside frames" % dec.take_skipped())
-            if isinstance(r, int):
-                self.error(dec.seq, r)
-                continue
-            type_, seq, payload = r
+            else:
+                r = dec.feed(b)
+            while r is not None and self.running:
+                self.result(r)
+                r = dec.next()
+
+    def result(self, r):
+        dec = self.decoder
+        if dec.skipped:
+            self.error(0, P.E_GARBAGE, "skipped %d bytes outside frames" % dec.take_skipped())
+        if isinstance(r, int):
+            return self.error(dec.seq, r)
+        type_, seq, payload = r
+        try:
+            self.handle(type_, seq, payload)
+        except Exception as e:  # MemoryError, a missing or damaged policy file, ...
             try:
-                self.handle(type_, seq, payload)
-            except Exception as e:  # MemoryError, a missing or damaged policy file, ...
-                try:
-                    self.error(seq, P.E_FAILED, "%s: %s" % (type(e).__name__, e))
-                except Exception:
-                    pass
+                self.error(seq, P.E_FAILED, "%s: %s" % (type(e).__name__, e))
+            except Exception:
+                pass
 
 
 class _Timed:

@@ -80,3 +80,28 @@ def _fsync_dir(folder):
         pass
     finally:
         os.close(fd)
+
+
+def unwritable(path, folder=False):
+    """Why a file (folder=True: a folder) cannot be written at path, or None when it can: checked
+    before a command does any work. A folder that does not exist yet counts as writable when it
+    can be made; the test is a real temporary file, not permission bits (root ignores those, a
+    read-only filesystem does not)."""
+    path = os.path.abspath(path)
+    if folder:
+        if os.path.exists(path) and not os.path.isdir(path):
+            return "%s exists and is not a folder" % path
+    elif os.path.isdir(path):
+        return "%s is a folder; give a file name" % path
+    probe = path if folder else os.path.dirname(path)
+    while not os.path.exists(probe):  # the deepest part that exists must take new entries
+        probe = os.path.dirname(probe)
+    if not os.path.isdir(probe):
+        return "%s cannot be made: %s is a file, not a folder" % (path, probe)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".microrl-write-test.", dir=probe)
+    except OSError as e:
+        return "cannot write in %s: %s" % (probe, e.strerror or e)
+    os.close(fd)
+    os.unlink(tmp)
+    return None

@@ -114,3 +114,32 @@ def test_damaged_files_are_refused():
     with open(path, "wb") as f:
         f.write(bad)
     raises(ChecksumError, load, path)
+
+
+def _with_float(data, index, value):
+    import struct
+
+    from microrl.policy import crc32
+
+    head_len = struct.unpack("<H", data[6:8])[0]
+    out = bytearray(data[:-4])
+    out[head_len + 4 * index : head_len + 4 * index + 4] = struct.pack("<f", value)
+    return bytes(out) + struct.pack("<I", crc32(bytes(out)) & 0xFFFFFFFF)
+
+
+def test_int16_files_refuse_non_finite_floats_and_bad_std():
+    from microrl.policy import InvalidValueError
+
+    p = _policy([3, 8, 2], ("relu", "tanh"), obs_mean=[0.5] * 3, obs_std=[2.0] * 3, act_scale=[2.0] * 2, act_offset=[0.1] * 2)
+    data = fp.to_bytes(fp.quantise(p, _observations(10, 3)))
+    path = tmp_path("nonfinite.mrlq")
+    for name, index, value in (("obs_mean[0]", 0, float("nan")), ("obs_std[2]", 5, float("inf")), ("act_scale[1]", 7, -float("inf")),
+                               ("act_offset[0]", 8, float("nan")), ("obs_std[1]", 4, 0.0), ("obs_std[0]", 3, -2.0)):
+        with open(path, "wb") as f:
+            f.write(_with_float(data, index, value))
+        e = raises(InvalidValueError, load, path)
+        assert name in str(e), (name, e)
+    # quantising a float policy with a NaN weight is refused by name, not by a failure inside
+    p.params[0] = float("nan")
+    e = raises(InvalidValueError, fp.quantise, p, _observations(10, 3))
+    assert "layer 1 weight [0, 0]" in str(e), e

@@ -108,3 +108,59 @@ def test_save_replaces_atomically():
     microrl.save(path, _policy((3, 4, 1), seed=2))
     q = microrl.load(path)
     assert_all_close(q.params, _policy((3, 4, 1), seed=2).params)
+
+
+def _with_float(data, index, value):
+    # data with float number `index` after the header replaced, and its CRC made good again
+    head_len = struct.unpack("<H", data[6:8])[0]
+    out = bytearray(data[:-4])
+    k = head_len + 4 * index
+    out[k : k + 4] = struct.pack("<f", value)
+    return bytes(out) + struct.pack("<I", pf.crc32(bytes(out)) & 0xFFFFFFFF)
+
+
+def test_non_finite_numbers_are_refused_in_every_block():
+    p = _policy((3, 4, 2))  # floats: obs_mean 3, obs_std 3, act_scale 2, act_offset 2, then params
+    data = pf.to_bytes(p)
+    cases = (("obs_mean[1]", 1), ("obs_std[2]", 5), ("act_scale[0]", 6), ("act_offset[1]", 9), ("layer 1 weight [0, 0]", 10),
+             ("layer 1 weight [3, 2]", 10 + 11), ("layer 1 bias [2]", 10 + 12 + 2), ("layer 2 weight [1, 3]", 10 + 16 + 7), ("layer 2 bias [1]", 10 + 16 + 8 + 1))
+    for value in (float("nan"), float("inf"), -float("inf")):
+        for name, index in cases:
+            e = raises(pf.InvalidValueError, microrl.load, _write("nonfinite.mrlp", _with_float(data, index, value)))
+            assert isinstance(e, pf.PolicyFileError)
+            text = str(e)
+            assert name in text and "not a finite number" in text and "\n" not in text, text
+    # the writers refuse them too: no non-finite policy reaches a file
+    p.params[3] = float("nan")
+    path = tmp_path("never.mrlp")
+    e = raises(pf.InvalidValueError, microrl.save, path, p)
+    assert "layer 1 weight [1, 0]" in str(e)  # W is [out, in]: index 3 of a 3-input layer
+    raises(pf.InvalidValueError, pf.to_bytes, p)
+
+
+def test_zero_or_negative_std_is_refused():
+    data = pf.to_bytes(_policy((3, 4, 1)))
+    for value in (0.0, -0.0, -1.5):
+        e = raises(pf.InvalidValueError, microrl.load, _write("std.mrlp", _with_float(data, 3 + 1, value)))
+        assert "obs_std[1]" in str(e) and "must be positive" in str(e), e
+
+
+def test_a_directory_is_not_a_policy():
+    import os
+
+    path = tmp_path("dir.mrlp")
+    try:
+        os.mkdir(path)
+    except OSError:
+        pass  # left by an earlier run
+    e = raises(pf.NotAPolicyError, microrl.load, path)
+    assert "not a regular file" in str(e) and "directory" in str(e), e
+
+
+def test_sizes_are_checked_before_the_file_is_read_through():
+    # a header whose layer sizes do not add up to its declared length: refused from the header
+    # alone (the checksum over the whole file, which would also fail, is not reached)
+    data = bytearray(pf.to_bytes(_policy((3, 4, 1))))
+    data[16:18] = struct.pack("<H", 5)  # 5 inputs: the layout no longer matches the length
+    e = raises(pf.CorruptPolicyError, microrl.load, _write("sizes.mrlp", bytes(data)))
+    assert "do not add up" in str(e), e

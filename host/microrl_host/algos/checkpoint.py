@@ -33,6 +33,8 @@ def read(path):
     """(meta, {name: array}); CheckpointError if missing, damaged or of another format/version."""
     if not os.path.exists(path):
         raise CheckpointError("no checkpoint at %s (train without --resume to start a new run)" % path)
+    if not os.path.isfile(path):  # a named pipe would block the read for ever
+        raise CheckpointError("%s is not a regular file, not a checkpoint" % path)
     try:
         with np.load(path, allow_pickle=False) as data:
             arrays = {k: data[k] for k in data.files}

@@ -8,6 +8,7 @@ actor_export(state), and compiled explore(S, hp, obs, out), observe(S, hp, obs, 
 next_obs, terminated), run_pendulum(S, hp, n, ep_step, ep_return). Its State is a namedtuple of
 arrays (nested namedtuples allowed), which is what a checkpoint holds.
 """
+import math
 import os
 import time
 
@@ -87,6 +88,78 @@ def restore(state, arrays, path):
         raise CheckpointError("checkpoint %s: replay buffer size does not match its contents" % path)
 
 
+# ---------------------------------------------------------------- checks
+
+
+class TrainingDiverged(Exception):
+    """A run whose networks became NaN or infinite: stopped; nothing written after the last
+    good checkpoint."""
+
+
+def non_finite(state):
+    """The name of the first network array of a state (weights, Adam moments, SAC's temperature)
+    holding a NaN or an infinity, or None."""
+    for k, v in flatten(state).items():
+        if (k.endswith((".params", ".m", ".v")) or k == "alpha") and not np.isfinite(v).all():
+            return k
+    return None
+
+
+def _finite(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def check_config(c):
+    """ValueError naming every setting of an off-policy configuration (TD3's or SAC's) out of
+    range: whole numbers >= 1 (batch, replay capacity >= batch, policy delay, hidden widths),
+    0 < gamma <= 1, 0 < tau <= 1, finite positive learning rates, finite noise >= 0."""
+    problems = []
+    for k, low in (("batch", 1), ("replay_capacity", 1), ("policy_delay", 1), ("warmup", 0), ("steps", 1)):
+        if hasattr(c, k):
+            v = getattr(c, k)
+            if not (_finite(v) and v == int(v) and v >= low):
+                problems.append("%s must be a whole number >= %d, got %r" % (k, low, v))
+    if not problems and c.replay_capacity < c.batch:
+        problems.append("replay_capacity (%d) must be at least batch (%d): a batch is drawn from the replay buffer" % (c.replay_capacity, c.batch))
+    if not c.hidden or min(c.hidden) < 1:
+        problems.append("hidden sizes must be at least 1, got %r" % (c.hidden,))
+    for k in ("gamma", "tau"):
+        v = getattr(c, k)
+        if not (_finite(v) and 0 < v <= 1):
+            problems.append("%s must be in (0, 1], got %r" % (k, v))
+    for k in ("actor_lr", "critic_lr", "alpha_lr", "initial_alpha"):
+        if hasattr(c, k):
+            v = getattr(c, k)
+            if not (_finite(v) and v > 0):
+                problems.append("%s must be a finite number above 0, got %r" % (k, v))
+    for k in ("exploration_noise", "target_noise", "target_noise_clip"):
+        if hasattr(c, k):
+            v = getattr(c, k)
+            if not (_finite(v) and v >= 0):
+                problems.append("%s must be a finite number >= 0, got %r" % (k, v))
+    if getattr(c, "target_entropy", None) is not None and not _finite(c.target_entropy):
+        problems.append("target_entropy must be a finite number (or unset), got %r" % (c.target_entropy,))
+    if problems:
+        raise ValueError("; ".join(problems))
+
+
+def resume_differences(saved, saved_seed, given, given_seed):
+    """['hidden: the checkpoint has (64, 64), given (32, 32)', ...] for every setting given to a
+    resumed run that differs from the checkpoint's (steps may grow: not compared)."""
+    out = []
+    for k in sorted(given):
+        if k == "steps" or given[k] is None:
+            continue
+        mine, theirs = given[k], saved.get(k)
+        if isinstance(mine, (list, tuple)):
+            mine, theirs = tuple(mine), tuple(theirs) if isinstance(theirs, (list, tuple)) else theirs
+        if mine != theirs:
+            out.append("%s: the checkpoint has %r, given %r" % (k, theirs, mine))
+    if given_seed is not None and int(given_seed) != int(saved_seed):
+        out.append("seed: the checkpoint has %d, given %d" % (saved_seed, given_seed))
+    return out
+
+
 # ---------------------------------------------------------------- the algorithm front end
 
 
@@ -140,6 +213,7 @@ class Algorithm:
                 raise ValueError("unknown %s setting %r; known: %s" % (self.name, k, ", ".join(sorted(self.settings(c)))))
             setattr(c, k, v)
         c.hidden = tuple(int(h) for h in c.hidden)
+        check_config(c)
         return c
 
     def settings(self, config=None):
@@ -152,14 +226,14 @@ class Algorithm:
         run = self.run(PENDULUM, steps=steps, seed=seed, **kwargs)
         return run.policy, run.evals
 
-    def train(self, config, env=PENDULUM, callbacks=None, seed=0, **options):
+    def train(self, config, env=PENDULUM, callbacks=None, seed=None, **options):
         """Train with a configuration (self.config(...)) on env ('pendulum' or a gymnasium id);
         returns a Run. options: those of run() (eval_every, out, run_dir, resume, ...)."""
         settings = self.settings(config)
         steps = settings.pop("steps")
         return self.run(env, steps=steps, seed=seed, callbacks=callbacks, **dict(settings, **options))
 
-    def run(self, task, steps=10000, seed=0, eval_every=1000, eval_episodes=10, out=None, run_dir=None, checkpoint_every=0, resume=False, callbacks=None, **settings):
+    def run(self, task, steps=10000, seed=None, eval_every=1000, eval_episodes=10, out=None, run_dir=None, checkpoint_every=0, resume=False, callbacks=None, **settings):
         """Train; returns a Run. out: policy file to write; run_dir: folder for run.json,
         progress.csv and checkpoint.npz (checkpoints every checkpoint_every steps and at the end);
         resume: continue from run_dir's checkpoint; callbacks: a Callbacks, told of every chunk of
@@ -177,11 +251,15 @@ class Algorithm:
             if meta["algo"] != self.name or meta["task"].lower() != env.name.lower():
                 raise CheckpointError("checkpoint %s is for %s on %s, not %s on %s" % (ckpt_path, meta["algo"], meta["task"], self.name, env.name))
             config = self.config(**meta["config"])
+            differences = resume_differences(self.settings(config), meta["seed"], settings, seed)
+            if differences:
+                raise CheckpointError("the checkpoint in %s was made with other settings: %s; resume without them, or start a new run (another --run-dir)" % (run_dir, "; ".join(differences)))
             seed = meta["seed"]
         else:
             if env.name == QUADROTOR:
                 settings = dict(QUADROTOR_SETTINGS, **{k: v for k, v in settings.items() if v is not None})
             config = self.config(**settings)
+            seed = 0 if seed is None else seed
         config.steps = int(steps)
         if getattr(env, "privileged", 0) and self.asymmetric:
             state = self.new_state(config, env.obs_dim, env.act_dim, int(seed), privileged=env.privileged)
@@ -239,6 +317,7 @@ class Algorithm:
         eval_s = 0.0
         step = start
         last_eval = None
+        last_checkpoint = start if resume else None
         callbacks.on_start(steps, start, "%s %s" % (self.name, env.name))
         try:
             while step < steps:
@@ -258,7 +337,13 @@ class Algorithm:
                     ended = self._run_gym(env, state, hp, n, ep_step, ep_return)
                 train_s += time.perf_counter() - t0
                 train_cpu_s += time.process_time() - c0
-                step = int(state.counters[0])
+                previous, step = step, int(state.counters[0])
+                bad = non_finite(state)
+                if bad:
+                    raise TrainingDiverged(
+                        "%s on %s diverged: %s became NaN or infinite between step %d and step %d; stopped, no policy written%s "
+                        "(smaller learning rates or rewards may help)" % (self.name, env.name, bad, previous, step,
+                                                                           "; %s keeps the checkpoint of step %d" % (ckpt_path, last_checkpoint) if last_checkpoint is not None else ""))
                 if log:
                     for k in range(ended):
                         log.row(int(ep_step[k]), episode_return=float(ep_return[k]))
@@ -272,6 +357,7 @@ class Algorithm:
                         log.row(step, eval_mean=mean, eval_std=std)
                 if ckpt_path and ((checkpoint_every and step % checkpoint_every == 0) or step == steps):
                     save_checkpoint(ckpt_path, state, dict(meta, step=step))
+                    last_checkpoint = step
                 callbacks.on_progress(step, n, state, {"eval": last_eval} if last_eval is not None else {})
         finally:
             callbacks.on_end()

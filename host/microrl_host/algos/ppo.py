@@ -35,6 +35,49 @@ from .results import run_result
 
 LOG_2PI = math.log(2.0 * math.pi)
 CHECKPOINT = "checkpoint.npz"
+# settings a resumed run may change: how long, and how many threads step the environments
+RESUMABLE = ("steps", "threads")
+
+
+class TrainingDiverged(Exception):
+    """A run whose losses or networks became NaN or infinite: stopped; nothing written after the
+    last good checkpoint."""
+
+
+def resume_differences(saved, config):
+    """['lr: the checkpoint has 0.001, given 0.01', ...]: settings of config that differ from a
+    checkpoint's (saved: its config as a dict; RESUMABLE ones may differ)."""
+    out = []
+    for k in sorted(saved):
+        if k in RESUMABLE or k not in PPOConfig.FIELDS:
+            continue
+        mine, theirs = getattr(config, k), saved[k]
+        if isinstance(theirs, list):
+            theirs = tuple(theirs)
+        if mine != theirs:
+            out.append("%s: the checkpoint has %r, given %r" % (k, theirs, mine))
+    return out
+
+
+def checkpoint_config(run_dir):
+    """The configuration (a dict) a run folder's checkpoint was made with, or None (none, or an
+    older checkpoint that does not record it)."""
+    path = os.path.join(run_dir, CHECKPOINT)
+    if not os.path.exists(path):
+        return None
+    meta, _ = checkpoint.read(path)
+    return meta.get("config")
+
+
+def _non_finite(learner):
+    """What of a PPO learner became NaN or infinite (a loss, a statistic, a network array), or None."""
+    for k, v in learner.stats.items():
+        if isinstance(v, float) and not math.isfinite(v):
+            return "the %s" % k
+    for k, v in learner.state().items():
+        if isinstance(v, np.ndarray) and v.dtype.kind == "f" and not np.isfinite(v).all():
+            return k
+    return None
 POLICY = "policy.mrlp"
 
 
@@ -91,6 +134,16 @@ class PPOConfig:
             problems.append("need 0 < lr_min <= lr_max")
         if self.lr <= 0 or self.target_kl <= 0 or self.kl_factor <= 1 or self.clip_coef <= 0:
             problems.append("lr, target_kl and clip_coef must be positive and kl_factor above 1")
+        for name, value in sorted(self.FIELDS.items()):  # NaN passes every comparison above
+            v = getattr(self, name)
+            if isinstance(value, float) and not (isinstance(v, (int, float)) and math.isfinite(v)):
+                problems.append("%s must be a finite number, got %r" % (name, v))
+        if self.ent_coef < 0 or self.vf_coef <= 0 or self.max_grad_norm < 0:
+            problems.append("ent_coef and max_grad_norm must be >= 0, vf_coef above 0")
+        if self.threads is not None and int(self.threads) < 1:
+            problems.append("threads must be at least 1")
+        if not self.hidden or min(self.hidden) < 1:
+            problems.append("hidden sizes must be at least 1, got %r" % (self.hidden,))
         if problems:
             raise ValueError("; ".join(problems))
 
@@ -437,6 +490,9 @@ def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_epi
             meta, s = checkpoint.read(ckpt_path)
             if meta.get("algo") != "ppo" or str(s["task"]) != task:
                 raise checkpoint.CheckpointError("the checkpoint in %s is for %s, not %s" % (run_dir, s["task"] if meta.get("algo") == "ppo" else meta.get("algo"), task))
+            differences = resume_differences(meta.get("config") or {}, c)
+            if differences:
+                raise checkpoint.CheckpointError("the checkpoint in %s was made with other settings: %s; resume without them, or start a new run (another --run-dir)" % (run_dir, "; ".join(differences)))
             learner.load_state(s)
             step, iteration, elapsed_before = int(s["step"]), int(s["iteration"]), float(s["elapsed"])
             evals = [tuple(e) for e in s["evals"].tolist()]
@@ -466,9 +522,12 @@ def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_epi
         def save_checkpoint():
             if ckpt_path:
                 arrays = dict(task=np.array(task), step=np.array(step), iteration=np.array(iteration), elapsed=np.array(elapsed_before + time.perf_counter() - start), evals=np.array(evals, np.float64).reshape(-1, 3), **learner.state())
-                checkpoint.write(ckpt_path, {"algo": "ppo", "task": task, "step": step}, arrays, compress=True)
+                config = {k: (list(v) if isinstance(v, tuple) else v) for k, v in c.as_dict().items()}
+                checkpoint.write(ckpt_path, {"algo": "ppo", "task": task, "step": step, "config": config}, arrays, compress=True)
+                last_good[0] = step
                 policy_file.save(os.path.join(run_dir, POLICY), learner.to_policy())
 
+        last_good = [step if resume else None]  # the step of the last checkpoint written
         interrupt = _DeferredInterrupt(callbacks.on_message)
         consistent = True  # learner, step and iteration agree: a checkpoint now resumes exactly
         try:
@@ -498,6 +557,13 @@ def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_epi
                     "logp": logp_buf.reshape(-1), "advantages": adv.reshape(-1), "returns": ret.reshape(-1), "log_std": learner.log_std.astype(np.float64).copy(),
                 }
                 learner.update(batch)
+                bad = _non_finite(learner)
+                if bad:
+                    consistent = False  # never checkpoint this state
+                    raise TrainingDiverged(
+                        "ppo on %s diverged: %s became NaN or infinite in the update at step %d; stopped, no policy written%s "
+                        "(a smaller --lr, --max-grad-norm or normalised observations may help)"
+                        % (task, bad, step + per_iter, "; %s keeps the checkpoint of step %d" % (ckpt_path, last_good[0]) if last_good[0] is not None else ""))
                 if c.obs_norm:
                     learner.obs_rms.update(raw_obs.reshape(per_iter, -1))
                 step += per_iter

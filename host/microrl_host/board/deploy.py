@@ -46,12 +46,27 @@ def core_sources():
     return [p for p in sorted(glob.glob(os.path.join(folder, "*.py"))) if os.path.basename(p) not in HOST_ONLY]
 
 
-def board_exec(transport, code, timeout=30):
-    """Run code in the raw REPL; returns stdout as text, DeployError with the board's traceback."""
+def board_exec(transport, code, timeout=30, step=None, need=None, free=None):
+    """Run code in the raw REPL; returns stdout as text, DeployError with the board's traceback
+    (naming the step, and for a MemoryError the heap it needs, when known, against the free)."""
     out, err = _exec(transport, code, timeout)
     if err:
-        raise DeployError("the board raised: %s" % err.decode("utf-8", "replace").strip().splitlines()[-1])
+        last = err.decode("utf-8", "replace").strip().splitlines()[-1]
+        if step is None:
+            raise DeployError("the board raised: %s" % last)
+        raise DeployError("%s failed on the board: %s%s" % (step, last, _heap_note(last, need, free)))
     return out.decode("utf-8", "replace")
+
+
+def _heap_note(text, need, free):
+    if "MemoryError" not in text:
+        return ""
+    parts = []
+    if need is not None:
+        parts.append("it needs about %d bytes of heap" % need)
+    if free is not None:
+        parts.append("%d bytes were free when deploy started" % free)
+    return " (%s)" % ", ".join(parts) if parts else ""
 
 
 def _exec(transport, code, timeout):
@@ -144,7 +159,7 @@ def _mkdirs(transport, folder):
     board_exec(transport, code)
 
 
-def _write(transport, path, data, fs_free):
+def _write(transport, path, data, fs_free, mem_free=None):
     from mpremote.transport import TransportError
 
     try:
@@ -156,7 +171,7 @@ def _write(transport, path, data, fs_free):
                 "the board's filesystem is full while writing %s (%d bytes; %s free before the copy): delete files on the board, "
                 "or deploy with --mpy (smaller files); the previous version is left in place" % (path, len(data), fs_free)
             ) from None
-        raise DeployError("copying %s to the board failed: %s; the previous version is left in place" % (path, text.strip() or type(e).__name__)) from None
+        raise DeployError("copying %s to the board failed: %s%s; the previous version is left in place" % (path, text.strip() or type(e).__name__, _heap_note(text, None, mem_free))) from None
 
 
 def _remove(transport, paths):
@@ -172,7 +187,7 @@ def plan(files, hashes):
     return [p for p, h in zip(files, hashes) if h != _sha(files[p])]
 
 
-def copy_files(transport, files, stale=(), fs_free=-1, log=None):
+def copy_files(transport, files, stale=(), fs_free=-1, log=None, mem_free=None):
     """Copy {board path: bytes} where changed (verified, atomic per deploy); delete stale paths.
     Returns the list of board paths copied."""
     paths = list(files)
@@ -191,7 +206,7 @@ def copy_files(transport, files, stale=(), fs_free=-1, log=None):
         if log:
             log("copy %s (%d bytes)" % (p, len(files[p])))
         try:
-            _write(transport, p + ".new", files[p], fs_free)
+            _write(transport, p + ".new", files[p], fs_free, mem_free)
         except FilesystemFull:
             try:  # give the room back; the old files were never touched
                 _remove(transport, [q + ".new" for q in changed[: k + 1]])
@@ -210,14 +225,15 @@ def copy_files(transport, files, stale=(), fs_free=-1, log=None):
     return changed
 
 
-def check_policy(transport, board_path, policy):
+def check_policy(transport, board_path, policy, policy_bytes=None, mem_free=None):
     """Run the policy on the board on a few observations; return the largest difference from
     the host's actions (raise DeployError if it is not close)."""
     from microrl.rng import Rng
 
     rng = Rng(7)
     obs = [[rng.uniform(-1.0, 1.0) for _ in range(policy.obs_dim)] for _ in range(4)]
-    board = ast.literal_eval(board_exec(transport, board_program("check_policy", POLICY_PATH=board_path, OBSERVATIONS=obs), timeout=120).strip())
+    board = ast.literal_eval(board_exec(transport, board_program("check_policy", POLICY_PATH=board_path, OBSERVATIONS=obs), timeout=120,
+                                        step="loading the policy %s" % board_path, need=policy_bytes, free=mem_free).strip())
     worst = 0.0
     for o, b in zip(obs, board):
         host = list(policy(o))
@@ -276,15 +292,16 @@ def deploy(port=None, policy_path=None, mpy=False, transport=None, log=None, tim
             with open(policy_path, "rb") as f:
                 files[BOARD_POLICY] = f.read()
         try:
-            copied = copy_files(transport, files, stale, info["fs_free"], log)
+            copied = copy_files(transport, files, stale, info["fs_free"], log, info["mem_free"])
         except FilesystemFull:
             if BOARD_NATIVE not in files:
                 raise
             # the core matters more than its speed: again without the kernels
             size = len(files.pop(BOARD_NATIVE))
             native_path, native_note = None, "no room for the native kernels (%d bytes) on the board's filesystem: using plain; free some space, or deploy with --mpy" % size
-            copied = copy_files(transport, files, stale + [BOARD_NATIVE], info["fs_free"], log)
-        check = board_exec(transport, board_program("backend")).split(None, 2)
+            copied = copy_files(transport, files, stale + [BOARD_NATIVE], info["fs_free"], log, info["mem_free"])
+        check = board_exec(transport, board_program("backend"), step="importing microrl" + ("" if mpy else " (compiling .py files on the board: --mpy needs less heap)"),
+                           free=info["mem_free"]).split(None, 2)
         backend = check[1] if len(check) > 1 else "?"
         if native_path and backend != "native":
             native_note = "the board did not load %s: %s" % (BOARD_NATIVE, check[2].strip() if len(check) > 2 else "it picked %s" % backend)
@@ -306,7 +323,7 @@ def deploy(port=None, policy_path=None, mpy=False, transport=None, log=None, tim
         }
         if policy is not None:
             report["policy"] = policy.describe()
-            report["policy_max_diff"] = check_policy(transport, BOARD_POLICY, policy)
+            report["policy_max_diff"] = check_policy(transport, BOARD_POLICY, policy, len(files[BOARD_POLICY]), info["mem_free"])
         return report
     finally:
         if own:

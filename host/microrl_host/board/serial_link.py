@@ -59,14 +59,24 @@ def connect(port, timeout=10, soft_reset=False):
     return transport
 
 
+# errors about a frame damaged on the line: sending the same request again can succeed
+TRANSIT_ERRORS = (P.E_CRC, P.E_HEADER, P.E_TOO_LONG, P.E_TIMEOUT)
+# seconds of silence after which a partly read frame is given up (the board's FRAME_TIMEOUT_MS)
+QUIET = 0.2
+
+
 class SerialLink:
     """Starts microrl.serve on the board (which must have microrl deployed) and sends requests.
 
-    timeout: seconds to wait for each reply (a ROLLOUT waits longer, see rollout())."""
+    timeout: seconds to wait for each reply (a ROLLOUT waits longer, see rollout()); retries:
+    how often a request without an answer is sent again (see request())."""
 
-    def __init__(self, port, policy_path=None, timeout=5.0, transport=None, soft_reset=True):
+    def __init__(self, port, policy_path=None, timeout=5.0, transport=None, soft_reset=True, retries=1):
         self.port = port
         self.timeout = timeout
+        self.retries = retries
+        self.retried = 0  # requests sent again so far
+        self._last_byte = 0.0
         self.transport = transport
         self._own_transport = transport is None
         self.policy_path = policy_path
@@ -123,7 +133,7 @@ class SerialLink:
 
     # --- frames
     def send(self, type_, payload=b""):
-        self.seq = (self.seq + 1) & 0xFF
+        self.seq = self.seq % 255 + 1  # 1..255: seq 0 marks the board's errors about no request
         self.write(P.encode(type_, self.seq, payload))
         return self.seq
 
@@ -135,7 +145,8 @@ class SerialLink:
 
     def read_frames(self, timeout):
         """Frames (and error codes of damaged ones) that arrive within timeout seconds; returns
-        as soon as at least one did."""
+        as soon as at least one did. A frame left partly read by QUIET seconds of silence is
+        given up, and what followed its start is scanned again (as the board does)."""
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -144,14 +155,20 @@ class SerialLink:
                 data = ser.read(n if n else 1)
             except Exception as e:
                 raise LinkError("reading from %s failed: %s (board unplugged?)" % (self.port, e)) from None
+            now = time.monotonic()
             if data:
+                self._last_byte = now
                 out = self.decoder.feed_bytes(data)
-                if self.decoder.skipped:
+                if self.decoder.skipped or self.decoder.in_frame():  # text, or bytes a cut frame may hold
                     self.decoder.take_skipped()
                     self._note_noise(data)
                 if out:
                     return out
-            if time.monotonic() > deadline:
+            elif self.decoder.in_frame() and now - self._last_byte > QUIET:
+                out = self.decoder.flush()
+                if out:
+                    return out
+            if now > deadline:
                 return []
 
     def _note_noise(self, data):
@@ -181,13 +198,35 @@ class SerialLink:
                 if f[0] == P.ERROR:
                     self.errors.append(P.parse_error(f[2]))
 
-    def request(self, type_, payload=b"", timeout=None):
-        """Send one request and return the reply's payload; DeviceError on an error reply."""
+    def request(self, type_, payload=b"", timeout=None, retries=None):
+        """Send one request and return the reply's payload; DeviceError on an error reply.
+
+        A request with no answer within the timeout, or one the board received damaged (its
+        error frame carries the request's seq), is sent again, `retries` times (default
+        self.retries), with the same seq: an answer to any try is the answer, and a late
+        answer to an earlier try is never taken for a later request's (another seq)."""
         seq = self.send(type_, payload)
-        f = self._wait_frame(lambda f: f[1] == seq and f[0] in (type_ | P.REPLY, P.ERROR), timeout or self.timeout, "the reply to request %d" % seq)
-        if f[0] == P.ERROR:
-            raise DeviceError(*P.parse_error(f[2]))
-        return f[2]
+        frame = P.encode(type_, seq, payload)
+        retries = self.retries if retries is None else retries
+        timeout = timeout or self.timeout
+        for attempt in range(retries + 1):
+            if attempt:
+                self.retried += 1
+                self.write(frame)
+            try:
+                f = self._wait_frame(lambda f: f[1] == seq and f[0] in (type_ | P.REPLY, P.ERROR), timeout, "the reply to request %d" % seq)
+            except BoardResetError:
+                raise
+            except LinkError:
+                if attempt == retries:
+                    raise
+                continue
+            if f[0] != P.ERROR:
+                return f[2]
+            code, message = P.parse_error(f[2])
+            if code not in TRANSIT_ERRORS or attempt == retries:
+                raise DeviceError(code, message)
+        raise AssertionError("unreachable")
 
     # --- requests
     def ping(self):

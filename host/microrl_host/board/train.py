@@ -207,6 +207,8 @@ def train_on_board(transport, steps, hidden=None, batch=None, replay=None, warmu
                 state["weights"].append(parts[1])
             elif parts[0] == "D":
                 state["done"] = True
+            elif parts[0] == "N" and len(parts) == 2:
+                state["diverged"] = int(parts[1])
 
     t0 = time.perf_counter()
     try:
@@ -227,6 +229,9 @@ def train_on_board(transport, steps, hidden=None, batch=None, replay=None, warmu
                 "heap has less room than it shows): use a smaller --replay, --batch or --hidden" % (state["step"], msg, est["total"] / 1024.0, free / 1024.0)
             )
         raise BoardTrainError("training on the board failed at step %d: %s" % (state["step"], msg))
+    if state.get("diverged") is not None:
+        raise BoardTrainError("training on the board diverged: the actor's weights became NaN or infinite by step %d (checked every %d steps, last good at step %d); "
+                              "stopped, no policy written" % (state["diverged"], every, state["step"]))
     if not state["done"]:
         raise BoardTrainError("training on the board stopped at step %d without finishing" % state["step"])
     data = policy_bytes(hidden, "".join(state["weights"]), board["byteorder"])

@@ -7,6 +7,7 @@ import sys
 import time
 
 from . import CommandError
+from .options import check_output
 
 
 def register(sub):
@@ -56,6 +57,7 @@ def run(args):
         raise CommandError("--steps, --episodes and --requests must be at least 1")
     if args.episodes > 200:
         raise CommandError("--episodes must be at most 200")
+    check_output(args.out, "--out")
     say = (lambda text: print(text, file=sys.stderr)) if args.json else (lambda text: print(text, flush=True))
     try:
         if quadrotor:

@@ -3,6 +3,7 @@ import json
 import os
 
 from . import CommandError
+from .options import check_output
 
 
 def register(sub):
@@ -48,6 +49,11 @@ def run(args):
         raise CommandError("--out would overwrite the input policy; choose another file")
     if args.calibration_episodes < 1:
         raise CommandError("--calibration-episodes must be at least 1")
+    if args.eval_episodes < 0:
+        raise CommandError("--eval-episodes must be at least 0")
+    if args.obs_range is not None and not 0 < args.obs_range < float("inf"):
+        raise CommandError("--obs-range must be a finite number above 0")
+    check_output(out, "--out")
     observations = Q.calibration_observations(policy, args.calibration_episodes, args.seed, args.obs_range)
     try:
         quantised = fixedpoint.quantise(policy, observations)

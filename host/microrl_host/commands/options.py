@@ -26,3 +26,14 @@ def whole(minimum):
         return v
 
     return parse
+
+
+def check_output(path, option, folder=False):
+    """CommandError unless a file (folder=True: a folder) can be written at path: checked before
+    a command does any work, so that no run ends unable to save what it made."""
+    from ..atomic import unwritable
+    from . import CommandError
+
+    why = unwritable(path, folder)
+    if why:
+        raise CommandError("%s %s: %s" % (option, path, why))

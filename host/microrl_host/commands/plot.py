@@ -3,6 +3,7 @@ import json
 import os
 
 from . import CommandError
+from .options import check_output
 
 
 def register(sub):
@@ -37,6 +38,7 @@ def run(args):
         except (ValueError, OSError):
             pass
     out = args.out or os.path.join(folder, "learning_curve.png")
+    check_output(out, "--out")
 
     import matplotlib
 

@@ -2,6 +2,7 @@
 import math
 
 from . import CommandError
+from .options import check_output
 
 
 def register(sub):
@@ -54,6 +55,7 @@ def run(args):
 
     if args.episodes < 1 or args.size < 32:
         raise CommandError("need --episodes >= 1 and --size >= 32")
+    check_output(args.out, "--out")
     policy = load_policy(args.policy)
     if policy.obs_dim == 13 and policy.act_dim == 4:
         return run_quadrotor(args, policy)

@@ -12,7 +12,7 @@ from ..algos.checkpoint import CheckpointError
 from ..algos.results import summary_line
 from . import CommandError
 from ..envs.gym import TaskError
-from .options import parse_hidden, whole
+from .options import check_output, parse_hidden, whole
 from .progress import ProgressBar
 
 DEFAULT_ALGO = "td3"
@@ -77,13 +77,25 @@ class OffPolicy:
             out.append(Option("--" + k.replace("_", "-"), type=kind, metavar=kind.__name__.upper(), help=text))
         return out
 
-    def run(self, args, callbacks):
+    def settings(self, args):
+        """The settings given on the command line (the others keep their defaults, or on --resume
+        the checkpoint's)."""
         settings = {o.dest: getattr(args, o.dest) for o in self.options() if getattr(args, o.dest) is not None}
         for k in ("hidden", "gamma", "activation"):
             if getattr(args, k) is not None:
                 settings[k] = getattr(args, k)
-        from ..algos.offpolicy import QUADROTOR, QUADROTOR_EVAL_EPISODES, QUADROTOR_EVERY
+        return settings
 
+    def check(self, args):
+        try:
+            self.load().config(**self.settings(args))
+        except ValueError as e:
+            raise CommandError(str(e)) from None
+
+    def run(self, args, callbacks):
+        from ..algos.offpolicy import QUADROTOR, QUADROTOR_EVERY, TrainingDiverged
+
+        settings = self.settings(args)
         every = QUADROTOR_EVERY if args.task.lower() == QUADROTOR else DEFAULT_EVERY
         try:
             run = self.load().run(
@@ -92,7 +104,7 @@ class OffPolicy:
                 out=args.out, run_dir=args.run_dir, checkpoint_every=every if args.checkpoint_every is None else args.checkpoint_every,
                 resume=args.resume, callbacks=callbacks, **settings
             )
-        except (TaskError, CheckpointError) as e:
+        except (TaskError, CheckpointError, TrainingDiverged, ValueError) as e:
             raise CommandError(str(e))
         return run.stats
 
@@ -125,16 +137,28 @@ class PPOCommand:
 
     @staticmethod
     def config(args):
+        """The configuration the arguments give; on --resume, the checkpoint's for every setting
+        not given (a given one that differs is refused when the run starts)."""
         from ..algos import ppo
 
         g = lambda name: getattr(args, name, None)  # noqa: E731
-        return ppo.PPOConfig(
+        given = dict(
             steps=g("steps"), seed=g("seed"), hidden=g("hidden"), gamma=g("gamma"), activation=g("activation"),
             envs=g("envs"), rollout_steps=g("rollout_steps"), epochs=g("epochs"), minibatches=g("minibatches"),
             clip_coef=g("clip_coef"), ent_coef=g("ent_coef"), vf_coef=g("vf_coef"), gae_lambda=g("gae_lambda"),
             max_grad_norm=g("max_grad_norm"), lr=g("lr"), target_kl=g("target_kl"), threads=g("threads"),
             kl_adaptive=False if g("no_kl_adaptive") else None, obs_norm=False if g("no_obs_norm") else None, adv_norm=True if g("adv_norm") else None,
         )
+        saved = ppo.checkpoint_config(args.run_dir) if g("resume") and g("run_dir") else None
+        if saved:
+            given = dict({k: v for k, v in saved.items() if k in ppo.PPOConfig.FIELDS and k not in ppo.RESUMABLE}, **{k: v for k, v in given.items() if v is not None})
+        return ppo.PPOConfig(**given)
+
+    def check(self, args):
+        try:
+            self.config(args)
+        except (ValueError, CheckpointError) as e:
+            raise CommandError(str(e)) from None
 
     def run(self, args, callbacks):
         from ..algos import ppo
@@ -143,7 +167,7 @@ class PPOCommand:
         try:
             config = self.config(args)
             task = resolve_task(args.task)
-        except (ValueError, MujocoMissingError) as e:
+        except (ValueError, MujocoMissingError, CheckpointError) as e:
             raise CommandError(str(e)) from None
         run_dir = args.run_dir
         if args.resume and not os.path.exists(os.path.join(run_dir, ppo.CHECKPOINT)):
@@ -156,7 +180,7 @@ class PPOCommand:
                 config, task, callbacks, run_dir=run_dir, out=args.out, resume=args.resume,
                 checkpoint_every=args.checkpoint_every or 100_000, eval_every=eval_every or None, eval_episodes=args.eval_episodes or 10,
             )
-        except (MujocoMissingError, UnknownTaskError, CheckpointError) as e:
+        except (MujocoMissingError, UnknownTaskError, CheckpointError, ppo.TrainingDiverged) as e:
             raise CommandError(str(e)) from None
         return learner.result
 
@@ -196,7 +220,7 @@ def register(sub):
     p.add_argument("task", help="'pendulum' or 'quadrotor' (simulated inside the compiled training loop: fastest) or a gymnasium id with continuous actions, e.g. Pendulum-v1, MountainCarContinuous-v0; for --algo ppo a MuJoCo task such as 'ant'")
     p.add_argument("--algo", default=DEFAULT_ALGO, metavar="NAME", help="algorithm: %s (default %s)" % (", ".join(ALGOS), DEFAULT_ALGO))
     p.add_argument("--steps", type=whole(1), default=None, help="environment steps in total, counting those before a --resume (default 10000; quadrotor 300000, L2F's)")
-    p.add_argument("--seed", type=whole(0), default=0, help="random seed (default 0): the same seed repeats a run bit for bit on the same machine and library versions; another CPU's BLAS/SIMD kernels give another run of the same quality (docs/training.md, Reproducibility)")
+    p.add_argument("--seed", type=whole(0), default=None, help="random seed (default 0; on --resume the checkpoint's): the same seed repeats a run bit for bit on the same machine and library versions; another CPU's BLAS/SIMD kernels give another run of the same quality (docs/training.md, Reproducibility)")
     p.add_argument("--out", metavar="FILE", help="policy file to write (default <task>-<algo>.mrlp)")
     p.add_argument("--run-dir", metavar="DIR", help="run folder for run.json, progress.csv, checkpoint.npz (default: --out without .mrlp, plus .run)")
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
@@ -248,6 +272,10 @@ def run(args):
         args.run_dir = stem + ".run"
     if os.path.isdir(args.out):
         raise CommandError("--out %s is a folder; give a file name such as %s" % (args.out, os.path.join(args.out, "policy.mrlp")))
+    # everything checked before any work: settings, then where the results go
+    entry.check(args)
+    check_output(args.out, "--out")
+    check_output(args.run_dir, "--run-dir", folder=True)
     result = entry.run(args, ProgressBar(quiet=args.quiet or args.json))
     if args.json:
         print(json.dumps(result, sort_keys=True))

@@ -3,7 +3,7 @@ import json
 import sys
 
 from . import CommandError
-from .options import parse_hidden
+from .options import check_output, parse_hidden
 
 
 def register(sub):
@@ -46,6 +46,11 @@ def run(args):
     hidden = args.hidden
     if args.steps < 1 or (args.batch is not None and args.batch < 1) or (args.replay is not None and args.replay < 2):
         raise CommandError("--steps and --batch must be at least 1, and --replay at least 2")
+    if args.batch is not None and args.replay is not None and args.replay < args.batch:
+        raise CommandError("--replay (%d) must be at least --batch (%d)" % (args.replay, args.batch))
+    if args.episodes < 0 or (args.warmup is not None and args.warmup < 0):
+        raise CommandError("--episodes and --warmup must be at least 0")
+    check_output(args.out, "--out")
     say = (lambda t: print(t, file=sys.stderr)) if args.json else print
     try:
         if not args.no_deploy:

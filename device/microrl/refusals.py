@@ -1,0 +1,62 @@
+# The messages of refused inputs that need more than a line of code to write, kept out of the
+# modules an inference-only board loads (fileformat.py imports this only when it refuses something).
+_KINDS = {0o040000: "a directory", 0o010000: "a named pipe", 0o020000: "a character device", 0o060000: "a block device", 0o140000: "a socket"}
+
+
+def not_a_file(path, mode):
+    """The message for a path that is no regular file (its os.stat mode)."""
+    return "%s: not a regular file (it is %s)" % (path, _KINDS.get(mode & 0o170000, "not a file"))
+
+
+def _first_non_finite(values):
+    for i in range(len(values)):
+        v = values[i]
+        if v - v != 0.0:
+            return i
+    return -1
+
+
+def param_name(sizes, i):
+    """'layer 2 weight [3, 1]' (W is [out, in]) or 'layer 2 bias [3]' for index i of the
+    parameters in the network layout."""
+    from .layout import layout
+
+    offsets, _ = layout(sizes)
+    for l in range(len(offsets) - 1, -1, -1):
+        wo, bo = offsets[l]
+        if i >= bo:
+            return "layer %d bias [%d]" % (l + 1, i - bo)
+        if i >= wo:
+            k = i - wo
+            return "layer %d weight [%d, %d]" % (l + 1, k // sizes[l], k % sizes[l])
+    return "parameter %d" % i
+
+
+def invalid_values(policy, where):
+    """The message naming the first bad number of a policy (see fileformat.check_values)."""
+    for name in ("obs_mean", "obs_std", "act_scale", "act_offset"):
+        block = getattr(policy, name)
+        i = -1 if block is None else _first_non_finite(block)
+        if i >= 0:
+            return "%s: %s[%d] is %r, not a finite number" % (where, name, i, block[i])
+    params = getattr(policy, "params", None)  # a QuantisedPolicy's integers are always finite
+    i = -1 if params is None else _first_non_finite(params)
+    if i >= 0:
+        return "%s: %s is %r, not a finite number (the training that wrote it diverged)" % (where, param_name(policy.sizes, i), params[i])
+    std = policy.obs_std
+    for i in range(len(std)):
+        if not std[i] > 0.0:
+            return "%s: obs_std[%d] is %r: a standard deviation must be positive (the normalisation divides by it)" % (where, i, std[i])
+    return "%s: invalid values" % where
+
+
+def out_of_memory(step, need):
+    """A MemoryError naming the step that failed and the heap it needs against the heap free."""
+    try:
+        import gc
+
+        gc.collect()
+        free = gc.mem_free()
+    except (ImportError, AttributeError):  # CPython cannot say
+        return MemoryError("%s: out of memory (it needs about %d bytes)" % (step, need))
+    return MemoryError("%s: out of memory: it needs about %d bytes of heap, %d are free%s" % (step, need, free, " but in pieces too small" if free >= need else ""))
