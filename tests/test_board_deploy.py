@@ -119,11 +119,11 @@ def test_interrupted_copy_leaves_previous_version_usable(board, tmp_path):
 
 
 def test_full_filesystem(tmp_path):
-    # a board whose flash (a real littlefs image, 64 kB) cannot take the .py files: the copy fails
+    # a board whose flash (a real littlefs image, 112 kB) cannot take the .py files: the copy fails
     # on the board's ENOSPC with a clear error, nothing is swapped in, and --mpy (smaller) fits
     from microrl_host.board.virtual import VirtualBoard
 
-    with VirtualBoard(str(tmp_path / "fs"), flash="64K") as small:
+    with VirtualBoard(str(tmp_path / "fs"), flash="112K") as small:
         r = cli("deploy", "--port", small.port)
         assert r.returncode == 2 and "filesystem is full" in r.stderr and "Traceback" not in r.stderr, r.stderr
         r = mpremote(small.port, "exec", "import os\ntry:\n print(os.listdir('lib/microrl'))\nexcept OSError:\n print([])")

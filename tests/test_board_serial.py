@@ -229,7 +229,7 @@ def test_a_late_answer_is_not_taken_for_a_later_request(board):
 
     with SerialLink(board.port, policy_path="policy.mrlp") as link:
         link.seq = 10
-        link.write(P.encode(P.ROLLOUT, 200, P.pack_rollout(3, 2)))  # two episodes: the board is busy for a while
+        link.write(P.encode(P.ROLLOUT, 200, P.pack_rollout(3, 30)))  # 30 episodes: the board is busy for a while (about 1 s with the native kernels)
         before = link.retried
         obs = [0.5, -0.5, 1.0]
         action, _ = P.unpack_action(link.request(P.INFER, P.pack_observation(obs), timeout=0.05, retries=10000))
