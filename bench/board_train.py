@@ -47,7 +47,7 @@ def run_heap(heap, seeds, steps, native, plain_steps, log):
     from microrl_host.board.virtual import VirtualBoard
     from microrl_host.board.train import train_on_board
     from microrl_host.board.deploy import deploy
-    from microrl_host.board.serial_link import connect
+    from microrl_host.board.serial_link import connect, disconnect
 
     out = {"heap": heap, "runs": []}
     with tempfile.TemporaryDirectory() as tmp, VirtualBoard(os.path.join(tmp, "fs"), heap=heap) as board:
@@ -65,11 +65,7 @@ def run_heap(heap, seeds, steps, native, plain_steps, log):
                 h, b, rp = sizes or (None, None, None)
                 r = train_on_board(transport, n, h, b, rp, seed=seed, say=said.append)
             finally:
-                try:
-                    transport.exit_raw_repl()
-                except Exception:
-                    pass
-                transport.close()
+                disconnect(transport)
             path = os.path.join(tmp, "p.mrlp")
             with open(path, "wb") as f:
                 f.write(r.pop("policy_bytes"))

@@ -77,17 +77,13 @@ def test_sizes_are_chosen_from_the_free_heap():
 
 def _read_board(port):
     from microrl_host.board.train import read_board
-    from microrl_host.board.serial_link import connect
+    from microrl_host.board.serial_link import connect, disconnect
 
     transport = connect(port, soft_reset=True)
     try:
         return read_board(transport)
     finally:
-        try:
-            transport.exit_raw_repl()
-        except Exception:
-            pass
-        transport.close()
+        disconnect(transport)
 
 
 @pytest.mark.parametrize("heap", ["112K", "160K", "256K"])
@@ -135,7 +131,7 @@ def test_memory_estimate_matches_the_board(tmp_path):
     from microrl_host.board.virtual import VirtualBoard
     from microrl_host.board.train import _PREPARE, estimate_bytes
     from microrl_host.board.deploy import board_exec, deploy
-    from microrl_host.board.serial_link import connect
+    from microrl_host.board.serial_link import connect, disconnect
 
     with VirtualBoard(str(tmp_path / "fs"), heap="1M") as big:
         deploy(big.port, mpy=True)
@@ -150,4 +146,4 @@ def test_memory_estimate_matches_the_board(tmp_path):
                 allocated = est["total"] - est["margin"]
                 assert 0 <= allocated - used < 1024, (hidden, allocated, used)  # never under, within 1 KB
         finally:
-            transport.close()
+            disconnect(transport)

@@ -12,7 +12,7 @@ import subprocess
 import tempfile
 
 from . import native
-from .serial_link import LinkError, connect
+from .serial_link import LinkError, connect, disconnect
 
 DEVICE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))), "device", "microrl")
 BOARD_LIB = "lib/microrl"  # on sys.path of every MicroPython port ('/lib' on boards)
@@ -327,8 +327,4 @@ def deploy(port=None, policy_path=None, mpy=False, transport=None, log=None, tim
         return report
     finally:
         if own:
-            try:
-                transport.exit_raw_repl()
-            except Exception:
-                pass
-            transport.close()
+            disconnect(transport)

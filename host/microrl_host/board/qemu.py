@@ -14,6 +14,7 @@ import time
 
 from . import native
 from .deploy import core_sources
+from .serial_link import disconnect
 
 # arch -> (qemu executable, extra arguments, ROMFS partition address of the board's linker script)
 BOARDS = {
@@ -74,11 +75,7 @@ class QemuBoard:
     def close(self):
         transport = getattr(self, "transport", None)
         if transport is not None:
-            try:
-                transport.exit_raw_repl()
-            except Exception:
-                pass
-            transport.close()
+            disconnect(transport)
         self.proc.terminate()
         self.proc.wait(timeout=30)
 

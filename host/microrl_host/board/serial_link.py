@@ -59,6 +59,16 @@ def connect(port, timeout=10, soft_reset=False):
     return transport
 
 
+def disconnect(transport):
+    """Leave the raw REPL and close the port; a board that reset or a line that dropped meanwhile
+    is no error here (the port is closed all the same)."""
+    try:
+        transport.exit_raw_repl()
+    except Exception:
+        pass
+    transport.close()
+
+
 # errors about a frame damaged on the line: sending the same request again can succeed
 TRANSIT_ERRORS = (P.E_CRC, P.E_HEADER, P.E_TOO_LONG, P.E_TIMEOUT)
 # seconds of silence after which a partly read frame is given up (the board's FRAME_TIMEOUT_MS)
@@ -116,11 +126,7 @@ class SerialLink:
                     pass
                 self.serving = False
             if self._own_transport:
-                try:
-                    self.transport.exit_raw_repl()
-                except Exception:
-                    pass
-                self.transport.close()
+                disconnect(self.transport)
         finally:
             if self._own_transport:
                 self.transport = None

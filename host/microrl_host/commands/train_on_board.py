@@ -39,7 +39,7 @@ def run(args):
 
     from .. import atomic
     from ..board.deploy import DeployError, deploy
-    from ..board.serial_link import LinkError, connect
+    from ..board.serial_link import LinkError, connect, disconnect
     from ..board.train import BoardTrainError, train_on_board
     from .progress import Progress
 
@@ -73,11 +73,7 @@ def run(args):
     except BoardTrainError as e:
         raise CommandError(str(e)) from None
     finally:
-        try:
-            transport.exit_raw_repl()
-        except Exception:
-            pass
-        transport.close()
+        disconnect(transport)
     atomic.write_bytes(args.out, result.pop("policy_bytes"))
     policy = microrl.load(args.out)
     mean, std, _ = evaluate(policy, Pendulum(), args.episodes, seed=10007 + args.seed)
