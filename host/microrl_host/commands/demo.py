@@ -19,7 +19,7 @@ def register(sub):
         "Without --port it starts a virtual board (the MicroPython unix port behind a pseudo-terminal).",
     )
     p.add_argument("--task", choices=("pendulum", "quadrotor"), default="pendulum",
-                   help="pendulum (default), or quadrotor: a 13-64-64-4 policy flies the board's own quadrotor simulation, "
+                   help="pendulum (default), or quadrotor: a 22-64-64-4 policy flies the board's own quadrotor simulation, "
                    "then the host's over the serial line")
     p.add_argument("--port", help="a real board's serial port (default: start a virtual board)")
     p.add_argument("--steps", type=int, default=None, help="training steps on the host (default 10000; quadrotor 300000)")
