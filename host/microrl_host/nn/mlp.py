@@ -15,7 +15,7 @@ from microrl.layout import layout, shape
 from microrl.nn import MLP
 from microrl.rng import Rng
 
-from .jit import inline, jit
+from .jit import compiled_only, inline, jit
 
 # ---------------------------------------------------------------- networks
 # params: the device core's layout; wt: each layer's weights again, transposed ([in, out]), for
@@ -92,7 +92,7 @@ def layer_output(net, l, n):
     return net.ys[net.yoff[l] : net.yoff[l] + n * w].reshape((n, w))
 
 
-@jit
+@compiled_only
 def forward(net, x, n):
     """y = net(x[:n]); x is (n, n_in) C-contiguous float32. Returns the output rows (a view
     into the network's buffers, valid until its next forward)."""
@@ -129,7 +129,7 @@ def forward(net, x, n):
     return x
 
 
-@jit
+@compiled_only
 def backward(net, x, n, dy, grads, dx):
     """Backward of the last forward(net, x, n) from dy = dL/d(output) (overwritten). Writes the
     parameter gradients into grads when grads.size > 0 (net.grads, or net.grads[:0] for none),
@@ -177,7 +177,7 @@ def backward(net, x, n, dy, grads, dx):
             np.dot(g, W, dx)
 
 
-@jit
+@compiled_only
 def adam(net, lr, step, beta1=0.9, beta2=0.999, eps=1e-8):
     """One Adam step (torch.optim.Adam semantics) from net.grads; step counts from 1."""
     p, g, m, v = net.params, net.grads, net.m, net.v
