@@ -92,6 +92,64 @@ def layer_output(net, l, n):
     return net.ys[net.yoff[l] : net.yoff[l] + n * w].reshape((n, w))
 
 
+@inline
+def _activation(act, v):
+    """act(v) for one pre-activation v (float32: tanh in single precision, the others in double)."""
+    if act == RELU:
+        return v if v > 0.0 else 0.0
+    if act == TANH:
+        return tanh(v)
+    if act == SIGMOID:
+        return 0.5 * (1.0 + tanh(0.5 * v))
+    if act == GELU:
+        return v * 0.5 * (1.0 + erf(v * _INV_SQRT2))
+    return v
+
+
+@inline
+def _activation_backward(act, g, y, z):
+    """dL/d(pre-activation) from g = dL/d(output), the output y and (GELU) the pre-activation z."""
+    if act == RELU:
+        return g if y > 0.0 else 0.0
+    if act == TANH:
+        return g * (1.0 - y * y)
+    if act == SIGMOID:
+        return g * (y * (1.0 - y))
+    if act == GELU:
+        return g * (0.5 * (1.0 + erf(z * _INV_SQRT2)) + z * _INV_SQRT_2PI * exp(-0.5 * z * z))
+    return g
+
+
+@inline
+def _bias_activation(act, y, b, z):
+    """y = act(y + b) row by row; the pre-activations go to z when z.size > 0 (GELU's backward)."""
+    n, w = y.shape
+    for i in range(n):
+        for j in range(w):
+            v = y[i, j] + b[j]
+            if z.size > 0:
+                z[i * w + j] = v
+            y[i, j] = _activation(act, v)
+
+
+@inline
+def _activation_gradient(act, g, y, z):
+    """g = dL/d(pre-activation) in place, from dL/d(output)."""
+    n, w = y.shape
+    for i in range(n):
+        for j in range(w):
+            g[i, j] = _activation_backward(act, g[i, j], y[i, j], z[i * w + j] if z.size > 0 else 0.0)
+
+
+@inline
+def _pre_activations(net, l, n, act):
+    """Layer l's pre-activations for n rows where kept (GELU), else an empty array."""
+    if act != GELU:
+        return net.zs[:0]
+    w = net.sizes[l + 1]
+    return net.zs[net.yoff[l] : net.yoff[l] + n * w]
+
+
 @compiled_only
 def forward(net, x, n):
     """y = net(x[:n]); x is (n, n_in) C-contiguous float32. Returns the output rows (a view
@@ -101,30 +159,15 @@ def forward(net, x, n):
         y = layer_output(net, l, n)
         np.dot(x, _transposed(net, l), y)
         act = net.acts[l]
-        w = y.shape[1]
-        zero = np.float32(0.0)
-        # the common activations get loops of their own, which the compiler vectorises
+        z = _pre_activations(net, l, n, act)
+        # each common activation gets a loop of its own (the code is constant there), which the
+        # compiler vectorises
         if act == RELU:
-            for i in range(n):
-                for j in range(w):
-                    v = y[i, j] + b[j]
-                    y[i, j] = v if v > zero else zero
+            _bias_activation(RELU, y, b, z)
         elif act == IDENTITY:
-            for i in range(n):
-                for j in range(w):
-                    y[i, j] += b[j]
+            _bias_activation(IDENTITY, y, b, z)
         else:
-            for i in range(n):
-                for j in range(w):
-                    v = y[i, j] + b[j]
-                    if act == TANH:
-                        v = tanh(v)
-                    elif act == SIGMOID:
-                        v = 0.5 * (1.0 + tanh(0.5 * v))
-                    elif act == GELU:
-                        net.zs[net.yoff[l] + i * w + j] = v
-                        v = v * 0.5 * (1.0 + erf(v * _INV_SQRT2))
-                    y[i, j] = v
+            _bias_activation(act, y, b, z)
         x = y
     return x
 
@@ -142,21 +185,10 @@ def backward(net, x, n, dy, grads, dx):
         y = layer_output(net, l, n)
         act = net.acts[l]
         w = y.shape[1]
-        zero = np.float32(0.0)
         if act == RELU:
-            for i in range(n):
-                for j in range(w):
-                    g[i, j] = g[i, j] if y[i, j] > zero else zero
+            _activation_gradient(RELU, g, y, _pre_activations(net, l, n, act))
         elif act != IDENTITY:
-            for i in range(n):
-                for j in range(w):
-                    if act == TANH:
-                        g[i, j] *= 1.0 - y[i, j] * y[i, j]
-                    elif act == SIGMOID:
-                        g[i, j] *= y[i, j] * (1.0 - y[i, j])
-                    elif act == GELU:
-                        z = net.zs[net.yoff[l] + i * w + j]
-                        g[i, j] *= 0.5 * (1.0 + erf(z * _INV_SQRT2)) + z * _INV_SQRT_2PI * exp(-0.5 * z * z)
+            _activation_gradient(act, g, y, _pre_activations(net, l, n, act))
         xin = x if l == 0 else layer_output(net, l - 1, n)
         if grads.size > 0:
             n_in = net.sizes[l]
