@@ -9,16 +9,43 @@ S is the algorithm's State, a namedtuple of arrays with at least counters, repla
 obs, next_obs, action and reward (whose length is the batch); hp its hyperparameters as a
 float64 array with the warm-up first.
 """
+import numpy as np
 from numba.extending import overload
 
 from ..envs import quadrotor
 from ..envs.pendulum import MAX_TORQUE, pendulum_reset, pendulum_step
 from ..nn.jit import COMPILED_ONLY, inline, jit
-from ..nn.rng import uniform
-from .replay import replay_add
+from ..nn.rng import new_rng, uniform
+from .replay import new_replay, replay_add
 
 STEPS, UPDATES, EPISODES = 0, 1, 2  # S.counters
 WARMUP = 0  # hp[WARMUP]: steps of uniform random actions before the first update
+
+
+
+def loop_arrays(config, obs_dim, act_dim, seed):
+    """The arrays of a State that the loop and both algorithms' updates use, by field name:
+    replay, random generator, counters, environment, the current transition, and a batch's
+    critic inputs, rewards, done flags, targets and critic gradients."""
+    n, f32 = config.batch, np.float32
+    return dict(
+        replay=new_replay(config.replay_capacity, obs_dim, act_dim),
+        rng=new_rng(seed),
+        counters=np.zeros(3, np.int64),
+        env=np.zeros(4),
+        obs=np.zeros(obs_dim, f32),
+        next_obs=np.zeros(obs_dim, f32),
+        action=np.zeros(act_dim, f32),
+        critic_in=np.zeros((n, obs_dim + act_dim), f32),
+        next_in=np.zeros((n, obs_dim + act_dim), f32),
+        actor_in=np.zeros((n, obs_dim), f32),
+        reward=np.zeros(n, f32),
+        done=np.zeros(n, f32),
+        y=np.zeros(n, f32),
+        dq=np.zeros((n, 1), f32),
+        dx=np.zeros((n, obs_dim + act_dim), f32),
+    )
+
 
 _BOUND = {}  # State class -> (explore, update)
 

@@ -19,11 +19,11 @@ from microrl.layout import actor_critic_sizes
 from ..nn import mlp
 from ..nn.jit import inline
 from ..nn.mlp import backward, forward, polyak
-from ..nn.rng import new_rng, normal
+from ..nn.rng import normal
 from . import loop, offpolicy
 from .config import SACConfig
 from .loop import UPDATES
-from .replay import new_replay, replay_sample
+from .replay import replay_sample
 
 NAME = "sac"
 SQUASH = True  # the deterministic action is tanh(mean)
@@ -69,24 +69,10 @@ def new_state(config, obs_dim, act_dim, seed):
         critic2=critics[1],
         critic1_target=targets[0],
         critic2_target=targets[1],
-        replay=new_replay(c.replay_capacity, obs_dim, act_dim),
-        rng=new_rng(seed),
-        counters=np.zeros(3, np.int64),
-        env=np.zeros(4),
+        **loop.loop_arrays(c, obs_dim, act_dim, seed),
         alpha=alpha,
-        obs=np.zeros(obs_dim, f32),
-        next_obs=np.zeros(obs_dim, f32),
-        action=np.zeros(act_dim, f32),
-        critic_in=np.zeros((n, obs_dim + act_dim), f32),
-        next_in=np.zeros((n, obs_dim + act_dim), f32),
-        actor_in=np.zeros((n, obs_dim), f32),
-        reward=np.zeros(n, f32),
-        done=np.zeros(n, f32),
-        y=np.zeros(n, f32),
         q1=np.zeros(n, f32),
-        dq=np.zeros((n, 1), f32),
         dq2=np.zeros((n, 1), f32),
-        dx=np.zeros((n, obs_dim + act_dim), f32),
         dx2=np.zeros((n, obs_dim + act_dim), f32),
         dout=np.zeros((n, 2 * act_dim), f32),
         eps=np.zeros((n, act_dim), f32),

@@ -15,11 +15,11 @@ from microrl.layout import actor_critic_sizes
 
 from ..nn import mlp
 from ..nn.mlp import backward, forward, polyak
-from ..nn.rng import new_rng, normal
+from ..nn.rng import normal
 from . import loop, offpolicy
 from .config import td3_config
 from .loop import UPDATES
-from .replay import new_replay, replay_sample
+from .replay import replay_sample
 
 NAME = "td3"
 SQUASH = False  # the actor ends in tanh already
@@ -68,22 +68,8 @@ def new_state(config, obs_dim, act_dim, seed, privileged=0):
         critic2=critic2,
         critic1_target=targets[1],
         critic2_target=targets[2],
-        replay=new_replay(c.replay_capacity, obs_dim, act_dim),
-        rng=new_rng(seed),
-        counters=np.zeros(3, np.int64),
-        env=np.zeros(4),
-        obs=np.zeros(obs_dim, f32),
-        next_obs=np.zeros(obs_dim, f32),
-        action=np.zeros(act_dim, f32),
-        critic_in=np.zeros((n, obs_dim + act_dim), f32),
-        next_in=np.zeros((n, obs_dim + act_dim), f32),
-        actor_in=np.zeros((n, obs_dim), f32),
-        reward=np.zeros(n, f32),
-        done=np.zeros(n, f32),
-        y=np.zeros(n, f32),
-        dq=np.zeros((n, 1), f32),
+        **loop.loop_arrays(c, obs_dim, act_dim, seed),
         da=np.zeros((n, act_dim), f32),
-        dx=np.zeros((n, obs_dim + act_dim), f32),
         actor_x=np.zeros((n, actor_dim), f32),
     )
 
