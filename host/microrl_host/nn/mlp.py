@@ -92,9 +92,8 @@ def layer_output(net, l, n):
     return net.ys[net.yoff[l] : net.yoff[l] + n * w].reshape((n, w))
 
 
-# Each activation, and its derivative, written once. The results are float32, what the network
-# stores (the rounding is the same as at the store), so that the ReLU and identity loops stay in
-# single precision, which the compiler vectorises.
+# Each activation, and its derivative, written once (ReLU's also as its own loop below, for
+# speed). Results are float32, rounded as the store into the network's buffers rounds them.
 @inline
 def _activation(act, v):
     """act(v) for one float32 pre-activation (tanh in single precision, the others in double)."""
@@ -125,36 +124,6 @@ def _activation_backward(act, g, y, z):
     return g
 
 
-@inline
-def _bias_activation(act, y, b, z):
-    """y = act(y + b) row by row; GELU's pre-activations go to z (its backward needs them)."""
-    n, w = y.shape
-    for i in range(n):
-        for j in range(w):
-            v = y[i, j] + b[j]
-            if act == GELU:
-                z[i * w + j] = v
-            y[i, j] = _activation(act, v)
-
-
-@inline
-def _activation_gradient(act, g, y, z):
-    """g = dL/d(pre-activation) in place, from dL/d(output)."""
-    n, w = y.shape
-    for i in range(n):
-        for j in range(w):
-            g[i, j] = _activation_backward(act, g[i, j], y[i, j], z[i * w + j] if act == GELU else np.float32(0.0))
-
-
-@inline
-def _pre_activations(net, l, n, act):
-    """Layer l's pre-activations for n rows where kept (GELU), else an empty array."""
-    if act != GELU:
-        return net.zs[:0]
-    w = net.sizes[l + 1]
-    return net.zs[net.yoff[l] : net.yoff[l] + n * w]
-
-
 @compiled_only
 def forward(net, x, n):
     """y = net(x[:n]); x is (n, n_in) C-contiguous float32. Returns the output rows (a view
@@ -164,15 +133,26 @@ def forward(net, x, n):
         y = layer_output(net, l, n)
         np.dot(x, _transposed(net, l), y)
         act = net.acts[l]
-        z = _pre_activations(net, l, n, act)
-        # each common activation gets a loop of its own (the code is constant there), which the
-        # compiler vectorises
+        w = y.shape[1]
+        zero = np.float32(0.0)
+        # ReLU and identity get loops of their own, which the compiler vectorises
         if act == RELU:
-            _bias_activation(RELU, y, b, z)
+            for i in range(n):
+                for j in range(w):
+                    v = y[i, j] + b[j]
+                    y[i, j] = v if v > zero else zero
         elif act == IDENTITY:
-            _bias_activation(IDENTITY, y, b, z)
+            for i in range(n):
+                for j in range(w):
+                    y[i, j] += b[j]
         else:
-            _bias_activation(act, y, b, z)
+            z = net.zs[net.yoff[l] : net.yoff[l] + n * w]
+            for i in range(n):
+                for j in range(w):
+                    v = y[i, j] + b[j]
+                    if act == GELU:
+                        z[i * w + j] = v  # the backward pass needs the pre-activation
+                    y[i, j] = _activation(act, v)
         x = y
     return x
 
@@ -190,10 +170,16 @@ def backward(net, x, n, dy, grads, dx):
         y = layer_output(net, l, n)
         act = net.acts[l]
         w = y.shape[1]
-        if act == RELU:
-            _activation_gradient(RELU, g, y, _pre_activations(net, l, n, act))
+        if act == RELU:  # a loop of its own, vectorised
+            zero = np.float32(0.0)
+            for i in range(n):
+                for j in range(w):
+                    g[i, j] = g[i, j] if y[i, j] > zero else zero
         elif act != IDENTITY:
-            _activation_gradient(act, g, y, _pre_activations(net, l, n, act))
+            z = net.zs[net.yoff[l] : net.yoff[l] + n * w]
+            for i in range(n):
+                for j in range(w):
+                    g[i, j] = _activation_backward(act, g[i, j], y[i, j], z[i * w + j] if act == GELU else np.float32(0.0))
         xin = x if l == 0 else layer_output(net, l - 1, n)
         if grads.size > 0:
             n_in = net.sizes[l]
