@@ -320,15 +320,11 @@ class VirtualBoard:
             if self._out_child and not self._booting:
                 writers.append(child)
             try:
-                ready, writable, _ = select.select(readers, writers, [], 0.1)
+                ready, _, _ = select.select(readers, writers, [], 0.1)
             except (OSError, ValueError):
                 if self._stop.is_set():
                     return
-                ready = writable = []
-            if host in writable:
-                self._flush(host, self._out_host)
-            if child in writable:
-                self._flush(child, self._out_child)  # a process that exited: its reads end in EIO below
+                ready = []
             if child in ready:
                 try:
                     data = os.read(child, 65536)
@@ -355,6 +351,11 @@ class VirtualBoard:
                     self._to_child(data)
                 elif data is not None:
                     time.sleep(0.01)
+            # what was just read goes on at once (not a select later); these writes never wait
+            if self._out_host:
+                self._flush(host, self._out_host)
+            if self._out_child and not self._booting:
+                self._flush(self._child, self._out_child)  # a process that exited: its reads end in EIO
 
 
 @contextlib.contextmanager
