@@ -141,3 +141,27 @@ def test_readme_layout_and_architecture_doc_name_every_library_module():
     names |= {"programs/", "support/", "commands/", "cli.py"}
     missing = sorted((n, where) for n in names for where, text in (("README", layout), ("architecture.md", doc)) if n not in text)
     assert missing == []
+
+
+def test_docs_name_no_file_that_is_gone():
+    """The other direction: every `name.py` the README's Layout section or docs/architecture.md
+    names is a file of the tree (a removed module leaves no line behind)."""
+    import re
+
+    readme = open(os.path.join(ROOT, "README.md")).read()
+    layout = readme[readme.index("## Layout"):]
+    layout = layout[: layout.index("\n## ", 4)]
+    doc = open(os.path.join(ROOT, "docs", "architecture.md")).read()
+    files = set()
+    for top in ("host", "device", "native_modules", "bench", "tests"):
+        for _, _, names in os.walk(os.path.join(ROOT, top)):
+            files.update(names)
+    named = {(n, where) for where, text in (("README", layout), ("architecture.md", doc)) for n in re.findall(r"([\w]+\.py)\b", text)}
+    assert sorted((n, where) for n, where in named if n not in files) == []
+
+
+def test_the_host_uses_only_the_device_cores_public_modules():
+    """microrl._plain, _numpy, _ulab, _native are the backends behind backend.py and nn.MLP: the host
+    goes through those (nn.MLP(kernels="numpy")), so the kernels have one caller to keep working."""
+    offenders = {m: sorted(i for i in _imports(m) if i.startswith("microrl._")) for m in MODULES if m.startswith("microrl_host")}
+    assert {m: i for m, i in offenders.items() if i} == {}

@@ -13,7 +13,7 @@ def test_new_file_whole_with_the_usual_permissions(tmp_path):
     path = atomic.write_bytes(str(tmp_path / "sub" / "a.bin"), b"hello")
     assert open(path, "rb").read() == b"hello"
     assert os.stat(path).st_mode & 0o777 == os.stat(plain).st_mode & 0o777  # not mkstemp's 0600
-    atomic.write_npz(str(tmp_path / "c.npz"), w=np.arange(3.0))
+    atomic.write_npz(str(tmp_path / "c.npz"), {"w": np.arange(3.0)}, compress=True)
     with np.load(str(tmp_path / "c.npz")) as z:
         assert z["w"].tolist() == [0.0, 1.0, 2.0]
 

@@ -114,6 +114,56 @@ def test_every_good_request_is_answered_among_cut_and_damaged_frames(board):
 
 
 @needs_board
+@pytest.mark.timeout(120)  # a regression must fail, not hang the suite
+def test_bursts_of_30_kb_with_many_error_replies_do_not_stall_the_board(board):
+    """Issue 12's leftover: 3 noise items per request in batches of 200 (about 30 kB written at
+    once, about 20 kB of error frames coming back). The virtual board's relay used to block
+    writing the burst to the board while the board blocked writing its replies (a pty holds
+    about 18 kB each way): every batch stalled, and then the host's write hung for ever."""
+    from microrl_host.board.serial_fuzz import fuzz
+    from microrl_host.board.serial_link import SerialLink
+
+    with SerialLink(board.port, policy_path="policy.mrlp") as link:
+        restarts = board.restarts
+        t0 = time.monotonic()
+        result = fuzz(link, board.policy, 400, seed=3, batch=200, noise_per_request=3.0, batch_timeout=20.0)
+        seconds = time.monotonic() - t0
+        action, _ = link.infer([0.5, -0.5, 1.0])
+        assert abs(action[0] - board.policy([0.5, -0.5, 1.0])[0]) < 1e-5
+    assert result["lost"] == 0, result["lost_examples"]
+    assert sum(result["noise_items"].values()) > 800 and result["error_frames"] > 800
+    assert seconds < 20.0, seconds  # both batches finished, none waited for its timeout
+    assert board.restarts == restarts
+
+
+@needs_board
+@pytest.mark.timeout(60)
+def test_a_board_that_stops_reading_ends_a_write_in_an_error(board):
+    """The board's process stopped (as a hung board): once the line's buffers are full, a write
+    ends in a LinkError within the link's timeout instead of blocking for ever; once the board
+    runs again it skips what it was sent and answers."""
+    import os
+    import signal
+
+    from microrl_host.board.serial_link import LinkError, SerialLink
+
+    with SerialLink(board.port, policy_path="policy.mrlp", timeout=1.0) as link:
+        pid = board.pid
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            t0 = time.monotonic()
+            with pytest.raises(LinkError, match="stalled for 1.0 s: the board stopped reading"):
+                link.write(bytes(1 << 20))  # 1 MB: far more than the relay and both ptys hold
+            seconds = time.monotonic() - t0
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        assert seconds < 5.0, seconds
+        link.timeout = 10.0  # the board first skips the zeros the line held
+        action, _ = link.infer([0.5, -0.5, 1.0])
+        assert abs(action[0] - board.policy([0.5, -0.5, 1.0])[0]) < 1e-5
+
+
+@needs_board
 def test_a_cut_frame_then_silence_is_reported_with_its_seq(board):
     """Issue 12: a request cut after its header, then silence: the board's timeout error carries
     the cut request's seq; a request cut inside its header and followed at once by a good one:

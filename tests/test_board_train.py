@@ -24,6 +24,29 @@ def test_train_on_board_few_hundred_steps(board, tmp_path):
     assert -2000 < r["eval_return_mean"] < 0
 
 
+@pytest.mark.parametrize("flag, what", [("--actor-lr", "the actor's"), ("--critic-lr", "a critic's weights")])
+def test_a_run_that_diverges_stops_with_a_clear_error_and_writes_nothing(board, tmp_path, flag, what):
+    """Issue 12: a learning rate of 1e30 makes the board's run NaN or infinite within a few
+    updates (on the native and the plain backend). The board stops it and the command exits 2
+    with one line naming what diverged and when; no policy is written. (A diverged critic used to
+    pass: only the actor was checked, and it stayed finite; a diverged actor ended in 'ValueError:
+    can't convert NaN to int' from the replay.)"""
+    out = tmp_path / "diverged.mrlp"
+    r = cli("train-on-board", "--port", board.port, "--steps", "300", "--hidden", "8,8", "--batch", "16", "--replay", "500",
+            flag, "1e30", "--out", out, "--episodes", "1", "--no-deploy", "--quiet", timeout=120)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    error = r.stderr.strip().splitlines()[-1]
+    assert "training on the board diverged: %s" % what in error and "became NaN or infinite by step" in error, error
+    assert "no policy written" in error
+    assert not os.path.exists(out)
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "0", "-1e-3"])
+def test_learning_rates_that_cannot_train_are_refused_before_any_work(tmp_path, value):
+    r = cli("train-on-board", "--port", tmp_path / "no-such-port", "--steps", "10", "--critic-lr=" + value, "--out", tmp_path / "x.mrlp", "--quiet")
+    assert r.returncode == 2 and "--critic-lr must be a finite number above 0" in r.stderr and "Traceback" not in r.stderr, r.stderr[-2000:]
+
+
 def test_policy_from_the_boards_weights_acts_as_the_boards_actor(tmp_path):
     # the weights come back as hex of the board's float32 array: the policy built from them on the
     # host is the device core's TD3.policy() of the same actor

@@ -5,14 +5,32 @@ import math
 
 import numpy as np
 import pytest
+from numba import njit
 
 from microrl import backend, pendulum
 from microrl.nn import MLP
 
-from microrl_host.algos import replay
+from microrl_host.algos import loop, replay
 from microrl_host.envs import pendulum as compiled_pendulum
 from microrl_host.nn import mlp
 from microrl_host.nn import rng as compiled_rng
+
+
+# forward, backward and Adam are called from compiled code only (no Python wrapper): reach them
+# through compiled wrappers of the test's own
+@njit
+def forward(net, x, n):
+    return mlp.forward(net, x, n).copy()
+
+
+@njit
+def backward(net, x, n, dy, grads, dx):
+    mlp.backward(net, x, n, dy, grads, dx)
+
+
+@njit
+def adam(net, lr, step):
+    mlp.adam(net, lr, step)
 
 
 @pytest.fixture
@@ -34,20 +52,20 @@ def test_forward_backward_adam_match_device_core(numpy_backend, acts):
     x = rng.normal(size=(n, sizes[0])).astype(np.float32)
     dy = rng.normal(size=(n, sizes[-1])).astype(np.float32)
 
-    y_host = mlp.forward(host, x, n).copy()
+    y_host = forward(host, x, n)
     ref.input[:] = x
     y_ref = np.array(ref.forward(n))
     np.testing.assert_allclose(y_host, y_ref, rtol=1e-5, atol=1e-6)
 
     dx_host = np.zeros_like(x)
-    mlp.backward(host, x, n, dy.copy(), host.grads, dx_host)
+    backward(host, x, n, dy.copy(), host.grads, dx_host)
     dx_ref = ref.B.matrix(nets_array(n * sizes[0]), 0, n, sizes[0])
     ref.backward(ref.B.matrix(nets_array(n * sizes[-1], dy), 0, n, sizes[-1]), n, dx=dx_ref)
     np.testing.assert_allclose(host.grads, np.array(ref.grads), rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(dx_host, np.array(dx_ref), rtol=1e-4, atol=1e-6)
 
     for step in (1, 2):  # Adam with bias correction, twice
-        mlp.adam(host, 1e-3, step)
+        adam(host, 1e-3, step)
         ref.adam_step(1e-3)
     np.testing.assert_allclose(host.params, np.array(ref.params), rtol=1e-5, atol=1e-7)
     assert host.params.dtype == np.float32
@@ -108,12 +126,16 @@ def test_sac_actor_gradient_matches_finite_differences(numpy_backend):
     S = sac.new_state(c, 3, 1, seed=4)
     hp = sac.hyperparameters(c)
     rng = np.random.default_rng(1)
+    transitions = []
     for _ in range(20):
         o, o2 = rng.normal(size=3).astype(np.float32), rng.normal(size=3).astype(np.float32)
-        replay.replay_add(S.replay, o, rng.uniform(-1, 1, 1).astype(np.float32), float(rng.normal()), o2, False)
+        transitions.append((o, rng.uniform(-1, 1, 1).astype(np.float32), float(rng.normal()), o2, False))
+    for t in transitions[:-1]:
+        replay.replay_add(S.replay, *t)
     S.alpha[0] = math.log(0.3)
     actor_before = S.actor.params.copy()
-    sac.update(S, hp)
+    loop.observe(S, hp, *transitions[-1], 1)  # stores the last one, then one update (warm-up 0)
+    assert S.counters[1] == 1
     n, od, ad = c.batch, 3, 1
     alpha = 0.3
     obs = S.actor_in.astype(np.float64)

@@ -141,7 +141,7 @@ def test_checkpoint_resume(tmp_path):
     seen = []
     more, _ = ppo.train(small_config(steps=2048), "InvertedPendulum-v5", run_dir=run, resume=True, callbacks=EachChunk(lambda step, learner: seen.append(step)))
     assert seen == [1536, 2048]
-    assert more.actor_optimizer.step_count == first.actor_optimizer.step_count * 2
+    assert more.actor.adam_step_count == first.actor.adam_step_count * 2
     with np.load(os.path.join(run, ppo.CHECKPOINT)) as ckpt:
         assert int(ckpt["step"]) == 2048
     with pytest.raises(FileNotFoundError, match="nothing to resume"):
@@ -196,7 +196,7 @@ def test_interrupt_keeps_a_checkpoint(tmp_path):
     with np.load(tmp_path / ppo.CHECKPOINT) as ckpt:
         assert int(ckpt["step"]) == 1024
     learner, _ = ppo.train(small_config(steps=2048), "InvertedPendulum-v5", run_dir=str(tmp_path), resume=True)
-    assert learner.actor_optimizer.step_count == 4 * 4 * 2  # 4 iterations of 512 steps, 4 epochs x 2 minibatches
+    assert learner.actor.adam_step_count == 4 * 4 * 2  # 4 iterations of 512 steps, 4 epochs x 2 minibatches
 
 
 def test_a_diverging_run_stops_and_writes_nothing(tmp_path):

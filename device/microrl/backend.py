@@ -8,7 +8,8 @@ _impl = None
 _name = None
 
 
-def _load(name):
+def load(name):
+    """The backend module of that name (ImportError when it cannot load here)."""
     if name == "native":
         try:
             from . import _native as impl
@@ -44,12 +45,12 @@ def use(name=None):
     Networks allocated before a switch keep the views of the backend they were built with."""
     global _impl, _name
     if name is not None:
-        _impl = _load(name)
+        _impl = load(name)
         _name = name
         return name
     for candidate in _ORDER:
         try:
-            _impl = _load(candidate)
+            _impl = load(candidate)
             _name = candidate
             return candidate
         except ImportError:
@@ -73,7 +74,7 @@ def available():
     found = []
     for candidate in _ORDER:
         try:
-            _load(candidate)
+            load(candidate)
             found.append(candidate)
         except ImportError:
             pass

@@ -60,12 +60,12 @@ def write_text(path, text):
     return write_bytes(path, text.encode("utf-8"))
 
 
-def write_npz(path, **arrays):
-    """numpy.savez_compressed, atomically."""
+def write_npz(path, arrays, compress=False):
+    """{name: array} as an .npz (numpy.savez, or savez_compressed), atomically."""
     import numpy as np
 
     buf = io.BytesIO()
-    np.savez_compressed(buf, **arrays)
+    (np.savez_compressed if compress else np.savez)(buf, **arrays)
     return write_bytes(path, buf.getvalue())
 
 

@@ -1,7 +1,6 @@
 """The training checkpoint, one format for every algorithm: an .npz of named arrays plus
 `__meta__`, a JSON object that names the format and its version, the algorithm and the task
 (and whatever else the algorithm needs to resume). Written atomically; read with checks."""
-import io
 import json
 import os
 import zipfile
@@ -24,9 +23,7 @@ def write(path, meta, arrays, compress=False):
     arrays = dict(arrays)
     meta = dict(meta, format=FORMAT, version=VERSION)
     arrays["__meta__"] = np.frombuffer(json.dumps(meta, sort_keys=True).encode(), dtype=np.uint8)
-    buf = io.BytesIO()
-    (np.savez_compressed if compress else np.savez)(buf, **arrays)
-    atomic.write_bytes(path, buf.getvalue())
+    atomic.write_npz(path, arrays, compress)
 
 
 def read(path):

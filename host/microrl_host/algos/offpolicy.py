@@ -3,10 +3,10 @@ evaluation, checkpoints, resume) over the compiled Pendulum or a gymnasium env, 
 policy file. It prints nothing: a caller follows a run through Callbacks (callbacks.py).
 
 An algorithm module describes itself as ALGO = Algorithm(name=..., squash=..., ...): its
-default_config(), hyperparameters(config), new_state(config, obs_dim, act_dim, seed),
-actor_export(state), and compiled explore(S, hp, obs, out), observe(S, hp, obs, action, reward,
-next_obs, terminated), run_pendulum(S, hp, n, ep_step, ep_return). Its State is a namedtuple of
-arrays (nested namedtuples allowed), which is what a checkpoint holds.
+default_config(), hyperparameters(config) (the warm-up first), new_state(config, obs_dim,
+act_dim, seed), actor_export(state), and compiled explore(S, hp, obs, out) and update(S, hp),
+bound to its State class for the one compiled loop (loop.bind). Its State is a namedtuple of arrays (nested
+namedtuples allowed), which is what a checkpoint holds.
 """
 import math
 import os
@@ -24,7 +24,7 @@ from ..envs.pendulum import PENDULUM, CompiledPendulum, evaluate_pendulum, pendu
 from ..nn.mlp import greedy_action
 from ..nn.rng import randint
 from ..runlog import RunLog
-from . import checkpoint
+from . import checkpoint, loop
 from .callbacks import NONE
 from .checkpoint import CheckpointError
 from .checkpoint import read as read_checkpoint
@@ -188,17 +188,13 @@ class Algorithm:
     """An off-policy algorithm (td3.py, sac.py) as its parts, and the training driver over them.
     Each module ends with ALGO = Algorithm(...) naming its own functions."""
 
-    def __init__(self, name, squash, default_config, hyperparameters, new_state, actor_export, explore, observe, run_pendulum, run_quadrotor=None, asymmetric=False):
+    def __init__(self, name, squash, default_config, hyperparameters, new_state, actor_export, asymmetric=False):
         self.name = name
         self.squash = squash
         self.default_config = default_config
         self.hyperparameters = hyperparameters
         self.new_state = new_state
         self.actor_export = actor_export
-        self.explore = explore
-        self.observe = observe
-        self.run_pendulum = run_pendulum
-        self.run_quadrotor = run_quadrotor
         self.asymmetric = asymmetric  # new_state(privileged=k) gives the critics k more inputs
         self.flight_stats = {}  # the quadrotor's success rate and distance at the last evaluation
 
@@ -296,17 +292,17 @@ class Algorithm:
         if env.name == QUADROTOR:
             if start == 0:
                 quadrotor.reset(state.env, state.rng, state.obs)
-            self.run_quadrotor(state, hp, 0, ep_step, ep_return, QUADROTOR_TRAIN_EVERY)
+            loop.run_quadrotor(state, hp, 0, ep_step, ep_return, QUADROTOR_TRAIN_EVERY)
             quadrotor.evaluate(state.actor, self.squash, 0, 0, state.env[quadrotor.P0 :])
         elif env.compiled:
             if start == 0:
                 pendulum_reset(state.env, state.rng, state.obs)
-            self.run_pendulum(state, hp, 0, ep_step, ep_return)
+            loop.run_pendulum(state, hp, 0, ep_step, ep_return)
             if eval_episodes:
                 evaluate_pendulum(state.actor, self.squash, 0, 0)
         else:
             rng = state.rng.copy()
-            self.explore(state, hp, state.obs, state.action)
+            loop.explore(state, hp, state.obs, state.action)
             state.rng[:] = rng  # compiling must not change the run
             greedy_action(state.actor, state.obs, self.squash, state.action)
             env.obs = None
@@ -335,9 +331,9 @@ class Algorithm:
                 c0 = time.process_time()
                 if env.name == QUADROTOR:
                     state.env[quadrotor.CURRICULUM] = min(1.0, step / float(QUADROTOR_CURRICULUM_STEPS))
-                    ended = self.run_quadrotor(state, hp, n, ep_step, ep_return, QUADROTOR_TRAIN_EVERY)
+                    ended = loop.run_quadrotor(state, hp, n, ep_step, ep_return, QUADROTOR_TRAIN_EVERY)
                 elif env.compiled:
-                    ended = self.run_pendulum(state, hp, n, ep_step, ep_return)
+                    ended = loop.run_pendulum(state, hp, n, ep_step, ep_return)
                 else:
                     ended = self._run_gym(env, state, hp, n, ep_step, ep_return)
                 train_s += time.perf_counter() - t0
@@ -405,11 +401,11 @@ class Algorithm:
                 obs, _ = e.reset(seed=int(randint(state.rng, 2**31)))
                 env.obs = np.asarray(obs, np.float32).reshape(-1)
                 env.episode_return = 0.0
-            self.explore(state, hp, env.obs, state.action)
+            loop.explore(state, hp, env.obs, state.action)
             act = (scale * state.action + offset).reshape(e.action_space.shape)
             next_obs, reward, terminated, truncated, _ = e.step(act)
             next_obs = np.asarray(next_obs, np.float32).reshape(-1)
-            self.observe(state, hp, env.obs, state.action, float(reward), next_obs, bool(terminated))
+            loop.observe(state, hp, env.obs, state.action, float(reward), next_obs, bool(terminated), 1)
             env.episode_return += float(reward)
             if terminated or truncated:
                 if ended < len(ep_step):

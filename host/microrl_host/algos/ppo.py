@@ -7,8 +7,8 @@ separate value MLP, GAE(lambda) (a time-limit cut bootstraps from the last obser
 the clipped surrogate objective, a squared-error value loss, an entropy bonus, several epochs of
 minibatch Adam (PyTorch semantics, the device core's numpy kernel); optional advantage
 normalisation and gradient-norm clipping.
-Networks (microrl_host.nn.batched) use the device core's layout and numpy kernels, so the
-actor's parameters drop into microrl.policy.Policy unchanged: the saved policy is the
+The networks and their Adam are the device core's own (microrl.nn.MLP on its numpy backend: BLAS
+over large batches), so the actor's parameters drop into microrl.policy.Policy unchanged: the saved policy is the
 deterministic mean action, scaled to the environment's action bounds, with the observation
 normalisation (obs_mean, obs_std) it was trained with.
 
@@ -25,9 +25,9 @@ import numpy as np
 
 from microrl import policy as policy_file
 from microrl.activations import IDENTITY
+from microrl.nn import MLP
 
 from ..envs.gym import rollout_returns
-from ..nn.batched import Adam, Net
 from ..runlog import RunLog
 from . import checkpoint
 from .callbacks import NONE
@@ -194,15 +194,16 @@ class PPO:
         self.minibatch = batch // c.minibatches
         rows = max(self.minibatch + batch % c.minibatches, c.envs)
         acts = [c.activation] * len(c.hidden)
-        self.actor = Net([obs_dim] + list(c.hidden) + [act_dim], acts + [IDENTITY], rows)
-        self.critic = Net([obs_dim] + list(c.hidden) + [1], acts + [IDENTITY], rows)
-        self.actor.init_orthogonal(self.rng, math.sqrt(2.0), 0.01)
-        self.critic.init_orthogonal(self.rng, math.sqrt(2.0), 1.0)
+        # the device core's networks on its numpy backend, whatever backend.py chose
+        self.actor = MLP([obs_dim] + list(c.hidden) + [act_dim], acts + [IDENTITY], batch=rows, kernels="numpy")
+        self.critic = MLP([obs_dim] + list(c.hidden) + [1], acts + [IDENTITY], batch=rows, kernels="numpy")
+        init_orthogonal(self.actor, self.rng, math.sqrt(2.0), 0.01)
+        init_orthogonal(self.critic, self.rng, math.sqrt(2.0), 1.0)
+        # the state-independent log std, with its gradient and Adam moments beside the actor's
         self.log_std = np.full(act_dim, c.init_log_std, np.float32)
         self.log_std_grad = np.zeros(act_dim, np.float32)
-        # the adaptive learning rate steers the policy only; the critic keeps the initial one
-        self.actor_optimizer = Adam([self.actor.params, self.log_std])
-        self.critic_optimizer = Adam([self.critic.params])
+        self.log_std_m = np.zeros(act_dim, np.float32)
+        self.log_std_v = np.zeros(act_dim, np.float32)
         self.obs_rms = RunningMeanStd(obs_dim)
         self.lr = c.lr
         low, high = np.asarray(action_low, np.float64), np.asarray(action_high, np.float64)
@@ -225,8 +226,8 @@ class PPO:
 
     def act(self, obs_n):
         """Sample actions for normalised observations: (raw actions, log-probs, means, values)."""
-        mean = self.actor.forward(obs_n).copy()
-        value = self.critic.forward(obs_n)[:, 0].copy()
+        mean = _forward(self.actor, obs_n).copy()
+        value = _forward(self.critic, obs_n)[:, 0].copy()
         std = np.exp(self.log_std)
         noise = self.rng.standard_normal(mean.shape).astype(np.float32)
         raw = mean + std * noise
@@ -234,13 +235,13 @@ class PPO:
         return raw, logp, mean, value
 
     def value(self, obs_n):
-        return self.critic.forward(obs_n)[:, 0].copy()
+        return _forward(self.critic, obs_n)[:, 0].copy()
 
     def deterministic(self, obs, clip=True):
         """The deployed policy: mean action for raw observations, in environment units; clipped to
         the bounds unless clip=False (the saved Policy does not clip: clamp on the board)."""
         obs = np.asarray(obs, np.float64).reshape(-1, self.obs_dim)
-        mean = self.actor.forward(self.normalize(obs))
+        mean = _forward(self.actor, self.normalize(obs))
         return self.to_env(mean) if clip else mean * self.act_scale + self.act_offset
 
     # -- learning
@@ -294,10 +295,11 @@ class PPO:
             self._pool.shutdown(wait=True)
             self._pool = None
 
-    def __getstate__(self):  # picklable (a thread pool is not): the thread restarts on use
-        state = dict(self.__dict__)
-        state["_pool"] = None
-        return state
+    def __reduce__(self):
+        """Pickled as its state and rebuilt (neither the critic's thread nor the networks' views of
+        their buffers pickle as they are); the thread restarts on use."""
+        saved = {k: np.array(v) for k, v in self.state().items()}
+        return _rebuild, (self.obs_dim, self.act_dim, self.action_low, self.action_high, self.config, saved, self.stats, self.result)
 
     def _actor_step(self, batch, idx, obs):
         c = self.config
@@ -309,7 +311,7 @@ class PPO:
         m = obs.shape[0]
         if c.adv_norm:
             adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-        mean = self.actor.forward(obs)
+        mean = _forward(self.actor, obs)
         log_std = self.log_std.astype(np.float64)
         std = np.exp(log_std)
         z = (actions - mean) / std
@@ -329,23 +331,23 @@ class PPO:
         var_ratio = np.exp(2.0 * (old_log_std - log_std))
         kl = float((log_std - old_log_std + 0.5 * (var_ratio + ((old_mean - mean) / std) ** 2) - 0.5).sum(axis=1).mean())
         clipfrac = float((np.abs(ratio - 1.0) > c.clip_coef).mean())
-        self.actor.backward(dmean)
+        self.actor.backward(dmean, m)
         self.log_std_grad[:] = dlog_std
-        grads = [self.actor.grads, self.log_std_grad]
-        _clip_grad_norm(grads, c.max_grad_norm)
-        self.actor_optimizer.step(grads, self.lr)
+        _clip_grad_norm([self.actor.g, self.log_std_grad], c.max_grad_norm)
+        # the adaptive learning rate steers the policy only; the critic keeps the initial one
+        self.actor.adam_step(self.lr)
+        self.actor.B.adam(self.log_std, self.log_std_grad, self.log_std_m, self.log_std_v, self.lr, 0.9, 0.999, 1e-8, self.actor.adam_step_count)
         return kl, clipfrac, pg_loss, entropy
 
     def _critic_step(self, obs, ret):
         c = self.config
         m = obs.shape[0]
-        v = self.critic.forward(obs)[:, 0]
+        v = _forward(self.critic, obs)[:, 0]
         v_loss = 0.5 * float(((v - ret) ** 2).mean())
         dv = (c.vf_coef * (v - ret) / m).astype(np.float32)[:, None]
-        self.critic.backward(np.ascontiguousarray(dv))
-        grads = [self.critic.grads]
-        _clip_grad_norm(grads, c.max_grad_norm)
-        self.critic_optimizer.step(grads, c.lr)
+        self.critic.backward(np.ascontiguousarray(dv), m)
+        _clip_grad_norm([self.critic.g], c.max_grad_norm)
+        self.critic.adam_step(c.lr)
         return v_loss
 
     # -- export and checkpoints
@@ -360,29 +362,54 @@ class PPO:
         return Policy(self.actor.sizes, self.actor.acts, params=array_of(self.actor.params.tolist()), act_scale=self.act_scale.tolist(), act_offset=self.act_offset.tolist(), **kwargs)
 
     def state(self):
-        a, c = self.actor_optimizer, self.critic_optimizer
+        a, c = self.actor, self.critic
         return {
-            "actor": self.actor.params, "critic": self.critic.params, "log_std": self.log_std,
-            "adam_m0": a.m[0], "adam_m1": a.m[1], "adam_m2": c.m[0], "adam_v0": a.v[0], "adam_v1": a.v[1], "adam_v2": c.v[0],
-            "adam_step": np.array(a.step_count), "lr": np.array(self.lr),
+            "actor": a.p, "critic": c.p, "log_std": self.log_std,
+            "adam_m0": a.mv, "adam_m1": self.log_std_m, "adam_m2": c.mv, "adam_v0": a.vv, "adam_v1": self.log_std_v, "adam_v2": c.vv,
+            "adam_step": np.array(a.adam_step_count), "lr": np.array(self.lr),
             "obs_mean": self.obs_rms.mean, "obs_var": self.obs_rms.var, "obs_count": np.array(self.obs_rms.count),
             "rng": np.array(json.dumps(self.rng.bit_generator.state)),
         }
 
     def load_state(self, s):
-        a, c = self.actor_optimizer, self.critic_optimizer
-        self.actor.params[:] = s["actor"]
-        self.critic.params[:] = s["critic"]
+        a, c = self.actor, self.critic
+        a.p[:] = s["actor"]
+        c.p[:] = s["critic"]
         self.log_std[:] = s["log_std"]
-        for k, (m, v) in enumerate(zip(a.m + c.m, a.v + c.v)):
+        for k, (m, v) in enumerate(((a.mv, a.vv), (self.log_std_m, self.log_std_v), (c.mv, c.vv))):
             m[:] = s["adam_m%d" % k]
             v[:] = s["adam_v%d" % k]
-        a.step_count = c.step_count = int(s["adam_step"])
+        a.adam_step_count = c.adam_step_count = int(s["adam_step"])
         self.lr = float(s["lr"])
         self.obs_rms.mean = np.array(s["obs_mean"], np.float64)
         self.obs_rms.var = np.array(s["obs_var"], np.float64)
         self.obs_rms.count = float(s["obs_count"])
         self.rng.bit_generator.state = json.loads(str(s["rng"]))
+
+
+def _rebuild(obs_dim, act_dim, low, high, config, saved, stats, result):
+    learner = PPO(obs_dim, act_dim, low, high, config)
+    learner.load_state(saved)
+    learner.stats, learner.result = stats, result
+    return learner
+
+
+def _forward(net, x):
+    """The network's outputs for the rows of x (a view into its buffers)."""
+    n = x.shape[0]
+    return net.forward(n, x)[:n]
+
+
+def init_orthogonal(net, rng, hidden_gain, out_gain):
+    """Orthogonal weights (gain hidden_gain for hidden layers, out_gain for the output, small for
+    the policy's), zero biases: the usual PPO initialisation. net is an MLP on numpy views."""
+    for l, W in enumerate(net.W):
+        gain = out_gain if l == len(net.W) - 1 else hidden_gain
+        a = rng.standard_normal((max(W.shape), min(W.shape)))
+        q, r = np.linalg.qr(a)
+        q *= np.sign(np.diag(r))
+        W[:] = gain * (q if W.shape[0] >= W.shape[1] else q.T)[: W.shape[0], : W.shape[1]]
+        net.b[l][:] = 0.0
 
 
 def _clip_grad_norm(grads, max_norm):

@@ -25,10 +25,12 @@ def new_replay(capacity, obs_dim, act_dim):
 @inline
 def replay_add(r, obs, act, rew, next_obs, terminated):
     k = r.count[0]
-    r.obs[k, :] = obs
-    r.act[k, :] = act
+    for i in range(obs.shape[0]):  # loops, not slice copies: those compile shape-error messages
+        r.obs[k, i] = obs[i]
+        r.next_obs[k, i] = next_obs[i]
+    for i in range(act.shape[0]):
+        r.act[k, i] = act[i]
     r.rew[k] = rew
-    r.next_obs[k, :] = next_obs
     r.done[k] = 1.0 if terminated else 0.0
     cap = r.rew.shape[0]
     r.count[0] = (k + 1) % cap

@@ -16,15 +16,14 @@ from microrl.activations import TANH
 from microrl.nn import layout
 from microrl.layout import actor_critic_sizes
 
-from ..envs import quadrotor
-from ..envs.pendulum import MAX_TORQUE, pendulum_reset, pendulum_step
 from ..nn import mlp
-from ..nn.jit import inline, jit
+from ..nn.jit import inline
 from ..nn.mlp import backward, forward, polyak
-from ..nn.rng import new_rng, normal, uniform
-from . import offpolicy
+from ..nn.rng import normal
+from . import loop, offpolicy
 from .config import SACConfig
-from .replay import new_replay, replay_add, replay_sample
+from .loop import UPDATES
+from .replay import replay_sample
 
 NAME = "sac"
 SQUASH = True  # the deterministic action is tanh(mean)
@@ -32,9 +31,8 @@ LOG_STD_MIN = -20.0  # Stable-Baselines3's clamp of the log-std output
 LOG_STD_MAX = 2.0
 
 
-HP = ("gamma", "tau", "actor_lr", "critic_lr", "alpha_lr", "target_entropy", "warmup")
-GAMMA, TAU, ACTOR_LR, CRITIC_LR, ALPHA_LR, TARGET_ENTROPY, WARMUP = range(len(HP))
-STEPS, UPDATES, EPISODES = 0, 1, 2
+HP = ("warmup", "gamma", "tau", "actor_lr", "critic_lr", "alpha_lr", "target_entropy")  # the warm-up first, as loop.py reads it
+WARMUP, GAMMA, TAU, ACTOR_LR, CRITIC_LR, ALPHA_LR, TARGET_ENTROPY = range(len(HP))
 
 State = namedtuple(
     "State",
@@ -71,24 +69,10 @@ def new_state(config, obs_dim, act_dim, seed):
         critic2=critics[1],
         critic1_target=targets[0],
         critic2_target=targets[1],
-        replay=new_replay(c.replay_capacity, obs_dim, act_dim),
-        rng=new_rng(seed),
-        counters=np.zeros(3, np.int64),
-        env=np.zeros(4),
+        **loop.loop_arrays(c, obs_dim, act_dim, seed),
         alpha=alpha,
-        obs=np.zeros(obs_dim, f32),
-        next_obs=np.zeros(obs_dim, f32),
-        action=np.zeros(act_dim, f32),
-        critic_in=np.zeros((n, obs_dim + act_dim), f32),
-        next_in=np.zeros((n, obs_dim + act_dim), f32),
-        actor_in=np.zeros((n, obs_dim), f32),
-        reward=np.zeros(n, f32),
-        done=np.zeros(n, f32),
-        y=np.zeros(n, f32),
         q1=np.zeros(n, f32),
-        dq=np.zeros((n, 1), f32),
         dq2=np.zeros((n, 1), f32),
-        dx=np.zeros((n, obs_dim + act_dim), f32),
         dx2=np.zeros((n, obs_dim + act_dim), f32),
         dout=np.zeros((n, 2 * act_dim), f32),
         eps=np.zeros((n, act_dim), f32),
@@ -131,7 +115,6 @@ def _sample(S, x, n):
     return out
 
 
-@inline
 def update(S, hp):
     n = S.reward.shape[0]
     od = S.obs.shape[0]
@@ -199,83 +182,24 @@ def update(S, hp):
     polyak(S.critic2_target, S.critic2, tau)
 
 
-@inline
 def explore(S, hp, obs, out):
-    """Training-time action in [-1, 1]: uniform during warm-up, then a sample of the policy."""
+    """Training-time action after the warm-up: a sample of the policy, in [-1, 1]."""
     ad = out.shape[0]
-    if S.counters[STEPS] < hp[WARMUP]:
-        for i in range(ad):
-            out[i] = uniform(S.rng, -1.0, 1.0)
-        return
     x = S.actor.dxa[: obs.shape[0]].reshape((1, obs.shape[0]))
-    x[0, :] = obs
-    y = forward(S.actor, x, 1)
+    for i in range(obs.shape[0]):
+        x[0, i] = obs[i]
+    y = forward(S.actor, x, x.shape[0])  # not the constant 1: that would compile forward once more
     for i in range(ad):
         ls = y[0, ad + i]
         ls = LOG_STD_MIN if ls < LOG_STD_MIN else (LOG_STD_MAX if ls > LOG_STD_MAX else ls)
         out[i] = np.tanh(y[0, i] + exp(ls) * normal(S.rng, 0.0, 1.0))
 
 
-# observe() and run_pendulum() mirror td3.py's: numba binds the update() and explore() they call
-# when compiling, and a shared version (a closure, or functions passed in) would miss the disk cache
-
-
-@inline
-def observe(S, hp, obs, action, reward, next_obs, terminated):
-    """Store a transition, count the step, and train once the warm-up is over."""
-    replay_add(S.replay, obs, action, reward, next_obs, terminated)
-    S.counters[STEPS] += 1
-    if S.counters[STEPS] >= hp[WARMUP] and S.replay.count[1] >= S.reward.shape[0]:
-        update(S, hp)
-
-
-@jit
-def run_pendulum(S, hp, n_steps, ep_step, ep_return):
-    """n_steps of training on the compiled Pendulum; episode ends into ep_step/ep_return."""
-    ended = 0
-    for _ in range(n_steps):
-        explore(S, hp, S.obs, S.action)
-        r, truncated = pendulum_step(S.env, MAX_TORQUE * S.action[0], S.next_obs)
-        observe(S, hp, S.obs, S.action, r, S.next_obs, False)
-        if truncated:
-            ep_step[ended] = S.counters[STEPS]
-            ep_return[ended] = S.env[3]
-            ended += 1
-            S.counters[EPISODES] += 1
-            pendulum_reset(S.env, S.rng, S.obs)
-        else:
-            S.obs[:] = S.next_obs
-    return ended
-
-
-@jit
-def run_quadrotor(S, hp, n_steps, ep_step, ep_return, train_every):
-    """n_steps of training on the compiled quadrotor (envs/quadrotor.py; S.env is its array),
-    one update every train_every steps (L2F: 10); the critics see what the actor sees."""
-    ended = 0
-    for _ in range(n_steps):
-        explore(S, hp, S.obs, S.action)
-        r, terminated, truncated = quadrotor.step(S.env, S.action, S.next_obs)
-        replay_add(S.replay, S.obs, S.action, r, S.next_obs, terminated)
-        S.counters[STEPS] += 1
-        if S.counters[STEPS] >= hp[WARMUP] and S.replay.count[1] >= S.reward.shape[0] and S.counters[STEPS] % train_every == 0:
-            update(S, hp)
-        if terminated or truncated:
-            if ended < ep_step.shape[0]:
-                ep_step[ended] = S.counters[STEPS]
-                ep_return[ended] = S.env[quadrotor.RETURN]
-                ended += 1
-            S.counters[EPISODES] += 1
-            quadrotor.reset(S.env, S.rng, S.obs)
-        else:
-            S.obs[:] = S.next_obs
-    return ended
-
-
+# update() and explore() are compiled inside the one off-policy loop, for this State
+loop.bind(State, explore, update)
 ALGO = offpolicy.Algorithm(
     name=NAME, squash=SQUASH, default_config=default_config, hyperparameters=hyperparameters, new_state=new_state,
-    actor_export=actor_export, explore=explore, observe=observe, run_pendulum=run_pendulum,
-    run_quadrotor=run_quadrotor,
+    actor_export=actor_export,
 )
 config = ALGO.config  # config(**overrides): the defaults with overrides, checked
 train = ALGO.train  # train(config, env="pendulum", callbacks=None, seed=0, **options) -> offpolicy.Run

@@ -13,24 +13,21 @@ import numpy as np
 
 from microrl.layout import actor_critic_sizes
 
-from ..envs import quadrotor
-from ..envs.pendulum import MAX_TORQUE, pendulum_reset, pendulum_step
 from ..nn import mlp
-from ..nn.jit import inline, jit
 from ..nn.mlp import backward, forward, polyak
-from ..nn.rng import new_rng, normal, uniform
-from . import offpolicy
+from ..nn.rng import normal
+from . import loop, offpolicy
 from .config import td3_config
-from .replay import new_replay, replay_add, replay_sample
+from .loop import UPDATES
+from .replay import replay_sample
 
 NAME = "td3"
 SQUASH = False  # the actor ends in tanh already
 
-# hyperparameters travel into compiled code as one float64 array, in this order
-HP = ("gamma", "tau", "actor_lr", "critic_lr", "exploration_noise", "target_noise", "target_noise_clip", "policy_delay", "warmup")
-GAMMA, TAU, ACTOR_LR, CRITIC_LR, EXPLORATION_NOISE, TARGET_NOISE, TARGET_NOISE_CLIP, POLICY_DELAY, WARMUP = range(len(HP))
-# counters (int64): steps, updates, episodes
-STEPS, UPDATES, EPISODES = 0, 1, 2
+# hyperparameters travel into compiled code as one float64 array, in this order (the warm-up
+# first, where loop.py reads it)
+HP = ("warmup", "gamma", "tau", "actor_lr", "critic_lr", "exploration_noise", "target_noise", "target_noise_clip", "policy_delay")
+WARMUP, GAMMA, TAU, ACTOR_LR, CRITIC_LR, EXPLORATION_NOISE, TARGET_NOISE, TARGET_NOISE_CLIP, POLICY_DELAY = range(len(HP))
 
 State = namedtuple(
     "State",
@@ -71,22 +68,8 @@ def new_state(config, obs_dim, act_dim, seed, privileged=0):
         critic2=critic2,
         critic1_target=targets[1],
         critic2_target=targets[2],
-        replay=new_replay(c.replay_capacity, obs_dim, act_dim),
-        rng=new_rng(seed),
-        counters=np.zeros(3, np.int64),
-        env=np.zeros(4),
-        obs=np.zeros(obs_dim, f32),
-        next_obs=np.zeros(obs_dim, f32),
-        action=np.zeros(act_dim, f32),
-        critic_in=np.zeros((n, obs_dim + act_dim), f32),
-        next_in=np.zeros((n, obs_dim + act_dim), f32),
-        actor_in=np.zeros((n, obs_dim), f32),
-        reward=np.zeros(n, f32),
-        done=np.zeros(n, f32),
-        y=np.zeros(n, f32),
-        dq=np.zeros((n, 1), f32),
+        **loop.loop_arrays(c, obs_dim, act_dim, seed),
         da=np.zeros((n, act_dim), f32),
-        dx=np.zeros((n, obs_dim + act_dim), f32),
         actor_x=np.zeros((n, actor_dim), f32),
     )
 
@@ -97,7 +80,6 @@ def actor_export(state):
     return list(a.sizes), list(a.acts), a.params.copy()
 
 
-@inline
 def update(S, hp):
     """One TD3 update from a sampled batch: both critics, and every policy_delay updates the
     actor and the three targets."""
@@ -148,76 +130,19 @@ def update(S, hp):
     polyak(S.critic2_target, S.critic2, tau)
 
 
-@inline
 def explore(S, hp, obs, out):
-    """Training-time action in [-1, 1]: uniform during warm-up, then actor plus Gaussian noise."""
-    if S.counters[STEPS] < hp[WARMUP]:
-        for i in range(out.shape[0]):
-            out[i] = uniform(S.rng, -1.0, 1.0)
-        return
+    """Training-time action after the warm-up: the actor's plus Gaussian noise, in [-1, 1]."""
     mlp.greedy_action(S.actor, obs[: S.actor_x.shape[1]], False, out)
     for i in range(out.shape[0]):
         v = out[i] + normal(S.rng, 0.0, hp[EXPLORATION_NOISE])
         out[i] = -1.0 if v < -1.0 else (1.0 if v > 1.0 else v)
 
 
-@inline
-def observe(S, hp, obs, action, reward, next_obs, terminated):
-    """Store a transition, count the step, and train once the warm-up is over."""
-    replay_add(S.replay, obs, action, reward, next_obs, terminated)
-    S.counters[STEPS] += 1
-    if S.counters[STEPS] >= hp[WARMUP] and S.replay.count[1] >= S.reward.shape[0]:
-        update(S, hp)
-
-
-@jit
-def run_pendulum(S, hp, n_steps, ep_step, ep_return):
-    """n_steps of training on the compiled Pendulum. Episode ends go to ep_step/ep_return;
-    returns how many."""
-    ended = 0
-    for _ in range(n_steps):
-        explore(S, hp, S.obs, S.action)
-        r, truncated = pendulum_step(S.env, MAX_TORQUE * S.action[0], S.next_obs)
-        observe(S, hp, S.obs, S.action, r, S.next_obs, False)
-        if truncated:
-            ep_step[ended] = S.counters[STEPS]
-            ep_return[ended] = S.env[3]
-            ended += 1
-            S.counters[EPISODES] += 1
-            pendulum_reset(S.env, S.rng, S.obs)
-        else:
-            S.obs[:] = S.next_obs
-    return ended
-
-
-@jit
-def run_quadrotor(S, hp, n_steps, ep_step, ep_return, train_every):
-    """n_steps of training on the compiled quadrotor (envs/quadrotor.py; S.env is its array),
-    one update every train_every steps (L2F: 10)."""
-    ended = 0
-    for _ in range(n_steps):
-        explore(S, hp, S.obs, S.action)
-        r, terminated, truncated = quadrotor.step(S.env, S.action, S.next_obs)
-        replay_add(S.replay, S.obs, S.action, r, S.next_obs, terminated)
-        S.counters[STEPS] += 1
-        if S.counters[STEPS] >= hp[WARMUP] and S.replay.count[1] >= S.reward.shape[0] and S.counters[STEPS] % train_every == 0:
-            update(S, hp)
-        if terminated or truncated:
-            if ended < ep_step.shape[0]:
-                ep_step[ended] = S.counters[STEPS]
-                ep_return[ended] = S.env[quadrotor.RETURN]
-                ended += 1
-            S.counters[EPISODES] += 1
-            quadrotor.reset(S.env, S.rng, S.obs)
-        else:
-            S.obs[:] = S.next_obs
-    return ended
-
-
+# update() and explore() are compiled inside the one off-policy loop, for this State
+loop.bind(State, explore, update)
 ALGO = offpolicy.Algorithm(
     name=NAME, squash=SQUASH, default_config=default_config, hyperparameters=hyperparameters, new_state=new_state,
-    actor_export=actor_export, explore=explore, observe=observe, run_pendulum=run_pendulum,
-    run_quadrotor=run_quadrotor, asymmetric=ASYMMETRIC,
+    actor_export=actor_export, asymmetric=ASYMMETRIC,
 )
 config = ALGO.config  # config(**overrides): the defaults with overrides, checked
 train = ALGO.train  # train(config, env="pendulum", callbacks=None, seed=0, **options) -> offpolicy.Run

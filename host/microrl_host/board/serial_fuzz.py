@@ -78,11 +78,19 @@ def _correct(frame, expected, policy, tolerance):
     return len(action) == len(want) and all(abs(a - b) <= tolerance * (1.0 + abs(b)) for a, b in zip(action, want))
 
 
+def _write(link, data, failed):
+    try:
+        link.write(data)
+    except Exception as e:  # LinkError: handed to the reading thread
+        failed.append(e)
+
+
 def fuzz(link, policy, requests, seed=0, batch=200, noise_per_request=1.0, tolerance=1e-5, batch_timeout=60.0, progress=None):
     """Write `requests` good requests on an open SerialLink (microrl.serve running with `policy`
     loaded), each preceded by noise items (on average noise_per_request), in batches written
     while the replies are read. Returns a dict: requests, lost (good requests without their
-    correct answer), lost_examples, noise_items (count per kind), error_frames, seconds."""
+    correct answer), lost_examples, noise_items (count per kind), error_frames, seconds.
+    Raises LinkError when the board stops reading (every write has a deadline): never hangs."""
     rng = random.Random(seed)
     obs_dim = policy.obs_dim
     lost = 0
@@ -110,14 +118,15 @@ def fuzz(link, policy, requests, seed=0, batch=200, noise_per_request=1.0, toler
             kinds[kind] = kinds.get(kind, 0) + 1
             stream += data
         answered = set()
-        writer = threading.Thread(target=link.write, args=(bytes(stream),))
+        write_failed = []  # the writer's LinkError (a board that stopped reading), raised below
+        writer = threading.Thread(target=_write, args=(link, bytes(stream), write_failed))
         writer.start()  # write while reading: replies must not back up into the board
         sentinel = None
         deadline = time.time() + batch_timeout
         last_activity = time.time()
         resent = 0
         finished = False
-        while not finished and time.time() < deadline:
+        while not finished and not write_failed and time.time() < deadline:
             # the sentinel goes out once the batch is written (joining the writer earlier could
             # deadlock: the board stops reading while its replies wait for us to read them)
             if not writer.is_alive() and (sentinel is None or time.time() - last_activity > 1.0):
@@ -138,7 +147,9 @@ def fuzz(link, policy, requests, seed=0, batch=200, noise_per_request=1.0, toler
                     finished = finished or (seq == sentinel and type_ == P.PING | P.REPLY)
                 elif seq in expected and _correct(f, expected[seq], policy, tolerance):
                     answered.add(seq)
-        writer.join()
+        writer.join()  # ends: link.write has a deadline
+        if write_failed:
+            raise write_failed[0]
         missing = sorted(set(expected) - answered)
         lost += len(missing)
         if missing and len(examples) < 10:

@@ -73,6 +73,9 @@ def disconnect(transport):
 TRANSIT_ERRORS = (P.E_CRC, P.E_HEADER, P.E_TOO_LONG, P.E_TIMEOUT)
 # seconds of silence after which a partly read frame is given up (the board's FRAME_TIMEOUT_MS)
 QUIET = 0.2
+# bytes per write call: each must be taken by the port within the link's timeout (4 kB leave a
+# 115200-baud line 0.36 s), so a long burst is no error but a board that stops reading is
+WRITE_CHUNK = 4096
 
 
 class SerialLink:
@@ -109,6 +112,7 @@ class SerialLink:
         except Exception as e:
             raise LinkError("could not start microrl.serve on %s: %s" % (self.port, e)) from None
         self.serial.timeout = 0.05  # reads return within 50 ms; every wait below has its own deadline
+        self.serial.write_timeout = self.timeout  # a board that stops reading: LinkError, not a hang
         hello = self._wait_frame(lambda f: f[0] == P.HELLO, 10.0, "the server's hello")
         self.serving = True
         self.board_info = parse_info(hello[2])
@@ -144,8 +148,14 @@ class SerialLink:
         return self.seq
 
     def write(self, data):
+        """Write data; LinkError when the port takes no part of it within the link's timeout."""
+        from serial import SerialTimeoutException
+
         try:
-            self.serial.write(data)
+            for k in range(0, len(data), WRITE_CHUNK):
+                self.serial.write(data[k : k + WRITE_CHUNK])
+        except SerialTimeoutException:
+            raise LinkError("writing to %s stalled for %.1f s: the board stopped reading (hung, busy or reset?)" % (self.port, self.serial.write_timeout)) from None
         except Exception as e:
             raise LinkError("writing to %s failed: %s (board unplugged?)" % (self.port, e)) from None
 

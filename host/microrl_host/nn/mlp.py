@@ -15,7 +15,7 @@ from microrl.layout import layout, shape
 from microrl.nn import MLP
 from microrl.rng import Rng
 
-from .jit import inline, jit
+from .jit import compiled_only, inline, jit
 
 # ---------------------------------------------------------------- networks
 # params: the device core's layout; wt: each layer's weights again, transposed ([in, out]), for
@@ -92,7 +92,39 @@ def layer_output(net, l, n):
     return net.ys[net.yoff[l] : net.yoff[l] + n * w].reshape((n, w))
 
 
-@jit
+# Each activation, and its derivative, written once (ReLU's also as its own loop below, for
+# speed). Results are float32, rounded as the store into the network's buffers rounds them.
+@inline
+def _activation(act, v):
+    """act(v) for one float32 pre-activation (tanh in single precision, the others in double)."""
+    f32 = np.float32
+    if act == RELU:
+        return v if v > f32(0.0) else f32(0.0)
+    if act == TANH:
+        return f32(tanh(v))
+    if act == SIGMOID:
+        return f32(0.5 * (1.0 + tanh(0.5 * v)))
+    if act == GELU:
+        return f32(v * 0.5 * (1.0 + erf(v * _INV_SQRT2)))
+    return v
+
+
+@inline
+def _activation_backward(act, g, y, z):
+    """dL/d(pre-activation) from g = dL/d(output), the output y and (GELU) the pre-activation z."""
+    f32 = np.float32
+    if act == RELU:
+        return g if y > f32(0.0) else f32(0.0)
+    if act == TANH:
+        return f32(g * (1.0 - y * y))
+    if act == SIGMOID:
+        return f32(g * (y * (1.0 - y)))
+    if act == GELU:
+        return f32(g * (0.5 * (1.0 + erf(z * _INV_SQRT2)) + z * _INV_SQRT_2PI * exp(-0.5 * z * z)))
+    return g
+
+
+@compiled_only
 def forward(net, x, n):
     """y = net(x[:n]); x is (n, n_in) C-contiguous float32. Returns the output rows (a view
     into the network's buffers, valid until its next forward)."""
@@ -103,7 +135,7 @@ def forward(net, x, n):
         act = net.acts[l]
         w = y.shape[1]
         zero = np.float32(0.0)
-        # the common activations get loops of their own, which the compiler vectorises
+        # ReLU and identity get loops of their own, which the compiler vectorises
         if act == RELU:
             for i in range(n):
                 for j in range(w):
@@ -114,22 +146,18 @@ def forward(net, x, n):
                 for j in range(w):
                     y[i, j] += b[j]
         else:
+            z = net.zs[net.yoff[l] : net.yoff[l] + n * w]
             for i in range(n):
                 for j in range(w):
                     v = y[i, j] + b[j]
-                    if act == TANH:
-                        v = tanh(v)
-                    elif act == SIGMOID:
-                        v = 0.5 * (1.0 + tanh(0.5 * v))
-                    elif act == GELU:
-                        net.zs[net.yoff[l] + i * w + j] = v
-                        v = v * 0.5 * (1.0 + erf(v * _INV_SQRT2))
-                    y[i, j] = v
+                    if act == GELU:
+                        z[i * w + j] = v  # the backward pass needs the pre-activation
+                    y[i, j] = _activation(act, v)
         x = y
     return x
 
 
-@jit
+@compiled_only
 def backward(net, x, n, dy, grads, dx):
     """Backward of the last forward(net, x, n) from dy = dL/d(output) (overwritten). Writes the
     parameter gradients into grads when grads.size > 0 (net.grads, or net.grads[:0] for none),
@@ -142,21 +170,16 @@ def backward(net, x, n, dy, grads, dx):
         y = layer_output(net, l, n)
         act = net.acts[l]
         w = y.shape[1]
-        zero = np.float32(0.0)
-        if act == RELU:
+        if act == RELU:  # a loop of its own, vectorised
+            zero = np.float32(0.0)
             for i in range(n):
                 for j in range(w):
                     g[i, j] = g[i, j] if y[i, j] > zero else zero
         elif act != IDENTITY:
+            z = net.zs[net.yoff[l] : net.yoff[l] + n * w]
             for i in range(n):
                 for j in range(w):
-                    if act == TANH:
-                        g[i, j] *= 1.0 - y[i, j] * y[i, j]
-                    elif act == SIGMOID:
-                        g[i, j] *= y[i, j] * (1.0 - y[i, j])
-                    elif act == GELU:
-                        z = net.zs[net.yoff[l] + i * w + j]
-                        g[i, j] *= 0.5 * (1.0 + erf(z * _INV_SQRT2)) + z * _INV_SQRT_2PI * exp(-0.5 * z * z)
+                    g[i, j] = _activation_backward(act, g[i, j], y[i, j], z[i * w + j] if act == GELU else np.float32(0.0))
         xin = x if l == 0 else layer_output(net, l - 1, n)
         if grads.size > 0:
             n_in = net.sizes[l]
@@ -177,7 +200,7 @@ def backward(net, x, n, dy, grads, dx):
             np.dot(g, W, dx)
 
 
-@jit
+@compiled_only
 def adam(net, lr, step, beta1=0.9, beta2=0.999, eps=1e-8):
     """One Adam step (torch.optim.Adam semantics) from net.grads; step counts from 1."""
     p, g, m, v = net.params, net.grads, net.m, net.v

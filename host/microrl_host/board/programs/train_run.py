@@ -1,25 +1,42 @@
 # On the board (train.train_on_board), after train_prepare.py in the same session: TD3 on
 # Pendulum, streaming 'P step return mem_free' lines, then the trained actor's float32 weights as
-# 'W hex' lines (no policy code or file on the board); 'N step' instead when the actor's weights
-# became NaN or infinite (nothing sent). TD3 allocates the replay buffer (the biggest block)
-# first, while the heap is still whole.
+# 'W hex' lines (no policy code or file on the board); 'N step what' instead when a network's
+# weights (what: actor, critic) or the actor's action became NaN or infinite (nothing sent). TD3 allocates the replay buffer (the biggest
+# block) first, while the heap is still whole.
+def non_finite(agent):
+    # the critics too: a diverged critic can leave the actor finite (no gradient through a NaN
+    # relu); the last action too: finite weights near float32's limit overflow in the forward pass
+    for name, values in (('actor', agent.actor.params), ('critic', agent.critics[0].params), ('critic', agent.critics[1].params),
+                         ('action', agent.action)):
+        for v in values:
+            if v - v != 0.0:  # NaN or infinite
+                return name
+    return None
+
+
 gc.collect()
-agent = TD3(Pendulum(), TD3Config(hidden=HIDDEN, batch=BATCH, replay_capacity=REPLAY, warmup=WARMUP, steps=STEPS, replay_overwrite=OVERWRITE), SEED)
+agent = TD3(Pendulum(), TD3Config(hidden=HIDDEN, batch=BATCH, replay_capacity=REPLAY, warmup=WARMUP, steps=STEPS, replay_overwrite=OVERWRITE,
+                        actor_lr=ACTOR_LR, critic_lr=CRITIC_LR), SEED)
 gc.collect()
 print('M', gc.mem_free())
 last = None
 for step in range(1, STEPS + 1):
-    r = agent.step()
+    try:
+        r = agent.step()
+    except (ValueError, OverflowError, ZeroDivisionError):
+        # a NaN or infinite action cannot be stored in the replay's 16-bit rows: a divergence
+        # if the networks went non-finite, else a real failure (the host reports it)
+        bad = non_finite(agent)
+        if bad is None:
+            raise
+        print('N', step, bad)
+        break
     if r is not None:
         last = r
     if r is not None or step % EVERY == 0 or step == STEPS:
-        bad = False
-        for v in agent.actor.params:
-            if v - v != 0.0:  # NaN or infinite: the run diverged; stop, write nothing
-                bad = True
-                break
-        if bad:
-            print('N', step)
+        bad = non_finite(agent)
+        if bad is not None:  # the run diverged: stop, write nothing
+            print('N', step, bad)
             break
         print('P', step, 'nan' if last is None else last, gc.mem_free())
 else:

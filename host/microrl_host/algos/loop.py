@@ -1,0 +1,141 @@
+"""The compiled off-policy training loop, one definition for TD3 and SAC. Each algorithm brings
+two compiled functions: explore(S, hp, obs, out), the policy's exploratory action once the
+warm-up is over, and update(S, hp), one gradient step from a replay batch, and binds them to
+its State class with bind(). The loop finds them by the type of S when it is compiled, so numba
+compiles (and caches on disk) one loop per algorithm from this one source. (Passing them as
+arguments would do the same, but numba's disk cache misses such a loop in every new process.)
+
+S is the algorithm's State, a namedtuple of arrays with at least counters, replay, rng, env,
+obs, next_obs, action and reward (whose length is the batch); hp its hyperparameters as a
+float64 array with the warm-up first.
+"""
+import numpy as np
+from numba.extending import overload
+
+from ..envs import quadrotor
+from ..envs.pendulum import MAX_TORQUE, pendulum_reset, pendulum_step
+from ..nn.jit import COMPILED_ONLY, inline, jit
+from ..nn.rng import new_rng, uniform
+from .replay import new_replay, replay_add
+
+STEPS, UPDATES, EPISODES = 0, 1, 2  # S.counters
+WARMUP = 0  # hp[WARMUP]: steps of uniform random actions before the first update
+
+
+
+def loop_arrays(config, obs_dim, act_dim, seed):
+    """The arrays of a State that the loop and both algorithms' updates use, by field name:
+    replay, random generator, counters, environment, the current transition, and a batch's
+    critic inputs, rewards, done flags, targets and critic gradients."""
+    n, f32 = config.batch, np.float32
+    return dict(
+        replay=new_replay(config.replay_capacity, obs_dim, act_dim),
+        rng=new_rng(seed),
+        counters=np.zeros(3, np.int64),
+        env=np.zeros(4),
+        obs=np.zeros(obs_dim, f32),
+        next_obs=np.zeros(obs_dim, f32),
+        action=np.zeros(act_dim, f32),
+        critic_in=np.zeros((n, obs_dim + act_dim), f32),
+        next_in=np.zeros((n, obs_dim + act_dim), f32),
+        actor_in=np.zeros((n, obs_dim), f32),
+        reward=np.zeros(n, f32),
+        done=np.zeros(n, f32),
+        y=np.zeros(n, f32),
+        dq=np.zeros((n, 1), f32),
+        dx=np.zeros((n, obs_dim + act_dim), f32),
+    )
+
+
+_BOUND = {}  # State class -> (explore, update)
+
+
+def bind(state_class, explore, update):
+    """Make explore(S, hp, obs, out) and update(S, hp), plain Python functions in numba's
+    subset, this loop's calls for states of this class (once per algorithm, at import)."""
+    _BOUND[state_class] = (explore, update)
+
+
+def algorithm_explore(S, hp, obs, out):
+    """The explore() bound to S's class: compiled code only."""
+    raise TypeError("algorithm_explore runs in compiled code only")
+
+
+def algorithm_update(S, hp):
+    """The update() bound to S's class: compiled code only."""
+    raise TypeError("algorithm_update runs in compiled code only")
+
+
+# numba compiles the bound function itself as the implementation: one function, called from
+# compiled code only (no wrapper for Python callers), with the numpy error model of nn/jit.py
+@overload(algorithm_explore, jit_options=COMPILED_ONLY)
+def _algorithm_explore(S, hp, obs, out):
+    return _BOUND[S.instance_class][0]
+
+
+@overload(algorithm_update, jit_options=COMPILED_ONLY)
+def _algorithm_update(S, hp):
+    return _BOUND[S.instance_class][1]
+
+
+@inline
+def explore(S, hp, obs, out):
+    """Training-time action in [-1, 1]: uniform during the warm-up, then the algorithm's."""
+    if S.counters[STEPS] < hp[WARMUP]:
+        for i in range(out.shape[0]):
+            out[i] = uniform(S.rng, -1.0, 1.0)
+        return
+    algorithm_explore(S, hp, obs, out)
+
+
+@inline
+def observe(S, hp, obs, action, reward, next_obs, terminated, train_every):
+    """Store a transition, count the step, and once the warm-up is over and a batch is stored,
+    update every train_every steps."""
+    replay_add(S.replay, obs, action, reward, next_obs, terminated)
+    S.counters[STEPS] += 1
+    if S.counters[STEPS] >= hp[WARMUP] and S.replay.count[1] >= S.reward.shape[0] and S.counters[STEPS] % train_every == 0:
+        algorithm_update(S, hp)
+
+
+@jit
+def run_pendulum(S, hp, n_steps, ep_step, ep_return):
+    """n_steps of training on the compiled Pendulum. Episode ends go to ep_step/ep_return;
+    returns how many."""
+    ended = 0
+    for _ in range(n_steps):
+        explore(S, hp, S.obs, S.action)
+        r, truncated = pendulum_step(S.env, MAX_TORQUE * S.action[0], S.next_obs)
+        observe(S, hp, S.obs, S.action, r, S.next_obs, False, 1)
+        if truncated:
+            ep_step[ended] = S.counters[STEPS]
+            ep_return[ended] = S.env[3]
+            ended += 1
+            S.counters[EPISODES] += 1
+            pendulum_reset(S.env, S.rng, S.obs)
+        else:
+            for i in range(S.obs.shape[0]):
+                S.obs[i] = S.next_obs[i]
+    return ended
+
+
+@jit
+def run_quadrotor(S, hp, n_steps, ep_step, ep_return, train_every):
+    """n_steps of training on the compiled quadrotor (envs/quadrotor.py; S.env is its array),
+    one update every train_every steps (L2F: 10)."""
+    ended = 0
+    for _ in range(n_steps):
+        explore(S, hp, S.obs, S.action)
+        r, terminated, truncated = quadrotor.step(S.env, S.action, S.next_obs)
+        observe(S, hp, S.obs, S.action, r, S.next_obs, terminated, train_every)
+        if terminated or truncated:
+            if ended < ep_step.shape[0]:
+                ep_step[ended] = S.counters[STEPS]
+                ep_return[ended] = S.env[quadrotor.RETURN]
+                ended += 1
+            S.counters[EPISODES] += 1
+            quadrotor.reset(S.env, S.rng, S.obs)
+        else:
+            for i in range(S.obs.shape[0]):
+                S.obs[i] = S.next_obs[i]
+    return ended
