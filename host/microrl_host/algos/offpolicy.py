@@ -188,14 +188,13 @@ class Algorithm:
     """An off-policy algorithm (td3.py, sac.py) as its parts, and the training driver over them.
     Each module ends with ALGO = Algorithm(...) naming its own functions."""
 
-    def __init__(self, name, squash, default_config, hyperparameters, new_state, actor_export, asymmetric=False):
+    def __init__(self, name, squash, default_config, hyperparameters, new_state, actor_export):
         self.name = name
         self.squash = squash
         self.default_config = default_config
         self.hyperparameters = hyperparameters
         self.new_state = new_state
         self.actor_export = actor_export
-        self.asymmetric = asymmetric  # new_state(privileged=k) gives the critics k more inputs
         self.flight_stats = {}  # the quadrotor's success rate and distance at the last evaluation
 
     # configuration ---------------------------------------------------
@@ -258,10 +257,7 @@ class Algorithm:
             config = self.config(**settings)
             seed = 0 if seed is None else seed
         config.steps = int(steps)
-        if getattr(env, "privileged", 0) and self.asymmetric:
-            state = self.new_state(config, env.obs_dim, env.act_dim, int(seed), privileged=env.privileged)
-        else:
-            state = self.new_state(config, env.obs_dim, env.act_dim, int(seed))
+        state = self.new_state(config, env.obs_dim, env.act_dim, int(seed))
         if env.name == QUADROTOR:
             state = state._replace(env=quadrotor.new_env())
         if resume:
