@@ -66,3 +66,16 @@ def test_demo_flies_on_the_virtual_board(tmp_path):
     assert r["board_success_matches_host"] and r["board_return_max_diff"] < 1e-3
     assert r["board_policy_step_us"] > 0 and r["board_control_rate_hz"] > 0
     assert r["serial_steps"] > 0 and r["serial_p50_us"] > 0
+
+
+def test_a_seed_gives_the_same_policy_whatever_the_blas_thread_count(tmp_path):
+    """OpenBLAS splits some of the batch-256 products across its threads, which changed their last
+    bits and so the run; training holds BLAS to one thread (nn/blas.py)."""
+    digests = []
+    for threads in ("1", "2"):
+        out = tmp_path / ("q%s.mrlp" % threads)
+        proc = run_cpython(["-m", "microrl_host.cli", "train", "quadrotor", "--steps", "30000", "--seed", "3", "--eval-every", "0", "--out", str(out)],
+                           OPENBLAS_NUM_THREADS=threads, OMP_NUM_THREADS=threads)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        digests.append(out.read_bytes())
+    assert digests[0] == digests[1]

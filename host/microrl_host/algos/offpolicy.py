@@ -21,6 +21,7 @@ from ..envs.gym import GymTask, evaluate_gym
 from ..envs import quadrotor
 from ..envs.quadrotor import QUADROTOR, CompiledQuadrotor, flight_summary
 from ..envs.pendulum import PENDULUM, CompiledPendulum, evaluate_pendulum, pendulum_reset
+from ..nn.blas import one_blas_thread
 from ..nn.mlp import greedy_action
 from ..nn.rng import randint
 from ..runlog import RunLog
@@ -234,6 +235,10 @@ class Algorithm:
         progress.csv and checkpoint.npz (checkpoints every checkpoint_every steps and at the end);
         resume: continue from run_dir's checkpoint; callbacks: a Callbacks, told of every chunk of
         up to 1000 steps (trainer: the State; figures: {"eval": the last evaluation's mean})."""
+        with one_blas_thread():
+            return self._run(task, steps, seed, eval_every, eval_episodes, out, run_dir, checkpoint_every, resume, callbacks, settings)
+
+    def _run(self, task, steps, seed, eval_every, eval_episodes, out, run_dir, checkpoint_every, resume, callbacks, settings):
         callbacks = callbacks or NONE
         wall0 = time.perf_counter()
         env = make_task(task)
