@@ -9,7 +9,7 @@
 #   s  state (STATE_DIM): position, orientation quaternion (w, x, y, z), linear velocity (world
 #      frame), angular velocity (body frame), rotor speeds (normalised, RPM_MIN..RPM_MAX)
 #   w  work space for one RK4 step (WORK_DIM)
-from math import acos, cos, pi, sin, sqrt
+from math import acos, cos, exp, pi, sin, sqrt
 
 from .compat import const, zeros
 
@@ -36,7 +36,7 @@ INIT_POSITION = const(27)  # start position uniform in +-this, per axis (m)
 INIT_ANGLE = const(28)  # start tilt: a rotation about a random axis by an angle uniform in [0, this] (rad)
 INIT_VELOCITY = const(29)  # start linear velocity uniform in +-this, per axis (m/s)
 INIT_ANGULAR_VELOCITY = const(30)  # start angular velocity uniform in +-this, per axis (rad/s)
-INIT_RPM_LOW = const(31)  # start rotor speeds uniform in [LOW, HIGH] (normalised)
+INIT_RPM_LOW = const(31)  # start rotor speeds uniform in hover + [LOW, HIGH] (normalised units)
 INIT_RPM_HIGH = const(32)
 REWARD_SCALE = const(33)  # reward = CONSTANT - SCALE * (POSITION |p|^2 + ORIENTATION (1 - q_w^2)
 REWARD_CONSTANT = const(34)  #   + VELOCITY |v|^2 + ACTION |a - hover command|^2); 0 on termination
@@ -69,22 +69,22 @@ CRAZYFLIE = (
     0.028, -0.028, -0.028, 0.028,  # rotor x
     -0.028, -0.028, 0.028, 0.028,  # rotor y
     -1.0, 1.0, -1.0, 1.0,  # rotor spin
-    0.1,  # init guidance (L2F init_90_deg)
-    0.5,  # init position
-    1.0,  # init angle: L2F draws the angle uniform in [0, 1] rad (see docs)
+    0.1,  # init guidance
+    0.2,  # init position: learning-to-fly's
+    pi / 2.0,  # init angle: learning-to-fly's orientation_biggest_angle (90 deg)
     1.0,  # init velocity
     1.0,  # init angular velocity
-    0.0,  # init rpm low: L2F's relative -1 ..
-    0.5,  # init rpm high: .. 0, i.e. half speed
+    0.0,  # init rpm low: at hover, as learning-to-fly starts its motors
+    0.0,  # init rpm high
     0.5,  # reward scale: L2F's hover reward (learning-to-fly, reward_squared_position_only_torque)
     2.0,  # reward constant
     5.0,  # reward position (its curriculum raises it towards 40)
     5.0,  # reward orientation
     0.01,  # reward velocity (curriculum: towards 1)
     0.01,  # reward action (curriculum: towards 1)
-    1.0,  # termination position (l2f)
-    2.0,  # termination velocity
-    35.0,  # termination angular velocity
+    0.6,  # termination position: learning-to-fly's fast_learning
+    1000.0,  # termination velocity: none, as learning-to-fly's fast_learning
+    1000.0,  # termination angular velocity: none
 )
 
 # ---------------------------------------------------------------- state, observation, task
@@ -97,7 +97,7 @@ STATE_DIM = const(17)
 WORK_DIM = const(85)  # k1, k2, k3, k4 and one intermediate state
 INIT_DRAWS = const(17)  # uniforms in [0, 1) that initial_state() consumes
 
-OBS_DIM = const(13)  # position error, quaternion, linear velocity, angular velocity
+OBS_DIM = const(22)  # position error, rotation matrix, linear and angular velocity, rotor speeds
 ACT_DIM = const(4)  # motor commands in [-1, 1]
 EPISODE_STEPS = const(500)  # 5 s at 100 Hz
 
@@ -280,17 +280,45 @@ def initial_state(P, s, u, position, angle, velocity, angular_velocity, guidance
         s[13 + i] = rpm_low + (rpm_high - rpm_low) * u[13 + i]
 
 
-def observe(s, obs, offset=0):
-    """13 values: position error to the target (the origin), orientation quaternion with w >= 0
-    (q and -q are the same attitude; one sign keeps the input continuous), linear velocity,
-    angular velocity."""
-    sign = -1.0 if s[3] < 0.0 else 1.0
-    for i in range(3):
-        obs[offset + i] = s[i]
-    for i in range(4):
-        obs[offset + 3 + i] = sign * s[3 + i]
+def observe(P, s, obs, offset=0):
+    """OBS_DIM values: position error to the target (the origin), the rotation matrix (body to
+    world, row by row; L2F's attitude input: with a quaternion the policies hovered at
+    yaw-dependent offsets), linear velocity (world), angular velocity (body), and the four rotor
+    speeds scaled to [-1, 1] like the commands (the motors lag the commands by 55 to 250 ms;
+    without them the policies wobbled; a craft without rotor-speed sensing feeds the motor
+    model's estimate, motor_estimate())."""
+    qw = s[3]
+    qx = s[4]
+    qy = s[5]
+    qz = s[6]
+    o = offset
+    obs[o] = s[0]
+    obs[o + 1] = s[1]
+    obs[o + 2] = s[2]
+    obs[o + 3] = 1.0 - 2.0 * (qy * qy + qz * qz)
+    obs[o + 4] = 2.0 * (qx * qy - qw * qz)
+    obs[o + 5] = 2.0 * (qx * qz + qw * qy)
+    obs[o + 6] = 2.0 * (qx * qy + qw * qz)
+    obs[o + 7] = 1.0 - 2.0 * (qx * qx + qz * qz)
+    obs[o + 8] = 2.0 * (qy * qz - qw * qx)
+    obs[o + 9] = 2.0 * (qx * qz - qw * qy)
+    obs[o + 10] = 2.0 * (qy * qz + qw * qx)
+    obs[o + 11] = 1.0 - 2.0 * (qx * qx + qy * qy)
     for i in range(6):
-        obs[offset + 7 + i] = s[7 + i]
+        obs[o + 12 + i] = s[7 + i]
+    lo = P[RPM_MIN]
+    span = P[RPM_MAX] - lo
+    for i in range(4):
+        obs[o + 18 + i] = 2.0 * (s[13 + i] - lo) / span - 1.0
+
+
+def motor_estimate(P, rpm, sp):
+    """Advance rotor speed estimates rpm[0:4] by one control step towards the setpoints sp[0:4]
+    with the first-order motor model (exact for a first-order lag held for DT): what a craft
+    without rotor-speed sensing observes in place of the simulated rotor speeds."""
+    for i in range(4):
+        tau = P[TAU_RISING] if sp[i] >= rpm[i] else P[TAU_FALLING]
+        rpm[i] = sp[i] + (rpm[i] - sp[i]) * exp(-P[DT] / tau)
 
 
 def tilt(s):
@@ -340,15 +368,16 @@ class Quadrotor:
             h = hover_rpm(P)
             initial_state(P, self.s, self.u, EVAL_POSITION, EVAL_ANGLE, 0.0, 0.0, 0.0, h, h)
         else:
-            initial_state(P, self.s, self.u, P[INIT_POSITION], P[INIT_ANGLE], P[INIT_VELOCITY], P[INIT_ANGULAR_VELOCITY], P[INIT_GUIDANCE], P[INIT_RPM_LOW], P[INIT_RPM_HIGH])
+            h = hover_rpm(P)
+            initial_state(P, self.s, self.u, P[INIT_POSITION], P[INIT_ANGLE], P[INIT_VELOCITY], P[INIT_ANGULAR_VELOCITY], P[INIT_GUIDANCE], h + P[INIT_RPM_LOW], h + P[INIT_RPM_HIGH])
         self.t = 0
-        observe(self.s, self.obs)
+        observe(self.P, self.s, self.obs)
         return self.obs
 
     def set_state(self, values):
         for i in range(STATE_DIM):
             self.s[i] = values[i]
-        observe(self.s, self.obs)
+        observe(self.P, self.s, self.obs)
         return self.obs
 
     def step(self, action):
@@ -356,7 +385,7 @@ class Quadrotor:
             self.a[i] = action[i]
         r, done = step(self.P, self.s, self.a, self.sp, self.w)
         self.t += 1
-        observe(self.s, self.obs)
+        observe(self.P, self.s, self.obs)
         return self.obs, r, done, self.t >= EPISODE_STEPS and not done
 
 

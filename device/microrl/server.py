@@ -173,9 +173,10 @@ class Server:
         total us, then (return, success, final distance, steps) per episode."""
         if not 1 <= episodes <= P.MAX_FLIGHTS:
             return self.error(seq, P.E_PAYLOAD, "quadrotor episodes must be 1..%d, got %d" % (P.MAX_FLIGHTS, episodes))
-        if self.policy.obs_dim != 13 or self.policy.act_dim != 4:
-            return self.error(seq, P.E_PAYLOAD, "the quadrotor needs a 13-in 4-out policy, this one is %d-in %d-out" % (self.policy.obs_dim, self.policy.act_dim))
-        from .quadrotor import fly
+        from .quadrotor import ACT_DIM, OBS_DIM, fly
+
+        if self.policy.obs_dim != OBS_DIM or self.policy.act_dim != ACT_DIM:
+            return self.error(seq, P.E_PAYLOAD, "the quadrotor needs a %d-in %d-out policy, this one is %d-in %d-out" % (OBS_DIM, ACT_DIM, self.policy.obs_dim, self.policy.act_dim))
 
         timed = _Timed(self.policy)
         t0 = ticks_us()

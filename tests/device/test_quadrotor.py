@@ -24,8 +24,11 @@ def test_hover_rpm_holds_the_weight():
         assert not terminated and not truncated
     obs, r, terminated, truncated = env.step(a)
     assert truncated and not terminated
-    for i in range(13):
-        assert abs(obs[i] - (1.0 if i == 3 else 0.0)) < DRIFT
+    level = [0.0] * 3 + [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0] + [0.0] * 6  # identity rotation
+    for i in range(18):
+        assert abs(obs[i] - level[i]) < DRIFT
+    for i in range(18, 22):
+        assert_close(obs[i], 2.0 * Q.hover_rpm(P) - 1.0, DRIFT, DRIFT, "rotor speed at hover")
     assert_close(r, P[Q.REWARD_CONSTANT], 1e3 * ONE, 1e3 * ONE, "reward at the target")
 
 
@@ -98,9 +101,9 @@ def test_reset_distributions():
             assert abs(s[i]) <= P[Q.INIT_POSITION] and abs(s[7 + i]) <= P[Q.INIT_VELOCITY]
             assert abs(s[10 + i]) <= P[Q.INIT_ANGULAR_VELOCITY]
         assert Q.tilt(s) <= P[Q.INIT_ANGLE] + 1e-9
+        h = Q.hover_rpm(P)
         for i in range(4):
-            assert P[Q.INIT_RPM_LOW] <= s[13 + i] <= P[Q.INIT_RPM_HIGH]
-        assert obs[3] >= 0.0
+            assert h + P[Q.INIT_RPM_LOW] - ONE <= s[13 + i] <= h + P[Q.INIT_RPM_HIGH] + ONE
         ev.reset()
         s = ev.s
         assert Q.tilt(s) <= Q.EVAL_ANGLE + 1e-9
@@ -134,3 +137,48 @@ def test_success_means_close_and_calm():
     s[1] = 0.0
     s[12] = 1.0
     assert not Q.success(s)
+
+
+def test_observation_is_position_rotation_velocities_rotors():
+    P = Q.new_parameters()
+    env = Quadrotor(Rng(7))
+    obs = env.reset()
+    s = env.s
+    assert len(obs) == Q.OBS_DIM == 22
+    F = 1e-6  # the observation buffer is float32
+    R = [[obs[3 + 3 * r + c] for c in range(3)] for r in range(3)]
+    # orthonormal, and its last column is the body z axis the thrust acts along (derivative())
+    for a in range(3):
+        for b in range(3):
+            dot = sum(R[k][a] * R[k][b] for k in range(3))
+            assert_close(dot, 1.0 if a == b else 0.0, 10 * F, 10 * F, "R^T R")
+    qw, qx, qy, qz = s[3], s[4], s[5], s[6]
+    assert_close(R[0][2], 2.0 * (qx * qz + qw * qy), F, F)
+    assert_close(R[2][2], 1.0 - 2.0 * (qx * qx + qy * qy), F, F)
+    for i in range(3):
+        assert_close(obs[i], s[i], F, F)
+        assert_close(obs[12 + i], s[7 + i], F, F)
+        assert_close(obs[15 + i], s[10 + i], F, F)
+    for i in range(4):
+        assert_close(obs[18 + i], 2.0 * s[13 + i] - 1.0, F, F, "rotor speed in [-1, 1]")
+
+
+def test_motor_estimate_follows_the_simulated_rotors():
+    """A craft without rotor-speed sensing feeds the motor model's estimate: from the same start
+    it stays within a small fraction of the range of what the simulation integrates."""
+    P = Q.new_parameters()
+    env = Quadrotor(Rng(0))
+    h = Q.hover_rpm(P)
+    env.set_state(_at_rest(P, h))
+    est = [h] * 4
+    sp = [0.0] * 4
+    worst = 0.0
+    for t in range(60):
+        a = [Q.hover_action(P) + (0.3 if (t // 10 + i) % 2 else -0.3) for i in range(4)]
+        env.step(a)
+        for i in range(4):
+            sp[i] = Q.rpm_setpoint(P, a[i])
+        Q.motor_estimate(P, est, sp)
+        for i in range(4):
+            worst = max(worst, abs(est[i] - env.s[13 + i]))
+    assert worst < 0.01

@@ -21,6 +21,7 @@ from ..envs.gym import GymTask, evaluate_gym
 from ..envs import quadrotor
 from ..envs.quadrotor import QUADROTOR, CompiledQuadrotor, flight_summary
 from ..envs.pendulum import PENDULUM, CompiledPendulum, evaluate_pendulum, pendulum_reset
+from ..nn.blas import one_blas_thread
 from ..nn.mlp import greedy_action
 from ..nn.rng import randint
 from ..runlog import RunLog
@@ -31,11 +32,12 @@ from .checkpoint import read as read_checkpoint
 from .config import settings as config_settings
 from .results import run_result
 
-# The quadrotor trains as L2F's TD3 does (learning-to-fly src/config/config.h): batch 256, one
-# update every 10 environment steps, 15,000 steps before the first; the settings a user gives win.
+# The quadrotor trains as L2F's TD3 does (learning-to-fly src/config/config.h): batch 256,
+# 15,000 steps before the first update, but one update every 5 environment steps (L2F: 10);
+# the settings a user gives win.
 QUADROTOR_SETTINGS = {"batch": 256, "warmup": 15000}
-QUADROTOR_TRAIN_EVERY = 10
-QUADROTOR_STEPS = 300000  # L2F's budget
+QUADROTOR_TRAIN_EVERY = 5  # L2F: 10; measured here, 10 left most seeds crashing at 300,000 steps
+QUADROTOR_STEPS = 500000  # L2F's budget is 300,000; here 2 of 5 seeds flew by then, 3 of 5 by 500,000
 QUADROTOR_EVERY = 10000  # evaluations fly 100 episodes of up to 500 steps: less often
 QUADROTOR_EVAL_EPISODES = 100  # success rates need more episodes than a Pendulum return
 # steps over which the quadrotor's start states widen from near hover to L2F's full distribution
@@ -187,14 +189,13 @@ class Algorithm:
     """An off-policy algorithm (td3.py, sac.py) as its parts, and the training driver over them.
     Each module ends with ALGO = Algorithm(...) naming its own functions."""
 
-    def __init__(self, name, squash, default_config, hyperparameters, new_state, actor_export, asymmetric=False):
+    def __init__(self, name, squash, default_config, hyperparameters, new_state, actor_export):
         self.name = name
         self.squash = squash
         self.default_config = default_config
         self.hyperparameters = hyperparameters
         self.new_state = new_state
         self.actor_export = actor_export
-        self.asymmetric = asymmetric  # new_state(privileged=k) gives the critics k more inputs
         self.flight_stats = {}  # the quadrotor's success rate and distance at the last evaluation
 
     # configuration ---------------------------------------------------
@@ -234,6 +235,10 @@ class Algorithm:
         progress.csv and checkpoint.npz (checkpoints every checkpoint_every steps and at the end);
         resume: continue from run_dir's checkpoint; callbacks: a Callbacks, told of every chunk of
         up to 1000 steps (trainer: the State; figures: {"eval": the last evaluation's mean})."""
+        with one_blas_thread():
+            return self._run(task, steps, seed, eval_every, eval_episodes, out, run_dir, checkpoint_every, resume, callbacks, settings)
+
+    def _run(self, task, steps, seed, eval_every, eval_episodes, out, run_dir, checkpoint_every, resume, callbacks, settings):
         callbacks = callbacks or NONE
         wall0 = time.perf_counter()
         env = make_task(task)
@@ -257,10 +262,7 @@ class Algorithm:
             config = self.config(**settings)
             seed = 0 if seed is None else seed
         config.steps = int(steps)
-        if getattr(env, "privileged", 0) and self.asymmetric:
-            state = self.new_state(config, env.obs_dim, env.act_dim, int(seed), privileged=env.privileged)
-        else:
-            state = self.new_state(config, env.obs_dim, env.act_dim, int(seed))
+        state = self.new_state(config, env.obs_dim, env.act_dim, int(seed))
         if env.name == QUADROTOR:
             state = state._replace(env=quadrotor.new_env())
         if resume:
@@ -308,6 +310,7 @@ class Algorithm:
         compile_s = time.perf_counter() - t0
 
         evals = []
+        best = None  # quadrotor: ((success rate, -distance), step, flight stats, actor parameters) of the best evaluation
         train_s = 0.0
         train_cpu_s = 0.0
         eval_s = 0.0
@@ -322,6 +325,9 @@ class Algorithm:
                     if every:
                         n = min(n, every - step % every)
                 n = min(n, 1000)
+                lr_share = learning_rate_share(config, step, steps)
+                if lr_share != 1.0:
+                    hp[:] = self.hyperparameters(scaled_learning_rates(config, lr_share))
                 t0 = time.perf_counter()
                 c0 = time.process_time()
                 if env.name == QUADROTOR:
@@ -349,6 +355,10 @@ class Algorithm:
                     eval_s += time.perf_counter() - t0
                     evals.append((step, mean, std))
                     last_eval = mean
+                    if env.name == QUADROTOR:
+                        score = (self.flight_stats["success_rate"], -self.flight_stats["position_error_m"])
+                        if best is None or score > best[0]:
+                            best = (score, step, dict(self.flight_stats), self.actor_export(state)[2])
                     if log:
                         log.row(step, eval_mean=mean, eval_std=std)
                 if ckpt_path and ((checkpoint_every and step % checkpoint_every == 0) or step == steps):
@@ -362,6 +372,13 @@ class Algorithm:
             if not env.compiled:
                 env.close()
         policy = self.policy(state, env)
+        if best is not None:
+            # TD3 on the quadrotor is not monotone: a policy that flies can be lost later, so the
+            # run keeps the actor of its best evaluation, as a checkpoint-on-best would
+            final_success = self.flight_stats["success_rate"]
+            self.flight_stats = dict(best[2], policy_step=best[1], final_success_rate=final_success)
+            if best[1] != step:
+                policy = self.policy(state, env, params=best[3])
         if out:
             folder = os.path.dirname(os.path.abspath(out))
             os.makedirs(folder, exist_ok=True)
@@ -413,12 +430,32 @@ class Algorithm:
             return float(returns.mean()), float(returns.std())
         return evaluate_gym(self.policy(state, env), env.name, episodes, seed)[:2]
 
-    def policy(self, state, env):
-        """The deterministic actor as a microrl.policy.Policy in environment units."""
-        sizes, acts, params = self.actor_export(state)
+    def policy(self, state, env, params=None):
+        """The deterministic actor (or exported actor parameters saved earlier) as a
+        microrl.policy.Policy in environment units."""
+        sizes, acts, actor_params = self.actor_export(state)
+        params = actor_params if params is None else params
         scale = (env.high.astype(np.float64) - env.low) / 2.0
         offset = (env.high.astype(np.float64) + env.low) / 2.0
         return Policy([int(s) for s in sizes], [int(a) for a in acts], params=_farray(params), act_scale=list(scale), act_offset=list(offset))
+
+
+def learning_rate_share(config, step, steps):
+    """lr_end's schedule, as the device core's TD3 has it: the learning rates fall linearly from
+    their value at step 0 to lr_end times it at the last step (1.0: constant)."""
+    end = getattr(config, "lr_end", 1.0)
+    if end == 1.0 or steps <= 0:
+        return 1.0
+    return end + (1.0 - end) * max(0.0, 1.0 - step / float(steps))
+
+
+def scaled_learning_rates(config, share):
+    import copy
+
+    c = copy.copy(config)
+    c.actor_lr = config.actor_lr * share
+    c.critic_lr = config.critic_lr * share
+    return c
 
 
 def _farray(values):

@@ -28,6 +28,7 @@ from microrl.activations import IDENTITY
 from microrl.nn import MLP
 
 from ..envs.gym import rollout_returns
+from ..nn.blas import one_blas_thread
 from ..runlog import RunLog
 from . import checkpoint
 from .callbacks import NONE
@@ -457,7 +458,7 @@ def train(config, env, callbacks=None, run_dir=None, out=None, resume=False, che
     iteration (trainer: the PPO learner; figures: lr, kl, return). Returns (learner, evals)
     with evals a list of (step, mean, std); learner.result holds the run's results in the shape
     every algorithm shares (results.run_result)."""
-    with _one_blas_thread():
+    with one_blas_thread():
         return _train(env, config or PPOConfig(), run_dir, out, resume, checkpoint_every, eval_every, eval_episodes, callbacks or NONE, max_episode_steps)
 
 
@@ -486,18 +487,6 @@ class _DeferredInterrupt:
 
             signal.signal(signal.SIGINT, self.previous)
             self.previous = None
-
-
-def _one_blas_thread():
-    """BLAS on one thread while training: its spinning threads fight the environments' threads
-    for the CPUs (measured here: a PPO iteration on Ant took 2.8 times longer with two)."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - a core dependency; without it, BLAS keeps its threads
-        import contextlib
-
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
 
 
 def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_episodes, callbacks, max_episode_steps):

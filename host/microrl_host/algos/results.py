@@ -1,5 +1,6 @@
 """The one shape of a training run's results, the same for every algorithm and task (the
-quadrotor adds success_rate, position_error_m and crash_rate): what
+quadrotor adds success_rate, position_error_m, crash_rate of the policy written, policy_step
+where it came from and final_success_rate at the last step): what
 `microrl train --json` prints, offpolicy.Run.stats and a PPO learner's `result`. docs/training.md
 ("Results") explains each key; tests/test_host_cli.py checks that every algorithm gives them all."""
 import importlib.metadata
@@ -62,7 +63,8 @@ def summary_line(r):
     extra keys success_rate, position_error_m and crash_rate, when there, say whether it flies)."""
     how_well = "eval return %s" % ("%.1f +- %.1f" % (r["eval_mean"], r["eval_std"]) if r["eval_mean"] is not None else "not evaluated")
     if r.get("success_rate") is not None:
-        how_well = "flies %.0f%% of its evaluation flights, final distance to the target %.3f m (median), crashes %.0f%%; %s" % (
-            100 * r["success_rate"], r["position_error_m"], 100 * r["crash_rate"], how_well)
+        how_well = "flies %.0f%% of its evaluation flights, final distance to the target %.3f m (median), crashes %.0f%%%s; %s" % (
+            100 * r["success_rate"], r["position_error_m"], 100 * r["crash_rate"],
+            " (the best evaluation, step %d; at the last step %.0f%%)" % (r["policy_step"], 100 * r["final_success_rate"]) if r.get("policy_step") not in (None, r["steps"]) else "", how_well)
     return "%s on %s: %d steps in %.2f s (%.0f steps/s; compile/cache load %.2f s), %s; policy: %s; run: %s" % (
         r["algo"], r["task"], r["steps"], r["train_s"], r["steps_per_s"] or 0.0, r["compile_s"], how_well, r["policy"], r["run_dir"])

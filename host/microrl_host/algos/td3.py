@@ -34,7 +34,6 @@ State = namedtuple(
     "actor actor_target critic1 critic2 critic1_target critic2_target replay rng counters env "
     "obs next_obs action critic_in next_in actor_in reward done y dq da dx actor_x",
 )
-ASYMMETRIC = True  # new_state(privileged=k): the critics also see k values the actor does not
 
 
 default_config = td3_config
@@ -44,16 +43,11 @@ def hyperparameters(config):
     return np.array([float(getattr(config, k)) for k in HP], np.float64)
 
 
-def new_state(config, obs_dim, act_dim, seed, privileged=0):
-    """Fresh networks (PyTorch init from the seed), empty replay, counters at zero. With
-    privileged > 0 the actor-critic is asymmetric (as L2F's): observations carry `privileged`
-    more values after the actor's obs_dim, which only the critics see."""
+def new_state(config, obs_dim, act_dim, seed):
+    """Fresh networks (PyTorch init from the seed), empty replay, counters at zero."""
     c = config
     n = c.batch
     actor_sizes, critic_sizes = actor_critic_sizes(obs_dim, act_dim, c.hidden)
-    actor_dim = obs_dim
-    obs_dim = obs_dim + privileged
-    critic_sizes = actor_critic_sizes(obs_dim, act_dim, c.hidden)[1]
     actor_acts = (c.activation, "tanh")
     critic_acts = (c.activation, "identity")
     actor = mlp.new_net(actor_sizes, actor_acts, n, seed=seed * 4 + 1)
@@ -70,7 +64,7 @@ def new_state(config, obs_dim, act_dim, seed, privileged=0):
         critic2_target=targets[2],
         **loop.loop_arrays(c, obs_dim, act_dim, seed),
         da=np.zeros((n, act_dim), f32),
-        actor_x=np.zeros((n, actor_dim), f32),
+        actor_x=np.zeros((n, obs_dim), f32),  # the actor's input rows, copied out of critic_in's
     )
 
 
@@ -88,7 +82,6 @@ def update(S, hp):
     ad = S.action.shape[0]
     replay_sample(S.replay, S.rng, n, S.critic_in, S.reward, S.actor_in, S.done)
     # target actions with clipped smoothing noise, beside the next observations
-    # (the actor sees the first actor_x columns of the observations, the critics all)
     mlp.copy_columns(S.actor_in, S.actor_x, 0)
     a_next = forward(S.actor_target, S.actor_x, n)
     clip = hp[TARGET_NOISE_CLIP]
@@ -132,7 +125,7 @@ def update(S, hp):
 
 def explore(S, hp, obs, out):
     """Training-time action after the warm-up: the actor's plus Gaussian noise, in [-1, 1]."""
-    mlp.greedy_action(S.actor, obs[: S.actor_x.shape[1]], False, out)
+    mlp.greedy_action(S.actor, obs, False, out)
     for i in range(out.shape[0]):
         v = out[i] + normal(S.rng, 0.0, hp[EXPLORATION_NOISE])
         out[i] = -1.0 if v < -1.0 else (1.0 if v > 1.0 else v)
@@ -142,7 +135,7 @@ def explore(S, hp, obs, out):
 loop.bind(State, explore, update)
 ALGO = offpolicy.Algorithm(
     name=NAME, squash=SQUASH, default_config=default_config, hyperparameters=hyperparameters, new_state=new_state,
-    actor_export=actor_export, asymmetric=ASYMMETRIC,
+    actor_export=actor_export,
 )
 config = ALGO.config  # config(**overrides): the defaults with overrides, checked
 train = ALGO.train  # train(config, env="pendulum", callbacks=None, seed=0, **options) -> offpolicy.Run

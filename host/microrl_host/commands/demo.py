@@ -19,7 +19,7 @@ def register(sub):
         "Without --port it starts a virtual board (the MicroPython unix port behind a pseudo-terminal).",
     )
     p.add_argument("--task", choices=("pendulum", "quadrotor"), default="pendulum",
-                   help="pendulum (default), or quadrotor: a 13-64-64-4 policy flies the board's own quadrotor simulation, "
+                   help="pendulum (default), or quadrotor: a 22-64-64-4 policy flies the board's own quadrotor simulation, "
                    "then the host's over the serial line")
     p.add_argument("--port", help="a real board's serial port (default: start a virtual board)")
     p.add_argument("--steps", type=int, default=None, help="training steps on the host (default 10000; quadrotor 300000)")
@@ -137,7 +137,7 @@ def run_quadrotor_demo(port=None, steps=None, seed=0, episodes=5, requests=200, 
     from microrl import quadrotor as Q
     from microrl.rng import Rng
 
-    from ..algos.offpolicy import QUADROTOR_STEPS
+    from ..algos.offpolicy import QUADROTOR_EVAL_EPISODES, QUADROTOR_EVERY, QUADROTOR_STEPS
     from ..algos.td3 import ALGO
     from ..board.deploy import BOARD_POLICY, deploy
     from ..board.serial_link import LinkError, SerialLink
@@ -151,7 +151,8 @@ def run_quadrotor_demo(port=None, steps=None, seed=0, episodes=5, requests=200, 
     result = {"task": "quadrotor", "steps": steps, "seed": seed, "episodes": episodes}
     say("1/5 training TD3 on the quadrotor hover task on the host: %d steps, seed %d (numba, simulation in the compiled loop)" % (steps, seed))
     t0 = time.perf_counter()
-    run = ALGO.run("quadrotor", steps=steps, seed=seed, eval_every=0, eval_episodes=0, callbacks=ProgressBar(quiet=quiet))
+    # evaluations as `microrl train quadrotor` makes them: the run writes its best-evaluated actor
+    run = ALGO.run("quadrotor", steps=steps, seed=seed, eval_every=QUADROTOR_EVERY, eval_episodes=QUADROTOR_EVAL_EPISODES, callbacks=ProgressBar(quiet=quiet))
     result["train_seconds"] = time.perf_counter() - t0
     result["train_s"] = run.stats["train_s"]
     policy = run.policy

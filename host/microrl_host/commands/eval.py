@@ -14,13 +14,13 @@ def register(sub):
         help="evaluate a policy file: mean and std of the return",
         description="Run a policy file deterministically for N episodes and print the mean and std of the return. "
         "Pendulum-shaped policies (3 observations, 1 action) run on the device core's Pendulum by default; "
-        "quadrotor-shaped ones (13 observations, 4 motor commands) fly the hover task from random starts within +-0.5 m and "
+        "quadrotor-shaped ones (22 observations, 4 motor commands) fly the hover task from random starts within +-0.5 m and "
         "30 deg of tilt and report the success rate (within 0.1 m of the target and below 0.5 rad/s after 5 s, no crash) "
         "and the final distance to the target; any other policy needs --env with a gymnasium id.",
     )
     p.add_argument("policy", metavar="POLICY", help="a microrl policy file (.mrlp)")
     p.add_argument("--episodes", type=int, default=None, help="episodes to run (default 10; quadrotor 100)")
-    p.add_argument("--env", metavar="ID", help="'pendulum' (the device core's, default for 3-in 1-out policies), 'quadrotor' (default for 13-in 4-out) or a gymnasium id, e.g. Pendulum-v1")
+    p.add_argument("--env", metavar="ID", help="'pendulum' (the device core's, default for 3-in 1-out policies), 'quadrotor' (default for 22-in 4-out) or a gymnasium id, e.g. Pendulum-v1")
     p.add_argument("--seed", type=int, default=12345, help="seed of the episodes' start states (default 12345)")
     p.add_argument("--json", action="store_true", help="print one JSON object with mean, std, returns")
     p.set_defaults(func=run)
@@ -50,7 +50,7 @@ def pick_env(policy, env):
     quadrotor_shaped = policy.obs_dim == quadrotor.OBS_DIM and policy.act_dim == quadrotor.ACT_DIM
     if env is not None and env.lower() == QUADROTOR:
         if not quadrotor_shaped:
-            raise CommandError("--env quadrotor needs a policy with 13 observations and 4 actions; this one has %d and %d" % (policy.obs_dim, policy.act_dim))
+            raise CommandError("--env quadrotor needs a policy with 22 observations and 4 actions; this one has %d and %d" % (policy.obs_dim, policy.act_dim))
         return QUADROTOR
     if env is None and quadrotor_shaped:
         return QUADROTOR

@@ -8,9 +8,9 @@ from .options import check_output
 def register(sub):
     p = sub.add_parser("render", help="animate a Pendulum or quadrotor policy as a GIF",
                        description="Run a Pendulum policy file on the device core's Pendulum and write an animated GIF "
-                       "(one frame per 50 ms control step, so it plays in real time); a quadrotor policy (13 observations, "
+                       "(one frame per 50 ms control step, so it plays in real time); a quadrotor policy (22 observations, "
                        "4 motor commands) flies from random starts and is drawn in 3D with its four arms and the target.")
-    p.add_argument("policy", metavar="POLICY", help="a Pendulum (3 observations, 1 action) or quadrotor (13, 4) policy file")
+    p.add_argument("policy", metavar="POLICY", help="a Pendulum (3 observations, 1 action) or quadrotor (22, 4) policy file")
     p.add_argument("--out", default="pendulum.gif", metavar="FILE", help="GIF to write (default pendulum.gif)")
     p.add_argument("--episodes", type=int, default=1, help="episodes to show one after the other (default 1)")
     p.add_argument("--seed", type=int, default=12345, help="seed of the start states (default 12345)")
@@ -57,7 +57,9 @@ def run(args):
         raise CommandError("need --episodes >= 1 and --size >= 32")
     check_output(args.out, "--out")
     policy = load_policy(args.policy)
-    if policy.obs_dim == 13 and policy.act_dim == 4:
+    from microrl import quadrotor
+
+    if policy.obs_dim == quadrotor.OBS_DIM and policy.act_dim == quadrotor.ACT_DIM:
         return run_quadrotor(args, policy)
     if pick_env(policy, "pendulum") != "pendulum":  # raises for other shapes
         raise CommandError("render draws Pendulum and quadrotor policies only")

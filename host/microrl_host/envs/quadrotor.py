@@ -27,9 +27,6 @@ q_hover_rpm = njit(cache=True)(Q.hover_rpm)
 QUADROTOR = NAME = "quadrotor"
 OBS_DIM = Q.OBS_DIM
 ACT_DIM = Q.ACT_DIM
-# what an asymmetric critic sees beyond the actor's 13 values: the 4 rotor speeds (as L2F's
-# critic does), scaled to [-1, 1] like the commands
-PRIVILEGED = 4
 
 # ---------------------------------------------------------------- layout of the env array
 T, RETURN, CURRICULUM = 0, 1, 2  # steps into the episode, return so far, curriculum level in [0, 1]
@@ -69,7 +66,8 @@ def reset(env, rng, obs):
     for i in range(u.shape[0]):
         u[i] = uniform(rng, 0.0, 1.0)
     pos, ang, vel, angvel = curriculum_ranges(P, env[CURRICULUM])
-    q_initial_state(P, s, u, pos, ang, vel, angvel, P[Q.INIT_GUIDANCE], P[Q.INIT_RPM_LOW], P[Q.INIT_RPM_HIGH])
+    h = q_hover_rpm(P)
+    q_initial_state(P, s, u, pos, ang, vel, angvel, P[Q.INIT_GUIDANCE], h + P[Q.INIT_RPM_LOW], h + P[Q.INIT_RPM_HIGH])
     env[T] = 0.0
     env[RETURN] = 0.0
     observe(env, obs)
@@ -77,12 +75,7 @@ def reset(env, rng, obs):
 
 @jit
 def observe(env, obs):
-    """The 13 observations, then (when obs is longer) the privileged rotor speeds."""
-    s = env[S0:W0]
-    P = env[P0:]
-    q_observe(s, obs, 0)
-    for i in range(obs.shape[0] - OBS_DIM):
-        obs[OBS_DIM + i] = 2.0 * (s[Q.RPM + i] - P[Q.RPM_MIN]) / (P[Q.RPM_MAX] - P[Q.RPM_MIN]) - 1.0
+    q_observe(env[P0:], env[S0:W0], obs, 0)
 
 
 @jit
@@ -108,7 +101,7 @@ def eval_reset(env, rng, obs):
     q_initial_state(P, s, u, Q.EVAL_POSITION, Q.EVAL_ANGLE, 0.0, 0.0, 0.0, h, h)
     env[T] = 0.0
     env[RETURN] = 0.0
-    q_observe(s, obs, 0)
+    observe(env, obs)
 
 
 @jit
@@ -119,7 +112,7 @@ def evaluate(net, squash, episodes, seed, params):
     rng[0] = np.uint64(seed) * np.uint64(0x2545F4914F6CDD1D) + np.uint64(7)
     env = np.zeros(ENV_DIM)
     env[P0:] = params
-    obs = np.zeros(OBS_DIM, np.float32)
+    obs = np.zeros(net.sizes[0], np.float32)
     act = np.zeros(ACT_DIM, np.float32)
     out = np.zeros((episodes, 4))
     for e in range(episodes):
@@ -162,7 +155,6 @@ class CompiledQuadrotor:
     low = -np.ones(ACT_DIM, np.float32)
     high = np.ones(ACT_DIM, np.float32)
     compiled = True
-    privileged = PRIVILEGED  # an asymmetric critic's extra inputs
 
 
 def flight_summary(rows):
