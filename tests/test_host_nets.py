@@ -171,3 +171,23 @@ def test_sac_actor_gradient_matches_finite_differences(numpy_backend):
             down[s, j] -= h
             numeric[s, j] = (loss(up) - loss(down)) / (2 * h)
     np.testing.assert_allclose(S.dout, numeric, rtol=2e-3, atol=2e-5)
+
+
+def test_host_trainers_follow_lr_end_as_the_device_core_does():
+    """lr_end: the learning rates fall linearly to lr_end times their value at the last step,
+    the device core's TD3 schedule; 1.0 (the default) leaves a run exactly as it was."""
+    from microrl.td3 import TD3, TD3Config
+    from microrl_host.algos import td3
+    from microrl_host.algos.offpolicy import learning_rate_share
+
+    c = td3.config(lr_end=0.25)
+    device = TD3(pendulum.Pendulum(), TD3Config(lr_end=0.25, steps=1000, replay_capacity=100))
+    for step in (0, 250, 999, 1000):
+        device.steps = step
+        assert math.isclose(learning_rate_share(c, step, 1000), device.lr_scale())
+    assert learning_rate_share(td3.config(), 500, 1000) == 1.0
+    plain = td3.ALGO.run("pendulum", steps=1500, seed=2, eval_every=0, eval_episodes=0).policy
+    same = td3.ALGO.run("pendulum", steps=1500, seed=2, eval_every=0, eval_episodes=0, lr_end=1.0).policy
+    falling = td3.ALGO.run("pendulum", steps=1500, seed=2, eval_every=0, eval_episodes=0, lr_end=0.1).policy
+    assert bytes(plain.params) == bytes(same.params)
+    assert bytes(plain.params) != bytes(falling.params)
