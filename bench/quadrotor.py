@@ -162,7 +162,7 @@ def main():
     ap.add_argument("--foundation", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     _path()
-    from microrl_host.algos.offpolicy import QUADROTOR_STEPS
+    from microrl_host.algos.config import QUADROTOR_STEPS
 
     steps = a.steps or QUADROTOR_STEPS
     if a.one:

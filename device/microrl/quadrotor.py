@@ -1,7 +1,7 @@
 # A quadrotor hovering at a target, as L2F (RLtools' "Learning to Fly in Seconds",
 # arXiv 2311.13081; PyPI `l2f` 2.0.18, rl_tools/rl/environments/l2f) simulates a Crazyflie 2.x,
 # defined once: the device core steps it, and the host trainer compiles these same scalar
-# functions with numba (microrl_host/quadrotor_env.py). Differences from L2F: docs/quadrotor.md.
+# functions with numba (microrl_host/envs/quadrotor.py). Differences from L2F: docs/quadrotor.md.
 #
 # Everything is a flat float array indexed by the constants below (data), and free functions
 # that read and write such arrays at offsets (operations): nothing here allocates an array.
@@ -255,8 +255,11 @@ def initial_state(P, s, u, position, angle, velocity, angular_velocity, guidance
     """A start state from INIT_DRAWS uniforms u[0:17] in [0, 1): with probability guidance at
     the target at rest, else position and velocities uniform in +-their ranges, tilted about a
     uniformly random axis by an angle uniform in [0, angle]; rotor speeds uniform in
-    [rpm_low, rpm_high]. (L2F's sample_initial_state with its ranges as arguments, so that a
-    curriculum or the evaluation can narrow them.)"""
+    hover_rpm + [rpm_low, rpm_high]. (L2F's sample_initial_state with its ranges as arguments,
+    so that a curriculum or the evaluation can narrow them.)"""
+    h = hover_rpm(P)
+    rpm_low += h
+    rpm_high += h
     at_target = u[0] < guidance
     for i in range(3):
         s[i] = 0.0 if at_target else position * (2.0 * u[1 + i] - 1.0)
@@ -366,11 +369,9 @@ class Quadrotor:
             self.u[i] = rng.uniform(0.0, 1.0)
         P = self.P
         if self.evaluation:
-            h = hover_rpm(P)
-            initial_state(P, self.s, self.u, EVAL_POSITION, EVAL_ANGLE, 0.0, 0.0, 0.0, h, h)
+            initial_state(P, self.s, self.u, EVAL_POSITION, EVAL_ANGLE, 0.0, 0.0, 0.0, 0.0, 0.0)
         else:
-            h = hover_rpm(P)
-            initial_state(P, self.s, self.u, P[INIT_POSITION], P[INIT_ANGLE], P[INIT_VELOCITY], P[INIT_ANGULAR_VELOCITY], P[INIT_GUIDANCE], h + P[INIT_RPM_LOW], h + P[INIT_RPM_HIGH])
+            initial_state(P, self.s, self.u, P[INIT_POSITION], P[INIT_ANGLE], P[INIT_VELOCITY], P[INIT_ANGULAR_VELOCITY], P[INIT_GUIDANCE], P[INIT_RPM_LOW], P[INIT_RPM_HIGH])
         self.t = 0
         observe(self.P, self.s, self.obs)
         return self.obs

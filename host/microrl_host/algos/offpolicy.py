@@ -8,6 +8,7 @@ act_dim, seed), actor_export(state), and compiled explore(S, hp, obs, out) and u
 bound to its State class for the one compiled loop (loop.bind). Its State is a namedtuple of arrays (nested
 namedtuples allowed), which is what a checkpoint holds.
 """
+import copy
 import math
 import os
 import time
@@ -37,7 +38,6 @@ from .results import run_result
 # the settings a user gives win.
 QUADROTOR_SETTINGS = {"batch": 256, "warmup": 15000}
 QUADROTOR_TRAIN_EVERY = 5  # L2F: 10; measured here, 10 left most seeds crashing at 300,000 steps
-QUADROTOR_STEPS = 500000  # L2F's is 300,000; here 9 of 10 seeds had flown by 500,000, 8 by 300,000
 QUADROTOR_EVERY = 10000  # evaluations fly 100 episodes of up to 500 steps: less often
 QUADROTOR_EVAL_EPISODES = 100  # success rates need more episodes than a Pendulum return
 # steps over which the quadrotor's start states widen from near hover to L2F's full distribution
@@ -450,8 +450,7 @@ def learning_rate_share(config, step, steps):
 
 
 def scaled_learning_rates(config, share):
-    import copy
-
+    """A copy of config with both learning rates times share."""
     c = copy.copy(config)
     c.actor_lr = config.actor_lr * share
     c.critic_lr = config.critic_lr * share

@@ -6,6 +6,7 @@ import os
 import sys
 import time
 
+from ..algos.config import QUADROTOR_STEPS
 from . import CommandError
 from .options import check_output
 
@@ -22,7 +23,7 @@ def register(sub):
                    help="pendulum (default), or quadrotor: a 22-64-64-4 policy flies the board's own quadrotor simulation, "
                    "then the host's over the serial line")
     p.add_argument("--port", help="a real board's serial port (default: start a virtual board)")
-    p.add_argument("--steps", type=int, default=None, help="training steps on the host (default 10000; quadrotor 300000)")
+    p.add_argument("--steps", type=int, default=None, help="training steps on the host (default 10000; quadrotor %d)" % QUADROTOR_STEPS)
     p.add_argument("--seed", type=int, default=0, help="seed of training and evaluation (default 0)")
     p.add_argument("--episodes", type=int, default=5, help="evaluation episodes, on the host and on the board (default 5)")
     p.add_argument("--requests", type=int, default=200, help="serial inference requests timed (default 200)")
@@ -137,7 +138,7 @@ def run_quadrotor_demo(port=None, steps=None, seed=0, episodes=5, requests=200, 
     from microrl import quadrotor as Q
     from microrl.rng import Rng
 
-    from ..algos.offpolicy import QUADROTOR_EVAL_EPISODES, QUADROTOR_EVERY, QUADROTOR_STEPS
+    from ..algos.offpolicy import QUADROTOR_EVAL_EPISODES, QUADROTOR_EVERY
     from ..algos.td3 import ALGO
     from ..board.deploy import BOARD_POLICY, deploy
     from ..board.serial_link import LinkError, SerialLink

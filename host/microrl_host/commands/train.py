@@ -219,7 +219,7 @@ def register(sub):
     )
     p.add_argument("task", help="'pendulum' or 'quadrotor' (simulated inside the compiled training loop: fastest) or a gymnasium id with continuous actions, e.g. Pendulum-v1, MountainCarContinuous-v0; for --algo ppo a MuJoCo task such as 'ant'")
     p.add_argument("--algo", default=DEFAULT_ALGO, metavar="NAME", help="algorithm: %s (default %s)" % (", ".join(ALGOS), DEFAULT_ALGO))
-    p.add_argument("--steps", type=whole(1), default=None, help="environment steps in total, counting those before a --resume (default 10000; quadrotor 300000, L2F's)")
+    p.add_argument("--steps", type=whole(1), default=None, help="environment steps in total, counting those before a --resume (default 10000; quadrotor %d)" % offpolicy_config.QUADROTOR_STEPS)
     p.add_argument("--seed", type=whole(0), default=None, help="random seed (default 0; on --resume the checkpoint's): the same seed repeats a run bit for bit on the same machine and library versions; another CPU's BLAS/SIMD kernels give another run of the same quality (docs/training.md, Reproducibility)")
     p.add_argument("--out", metavar="FILE", help="policy file to write (default <task>-<algo>.mrlp)")
     p.add_argument("--run-dir", metavar="DIR", help="run folder for run.json, progress.csv, checkpoint.npz (default: --out without .mrlp, plus .run)")
@@ -258,9 +258,9 @@ def run(args):
                 raise CommandError("%s is a %s option; it does not apply to --algo %s" % (o.flag, other, name))
     args.algo = name
     if args.steps is None:
-        from ..algos.offpolicy import QUADROTOR, QUADROTOR_STEPS
+        from ..algos.offpolicy import QUADROTOR
 
-        args.steps = QUADROTOR_STEPS if args.task.lower() == QUADROTOR else 10000
+        args.steps = offpolicy_config.QUADROTOR_STEPS if args.task.lower() == QUADROTOR else 10000
     if args.out is None:
         args.out = "%s-%s.mrlp" % (args.task.replace("/", "_").lower(), name)
     if args.run_dir is None:

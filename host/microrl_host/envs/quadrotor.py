@@ -22,7 +22,6 @@ q_step = njit(cache=True)(Q.step)
 q_initial_state = njit(cache=True)(Q.initial_state)
 q_observe = njit(cache=True)(Q.observe)
 q_success = njit(cache=True)(Q.success)
-q_hover_rpm = njit(cache=True)(Q.hover_rpm)
 
 QUADROTOR = NAME = "quadrotor"
 OBS_DIM = Q.OBS_DIM
@@ -66,8 +65,7 @@ def reset(env, rng, obs):
     for i in range(u.shape[0]):
         u[i] = uniform(rng, 0.0, 1.0)
     pos, ang, vel, angvel = curriculum_ranges(P, env[CURRICULUM])
-    h = q_hover_rpm(P)
-    q_initial_state(P, s, u, pos, ang, vel, angvel, P[Q.INIT_GUIDANCE], h + P[Q.INIT_RPM_LOW], h + P[Q.INIT_RPM_HIGH])
+    q_initial_state(P, s, u, pos, ang, vel, angvel, P[Q.INIT_GUIDANCE], P[Q.INIT_RPM_LOW], P[Q.INIT_RPM_HIGH])
     env[T] = 0.0
     env[RETURN] = 0.0
     observe(env, obs)
@@ -97,8 +95,7 @@ def eval_reset(env, rng, obs):
     s, w, sp, u, a, P = _parts(env)
     for i in range(u.shape[0]):
         u[i] = uniform(rng, 0.0, 1.0)
-    h = q_hover_rpm(P)
-    q_initial_state(P, s, u, Q.EVAL_POSITION, Q.EVAL_ANGLE, 0.0, 0.0, 0.0, h, h)
+    q_initial_state(P, s, u, Q.EVAL_POSITION, Q.EVAL_ANGLE, 0.0, 0.0, 0.0, 0.0, 0.0)
     env[T] = 0.0
     env[RETURN] = 0.0
     observe(env, obs)
