@@ -37,7 +37,7 @@ from .results import run_result
 # 15,000 steps before the first update, but one update every 5 environment steps (L2F: 10);
 # the settings a user gives win.
 QUADROTOR_SETTINGS = {"batch": 256, "warmup": 15000}
-QUADROTOR_TRAIN_EVERY = 5  # L2F: 10; measured here, 10 left most seeds crashing at 300,000 steps
+QUADROTOR_TRAIN_EVERY = 5  # L2F: 10; in exploratory runs here, 10 left most seeds crashing at 300,000 steps
 QUADROTOR_EVERY = 10000  # evaluations fly 100 episodes of up to 500 steps: less often
 QUADROTOR_EVAL_EPISODES = 100  # success rates need more episodes than a Pendulum return
 # steps over which the quadrotor's start states widen from near hover to L2F's full distribution
