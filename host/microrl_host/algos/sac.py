@@ -37,7 +37,7 @@ WARMUP, GAMMA, TAU, ACTOR_LR, CRITIC_LR, ALPHA_LR, TARGET_ENTROPY = range(len(HP
 State = namedtuple(
     "State",
     "actor critic1 critic2 critic1_target critic2_target replay rng counters env alpha "
-    "obs next_obs action critic_in next_in actor_in reward done y q1 dq dq2 dx dx2 dout eps a_pi logp",
+    "obs next_obs action critic_in next_in actor_in reward done y q1 q2 dq dq2 dx dx2 dout eps a_pi logp sync",
 )
 
 
@@ -72,7 +72,6 @@ def new_state(config, obs_dim, act_dim, seed):
         **loop.loop_arrays(c, obs_dim, act_dim, seed),
         alpha=alpha,
         q1=np.zeros(n, f32),
-        dq2=np.zeros((n, 1), f32),
         dx2=np.zeros((n, obs_dim + act_dim), f32),
         dout=np.zeros((n, 2 * act_dim), f32),
         eps=np.zeros((n, act_dim), f32),
@@ -115,6 +114,37 @@ def _sample(S, x, n):
     return out
 
 
+# the halves of an update that run on two threads (loop.begin/end): the two target critics'
+# values, the two critics' steps, the critics' values and action gradients for the actor, and
+# (side 1 only) the critic targets' averaging
+TARGETS, CRITICS, ACTOR_Q, ACTOR_DQ, CRITIC_TARGETS = range(5)
+
+
+def job(S, hp, job, side):
+    """Side 0 (critic 1) or side 1 (critic 2) of job; the two touch disjoint arrays."""
+    n = S.reward.shape[0]
+    if job == TARGETS or job == ACTOR_Q:
+        if job == TARGETS:
+            net, x = (S.critic1_target if side == 0 else S.critic2_target), S.next_in
+        else:
+            net, x = (S.critic1 if side == 0 else S.critic2), S.critic_in
+        q = forward(net, x, n)
+        out = (S.y if job == TARGETS else S.q1) if side == 0 else S.q2
+        for s in range(n):
+            out[s] = q[s, 0]
+    elif job == CRITICS:  # 0.5 * mean squared error each (Stable-Baselines3's loss)
+        critic = S.critic1 if side == 0 else S.critic2
+        mlp.regress(critic, S.critic_in, S.y, n, 1.0, hp[CRITIC_LR], S.counters[UPDATES], S.dq if side == 0 else S.dq2)
+    elif job == ACTOR_DQ:
+        if side == 0:
+            backward(S.critic1, S.critic_in, n, S.dq, S.critic1.grads[:0], S.dx)
+        else:
+            backward(S.critic2, S.critic_in, n, S.dq2, S.critic2.grads[:0], S.dx2)
+    elif job == CRITIC_TARGETS and side == 1:
+        polyak(S.critic1_target, S.critic1, hp[TAU])
+        polyak(S.critic2_target, S.critic2, hp[TAU])
+
+
 def update(S, hp):
     n = S.reward.shape[0]
     od = S.obs.shape[0]
@@ -131,30 +161,27 @@ def update(S, hp):
             S.next_in[s, i] = S.actor_in[s, i]
         for i in range(ad):
             S.next_in[s, od + i] = S.a_pi[s, i]
-    mlp.twin_min(S.critic1_target, S.critic2_target, S.next_in, n, S.y)
+    loop.both_sides(S, hp, TARGETS)
     for s in range(n):
-        S.y[s] = S.reward[s] + hp[GAMMA] * (1.0 - S.done[s]) * (S.y[s] - alpha * S.logp[s])
+        q = S.q2[s] if S.q2[s] < S.y[s] else S.y[s]
+        S.y[s] = S.reward[s] + hp[GAMMA] * (1.0 - S.done[s]) * (q - alpha * S.logp[s])
     S.counters[UPDATES] += 1
     step = S.counters[UPDATES]
-    # critics: 0.5 * mean squared error each (Stable-Baselines3's loss)
-    mlp.regress(S.critic1, S.critic_in, S.y, n, 1.0, hp[CRITIC_LR], step, S.dq)
-    mlp.regress(S.critic2, S.critic_in, S.y, n, 1.0, hp[CRITIC_LR], step, S.dq)
+    loop.both_sides(S, hp, CRITICS)
     # actor: minimise mean(alpha log pi(a|s) - min Q(s, a)), a reparameterised
     mlp.copy_columns(S.critic_in, S.actor_in, 0)
     out = _sample(S, S.actor_in, n)
     for s in range(n):
         for i in range(ad):
             S.critic_in[s, od + i] = S.a_pi[s, i]
-    q1 = forward(S.critic1, S.critic_in, n)
-    for s in range(n):
-        S.q1[s] = q1[s, 0]
-    q2 = forward(S.critic2, S.critic_in, n)
+    loop.both_sides(S, hp, ACTOR_Q)
     for s in range(n):  # the gradient of the min flows through the smaller critic
-        first = S.q1[s] <= q2[s, 0]
+        first = S.q1[s] <= S.q2[s]
         S.dq[s, 0] = -1.0 / n if first else 0.0
         S.dq2[s, 0] = 0.0 if first else -1.0 / n
-    backward(S.critic1, S.critic_in, n, S.dq, S.critic1.grads[:0], S.dx)
-    backward(S.critic2, S.critic_in, n, S.dq2, S.critic2.grads[:0], S.dx2)
+    loop.both_sides(S, hp, ACTOR_DQ)
+    # the critic targets follow on the worker while the actor and the temperature learn
+    handed = loop.begin(S, hp, CRITIC_TARGETS)
     c = alpha / n
     alpha_grad = 0.0
     for s in range(n):
@@ -177,9 +204,7 @@ def update(S, hp):
     S.alpha[1] = b1 * S.alpha[1] + (1.0 - b1) * alpha_grad
     S.alpha[2] = b2 * S.alpha[2] + (1.0 - b2) * alpha_grad * alpha_grad
     S.alpha[0] -= hp[ALPHA_LR] / (1.0 - b1**step) * S.alpha[1] / (np.sqrt(S.alpha[2]) / np.sqrt(1.0 - b2**step) + 1e-8)
-    tau = hp[TAU]
-    polyak(S.critic1_target, S.critic1, tau)
-    polyak(S.critic2_target, S.critic2, tau)
+    loop.end(S, hp, CRITIC_TARGETS, handed)
 
 
 def explore(S, hp, obs, out):
@@ -195,8 +220,8 @@ def explore(S, hp, obs, out):
         out[i] = np.tanh(y[0, i] + exp(ls) * normal(S.rng, 0.0, 1.0))
 
 
-# update() and explore() are compiled inside the one off-policy loop, for this State
-loop.bind(State, explore, update)
+# update(), explore() and job() are compiled inside the one off-policy loop, for this State
+loop.bind(State, explore, update, job)
 ALGO = offpolicy.Algorithm(
     name=NAME, squash=SQUASH, default_config=default_config, hyperparameters=hyperparameters, new_state=new_state,
     actor_export=actor_export,

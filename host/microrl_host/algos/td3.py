@@ -32,7 +32,7 @@ WARMUP, GAMMA, TAU, ACTOR_LR, CRITIC_LR, EXPLORATION_NOISE, TARGET_NOISE, TARGET
 State = namedtuple(
     "State",
     "actor actor_target critic1 critic2 critic1_target critic2_target replay rng counters env "
-    "obs next_obs action critic_in next_in actor_in reward done y dq da dx actor_x",
+    "obs next_obs action critic_in next_in actor_in reward done y dq da dx actor_x q2 dq2 sync",
 )
 
 
@@ -74,6 +74,27 @@ def actor_export(state):
     return list(a.sizes), list(a.acts), a.params.copy()
 
 
+# the halves of an update that run on two threads (loop.begin/end): the two target critics'
+# values, the two critics' steps, and (side 1 only) the critic targets' averaging
+TARGETS, CRITICS, CRITIC_TARGETS = range(3)
+
+
+def job(S, hp, job, side):
+    """Side 0 (critic 1) or side 1 (critic 2) of job; the two touch disjoint arrays."""
+    n = S.reward.shape[0]
+    if job == TARGETS:
+        q = forward(S.critic1_target if side == 0 else S.critic2_target, S.next_in, n)
+        out = S.y if side == 0 else S.q2
+        for s in range(n):
+            out[s] = q[s, 0]
+    elif job == CRITICS:  # mean squared error to the shared target
+        critic = S.critic1 if side == 0 else S.critic2
+        mlp.regress(critic, S.critic_in, S.y, n, 2.0, hp[CRITIC_LR], S.counters[UPDATES], S.dq if side == 0 else S.dq2)
+    elif job == CRITIC_TARGETS and side == 1:
+        polyak(S.critic1_target, S.critic1, hp[TAU])
+        polyak(S.critic2_target, S.critic2, hp[TAU])
+
+
 def update(S, hp):
     """One TD3 update from a sampled batch: both critics, and every policy_delay updates the
     actor and the three targets."""
@@ -93,17 +114,19 @@ def update(S, hp):
             e = -clip if e < -clip else (clip if e > clip else e)
             v = a_next[s, i] + e
             S.next_in[s, od + i] = -1.0 if v < -1.0 else (1.0 if v > 1.0 else v)
-    mlp.twin_min(S.critic1_target, S.critic2_target, S.next_in, n, S.y)
+    # the clipped double-Q target
+    loop.both_sides(S, hp, TARGETS)
     for s in range(n):
-        S.y[s] = S.reward[s] + hp[GAMMA] * (1.0 - S.done[s]) * S.y[s]
-    # critics: mean squared error to the shared target
+        q = S.q2[s] if S.q2[s] < S.y[s] else S.y[s]
+        S.y[s] = S.reward[s] + hp[GAMMA] * (1.0 - S.done[s]) * q
     S.counters[UPDATES] += 1
     step = S.counters[UPDATES]
-    mlp.regress(S.critic1, S.critic_in, S.y, n, 2.0, hp[CRITIC_LR], step, S.dq)
-    mlp.regress(S.critic2, S.critic_in, S.y, n, 2.0, hp[CRITIC_LR], step, S.dq)
+    loop.both_sides(S, hp, CRITICS)
     delay = np.int64(hp[POLICY_DELAY])
     if step % delay:
         return
+    # the critic targets follow on the worker while the actor learns (it reads critic 1 only)
+    handed = loop.begin(S, hp, CRITIC_TARGETS)
     # actor: maximise Q1(s, pi(s)); dL/dQ = -1/n back through critic 1 to the action inputs
     mlp.copy_columns(S.critic_in, S.actor_x, 0)
     a = forward(S.actor, S.actor_x, n)
@@ -117,10 +140,8 @@ def update(S, hp):
     mlp.copy_columns(S.dx, S.da, od)
     backward(S.actor, S.actor_x, n, S.da, S.actor.grads, S.dx[:0])
     mlp.adam(S.actor, hp[ACTOR_LR], step // delay)
-    tau = hp[TAU]
-    polyak(S.actor_target, S.actor, tau)
-    polyak(S.critic1_target, S.critic1, tau)
-    polyak(S.critic2_target, S.critic2, tau)
+    polyak(S.actor_target, S.actor, hp[TAU])
+    loop.end(S, hp, CRITIC_TARGETS, handed)
 
 
 def explore(S, hp, obs, out):
@@ -131,8 +152,8 @@ def explore(S, hp, obs, out):
         out[i] = -1.0 if v < -1.0 else (1.0 if v > 1.0 else v)
 
 
-# update() and explore() are compiled inside the one off-policy loop, for this State
-loop.bind(State, explore, update)
+# update(), explore() and job() are compiled inside the one off-policy loop, for this State
+loop.bind(State, explore, update, job)
 ALGO = offpolicy.Algorithm(
     name=NAME, squash=SQUASH, default_config=default_config, hyperparameters=hyperparameters, new_state=new_state,
     actor_export=actor_export,

@@ -233,18 +233,6 @@ def polyak(target, source, tau):
 
 
 @inline
-def twin_min(target1, target2, x, n, out):
-    """out[s] = min(target1(x[s]), target2(x[s])): the clipped double-Q estimate."""
-    q1 = forward(target1, x, n)
-    for s in range(n):
-        out[s] = q1[s, 0]
-    q2 = forward(target2, x, n)
-    for s in range(n):
-        if q2[s, 0] < out[s]:
-            out[s] = q2[s, 0]
-
-
-@inline
 def regress(critic, x, y, n, scale, lr, step, dq):
     """One Adam step of critic towards y on loss scale/2 * mean((critic(x) - y)^2)."""
     q = forward(critic, x, n)
