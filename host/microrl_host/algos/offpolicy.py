@@ -26,7 +26,7 @@ from ..nn.blas import one_blas_thread
 from ..nn.mlp import greedy_action
 from ..nn.rng import randint
 from ..runlog import RunLog
-from . import checkpoint, loop
+from . import checkpoint, loop, twin
 from .callbacks import NONE
 from .checkpoint import CheckpointError
 from .checkpoint import read as read_checkpoint
@@ -57,7 +57,7 @@ def flatten(state, prefix=""):
     return out
 
 
-SCRATCH = {"actor_x", "q2", "dq2", "sync"}  # work buffers a checkpoint of an earlier version may lack
+SCRATCH = {"actor_x", "q1", "q2", "dq2", "dx2", "sync"}  # work buffers a checkpoint of an earlier version may lack
 NOT_SAVED = ("sync",)  # the threads' handshake: of this process only
 REPLAY_ROWS = ("replay.obs", "replay.act", "replay.rew", "replay.next_obs", "replay.done")
 
@@ -240,7 +240,7 @@ class Algorithm:
         up to 1000 steps (trainer: the State; figures: {"eval": the last evaluation's mean});
         threads: 1, or 2 to run the twin critics' halves of each update on a second thread
         (default: 2 where two CPUs are free for this process; the run is the same either way)."""
-        threads = loop.default_threads() if threads is None else int(threads)
+        threads = twin.default_threads() if threads is None else int(threads)
         if threads < 1:
             raise ValueError("threads must be 1 or more, not %d" % threads)
         with one_blas_thread():
@@ -301,12 +301,12 @@ class Algorithm:
         if env.name == QUADROTOR:
             if start == 0:
                 quadrotor.reset(state.env, state.rng, state.obs)
-            loop.run_quadrotor(state, hp, 0, ep_step, ep_return, QUADROTOR_TRAIN_EVERY, loop.TRAIN)
+            loop.run_quadrotor(state, hp, 0, ep_step, ep_return, QUADROTOR_TRAIN_EVERY)
             quadrotor.evaluate(state.actor, self.squash, 0, 0, state.env[quadrotor.P0 :])
         elif env.compiled:
             if start == 0:
                 pendulum_reset(state.env, state.rng, state.obs)
-            loop.run_pendulum(state, hp, 0, ep_step, ep_return, loop.TRAIN)
+            loop.run_pendulum(state, hp, 0, ep_step, ep_return)
             if eval_episodes:
                 evaluate_pendulum(state.actor, self.squash, 0, 0)
         else:
@@ -325,6 +325,7 @@ class Algorithm:
         step = start
         last_eval = None
         last_checkpoint = start if resume else None
+        threading = twin.Threads(threads)
         callbacks.on_start(steps, start, "%s %s" % (self.name, env.name))
         try:
             while step < steps:
@@ -340,9 +341,9 @@ class Algorithm:
                 c0 = time.process_time()
                 if env.name == QUADROTOR:
                     state.env[quadrotor.CURRICULUM] = min(1.0, step / float(QUADROTOR_CURRICULUM_STEPS))
-                    ended = loop.run_chunk(loop.run_quadrotor, state, hp, threads, n, ep_step, ep_return, QUADROTOR_TRAIN_EVERY)
+                    ended = threading.run(loop.run_quadrotor, state, hp, n, ep_step, ep_return, QUADROTOR_TRAIN_EVERY)
                 elif env.compiled:
-                    ended = loop.run_chunk(loop.run_pendulum, state, hp, threads, n, ep_step, ep_return)
+                    ended = threading.run(loop.run_pendulum, state, hp, n, ep_step, ep_return)
                 else:
                     ended = self._run_gym(env, state, hp, n, ep_step, ep_return)
                 train_s += time.perf_counter() - t0

@@ -20,7 +20,7 @@ from ..nn import mlp
 from ..nn.jit import inline
 from ..nn.mlp import backward, forward, polyak
 from ..nn.rng import normal
-from . import loop, offpolicy
+from . import loop, offpolicy, twin
 from .config import SACConfig
 from .loop import UPDATES
 from .replay import replay_sample
@@ -33,6 +33,8 @@ LOG_STD_MAX = 2.0
 
 HP = ("warmup", "gamma", "tau", "actor_lr", "critic_lr", "alpha_lr", "target_entropy")  # the warm-up first, as loop.py reads it
 WARMUP, GAMMA, TAU, ACTOR_LR, CRITIC_LR, ALPHA_LR, TARGET_ENTROPY = range(len(HP))
+CRITIC_LOSS_SCALE = 1.0  # half the mean squared error (Stable-Baselines3's); after HP (twin.py)
+assert (TAU, CRITIC_LR) == (twin.TAU, twin.CRITIC_LR)
 
 State = namedtuple(
     "State",
@@ -50,7 +52,7 @@ def hyperparameters(config):
     for k in HP:
         v = getattr(config, k)
         values.append(float("nan") if v is None else float(v))
-    return np.array(values, np.float64)
+    return np.array(values + [CRITIC_LOSS_SCALE], np.float64)
 
 
 def new_state(config, obs_dim, act_dim, seed):
@@ -71,8 +73,6 @@ def new_state(config, obs_dim, act_dim, seed):
         critic2_target=targets[1],
         **loop.loop_arrays(c, obs_dim, act_dim, seed),
         alpha=alpha,
-        q1=np.zeros(n, f32),
-        dx2=np.zeros((n, obs_dim + act_dim), f32),
         dout=np.zeros((n, 2 * act_dim), f32),
         eps=np.zeros((n, act_dim), f32),
         a_pi=np.zeros((n, act_dim), f32),
@@ -114,37 +114,6 @@ def _sample(S, x, n):
     return out
 
 
-# the halves of an update that run on two threads (loop.begin/end): the two target critics'
-# values, the two critics' steps, the critics' values and action gradients for the actor, and
-# (side 1 only) the critic targets' averaging
-TARGETS, CRITICS, ACTOR_Q, ACTOR_DQ, CRITIC_TARGETS = range(5)
-
-
-def job(S, hp, job, side):
-    """Side 0 (critic 1) or side 1 (critic 2) of job; the two touch disjoint arrays."""
-    n = S.reward.shape[0]
-    if job == TARGETS or job == ACTOR_Q:
-        if job == TARGETS:
-            net, x = (S.critic1_target if side == 0 else S.critic2_target), S.next_in
-        else:
-            net, x = (S.critic1 if side == 0 else S.critic2), S.critic_in
-        q = forward(net, x, n)
-        out = (S.y if job == TARGETS else S.q1) if side == 0 else S.q2
-        for s in range(n):
-            out[s] = q[s, 0]
-    elif job == CRITICS:  # 0.5 * mean squared error each (Stable-Baselines3's loss)
-        critic = S.critic1 if side == 0 else S.critic2
-        mlp.regress(critic, S.critic_in, S.y, n, 1.0, hp[CRITIC_LR], S.counters[UPDATES], S.dq if side == 0 else S.dq2)
-    elif job == ACTOR_DQ:
-        if side == 0:
-            backward(S.critic1, S.critic_in, n, S.dq, S.critic1.grads[:0], S.dx)
-        else:
-            backward(S.critic2, S.critic_in, n, S.dq2, S.critic2.grads[:0], S.dx2)
-    elif job == CRITIC_TARGETS and side == 1:
-        polyak(S.critic1_target, S.critic1, hp[TAU])
-        polyak(S.critic2_target, S.critic2, hp[TAU])
-
-
 def update(S, hp):
     n = S.reward.shape[0]
     od = S.obs.shape[0]
@@ -161,27 +130,47 @@ def update(S, hp):
             S.next_in[s, i] = S.actor_in[s, i]
         for i in range(ad):
             S.next_in[s, od + i] = S.a_pi[s, i]
-    loop.both_sides(S, hp, TARGETS)
+    handed = twin.begin(S, twin.TARGETS)
+    twin.target_values(S, 0)
+    if handed:
+        twin.wait(S)
+    else:
+        twin.target_values(S, 1)
     for s in range(n):
         q = S.q2[s] if S.q2[s] < S.y[s] else S.y[s]
         S.y[s] = S.reward[s] + hp[GAMMA] * (1.0 - S.done[s]) * (q - alpha * S.logp[s])
     S.counters[UPDATES] += 1
     step = S.counters[UPDATES]
-    loop.both_sides(S, hp, CRITICS)
+    handed = twin.begin(S, twin.CRITICS)
+    twin.critic_step(S, hp, 0)
+    if handed:
+        twin.wait(S)
+    else:
+        twin.critic_step(S, hp, 1)
     # actor: minimise mean(alpha log pi(a|s) - min Q(s, a)), a reparameterised
     mlp.copy_columns(S.critic_in, S.actor_in, 0)
     out = _sample(S, S.actor_in, n)
     for s in range(n):
         for i in range(ad):
             S.critic_in[s, od + i] = S.a_pi[s, i]
-    loop.both_sides(S, hp, ACTOR_Q)
+    handed = twin.begin(S, twin.ACTOR_Q)
+    twin.critic_values(S, 0)
+    if handed:
+        twin.wait(S)
+    else:
+        twin.critic_values(S, 1)
     for s in range(n):  # the gradient of the min flows through the smaller critic
         first = S.q1[s] <= S.q2[s]
         S.dq[s, 0] = -1.0 / n if first else 0.0
         S.dq2[s, 0] = 0.0 if first else -1.0 / n
-    loop.both_sides(S, hp, ACTOR_DQ)
+    handed = twin.begin(S, twin.ACTOR_DQ)
+    twin.critic_input_grads(S, 0)
+    if handed:
+        twin.wait(S)
+    else:
+        twin.critic_input_grads(S, 1)
     # the critic targets follow on the worker while the actor and the temperature learn
-    handed = loop.begin(S, hp, CRITIC_TARGETS)
+    handed = twin.begin(S, twin.CRITIC_TARGETS)
     c = alpha / n
     alpha_grad = 0.0
     for s in range(n):
@@ -204,7 +193,10 @@ def update(S, hp):
     S.alpha[1] = b1 * S.alpha[1] + (1.0 - b1) * alpha_grad
     S.alpha[2] = b2 * S.alpha[2] + (1.0 - b2) * alpha_grad * alpha_grad
     S.alpha[0] -= hp[ALPHA_LR] / (1.0 - b1**step) * S.alpha[1] / (np.sqrt(S.alpha[2]) / np.sqrt(1.0 - b2**step) + 1e-8)
-    loop.end(S, hp, CRITIC_TARGETS, handed)
+    if handed:
+        twin.wait(S)
+    else:
+        twin.critic_targets(S, hp)
 
 
 def explore(S, hp, obs, out):
@@ -220,8 +212,8 @@ def explore(S, hp, obs, out):
         out[i] = np.tanh(y[0, i] + exp(ls) * normal(S.rng, 0.0, 1.0))
 
 
-# update(), explore() and job() are compiled inside the one off-policy loop, for this State
-loop.bind(State, explore, update, job)
+# update() and explore() are compiled inside the one off-policy loop, for this State
+loop.bind(State, explore, update)
 ALGO = offpolicy.Algorithm(
     name=NAME, squash=SQUASH, default_config=default_config, hyperparameters=hyperparameters, new_state=new_state,
     actor_export=actor_export,

@@ -16,7 +16,7 @@ from microrl.layout import actor_critic_sizes
 from ..nn import mlp
 from ..nn.mlp import backward, forward, polyak
 from ..nn.rng import normal
-from . import loop, offpolicy
+from . import loop, offpolicy, twin
 from .config import td3_config
 from .loop import UPDATES
 from .replay import replay_sample
@@ -28,11 +28,13 @@ SQUASH = False  # the actor ends in tanh already
 # first, where loop.py reads it)
 HP = ("warmup", "gamma", "tau", "actor_lr", "critic_lr", "exploration_noise", "target_noise", "target_noise_clip", "policy_delay")
 WARMUP, GAMMA, TAU, ACTOR_LR, CRITIC_LR, EXPLORATION_NOISE, TARGET_NOISE, TARGET_NOISE_CLIP, POLICY_DELAY = range(len(HP))
+CRITIC_LOSS_SCALE = 2.0  # mean squared error; after HP in the array (twin.py's convention)
+assert (TAU, CRITIC_LR) == (twin.TAU, twin.CRITIC_LR)
 
 State = namedtuple(
     "State",
     "actor actor_target critic1 critic2 critic1_target critic2_target replay rng counters env "
-    "obs next_obs action critic_in next_in actor_in reward done y dq da dx actor_x q2 dq2 sync",
+    "obs next_obs action critic_in next_in actor_in reward done y dq da dx actor_x q1 q2 dq2 dx2 sync",
 )
 
 
@@ -40,7 +42,7 @@ default_config = td3_config
 
 
 def hyperparameters(config):
-    return np.array([float(getattr(config, k)) for k in HP], np.float64)
+    return np.array([float(getattr(config, k)) for k in HP] + [CRITIC_LOSS_SCALE], np.float64)
 
 
 def new_state(config, obs_dim, act_dim, seed):
@@ -74,27 +76,6 @@ def actor_export(state):
     return list(a.sizes), list(a.acts), a.params.copy()
 
 
-# the halves of an update that run on two threads (loop.begin/end): the two target critics'
-# values, the two critics' steps, and (side 1 only) the critic targets' averaging
-TARGETS, CRITICS, CRITIC_TARGETS = range(3)
-
-
-def job(S, hp, job, side):
-    """Side 0 (critic 1) or side 1 (critic 2) of job; the two touch disjoint arrays."""
-    n = S.reward.shape[0]
-    if job == TARGETS:
-        q = forward(S.critic1_target if side == 0 else S.critic2_target, S.next_in, n)
-        out = S.y if side == 0 else S.q2
-        for s in range(n):
-            out[s] = q[s, 0]
-    elif job == CRITICS:  # mean squared error to the shared target
-        critic = S.critic1 if side == 0 else S.critic2
-        mlp.regress(critic, S.critic_in, S.y, n, 2.0, hp[CRITIC_LR], S.counters[UPDATES], S.dq if side == 0 else S.dq2)
-    elif job == CRITIC_TARGETS and side == 1:
-        polyak(S.critic1_target, S.critic1, hp[TAU])
-        polyak(S.critic2_target, S.critic2, hp[TAU])
-
-
 def update(S, hp):
     """One TD3 update from a sampled batch: both critics, and every policy_delay updates the
     actor and the three targets."""
@@ -115,18 +96,28 @@ def update(S, hp):
             v = a_next[s, i] + e
             S.next_in[s, od + i] = -1.0 if v < -1.0 else (1.0 if v > 1.0 else v)
     # the clipped double-Q target
-    loop.both_sides(S, hp, TARGETS)
+    handed = twin.begin(S, twin.TARGETS)
+    twin.target_values(S, 0)
+    if handed:
+        twin.wait(S)
+    else:
+        twin.target_values(S, 1)
     for s in range(n):
         q = S.q2[s] if S.q2[s] < S.y[s] else S.y[s]
         S.y[s] = S.reward[s] + hp[GAMMA] * (1.0 - S.done[s]) * q
     S.counters[UPDATES] += 1
     step = S.counters[UPDATES]
-    loop.both_sides(S, hp, CRITICS)
+    handed = twin.begin(S, twin.CRITICS)
+    twin.critic_step(S, hp, 0)
+    if handed:
+        twin.wait(S)
+    else:
+        twin.critic_step(S, hp, 1)
     delay = np.int64(hp[POLICY_DELAY])
     if step % delay:
         return
     # the critic targets follow on the worker while the actor learns (it reads critic 1 only)
-    handed = loop.begin(S, hp, CRITIC_TARGETS)
+    handed = twin.begin(S, twin.CRITIC_TARGETS)
     # actor: maximise Q1(s, pi(s)); dL/dQ = -1/n back through critic 1 to the action inputs
     mlp.copy_columns(S.critic_in, S.actor_x, 0)
     a = forward(S.actor, S.actor_x, n)
@@ -141,7 +132,10 @@ def update(S, hp):
     backward(S.actor, S.actor_x, n, S.da, S.actor.grads, S.dx[:0])
     mlp.adam(S.actor, hp[ACTOR_LR], step // delay)
     polyak(S.actor_target, S.actor, hp[TAU])
-    loop.end(S, hp, CRITIC_TARGETS, handed)
+    if handed:
+        twin.wait(S)
+    else:
+        twin.critic_targets(S, hp)
 
 
 def explore(S, hp, obs, out):
@@ -152,8 +146,8 @@ def explore(S, hp, obs, out):
         out[i] = -1.0 if v < -1.0 else (1.0 if v > 1.0 else v)
 
 
-# update(), explore() and job() are compiled inside the one off-policy loop, for this State
-loop.bind(State, explore, update, job)
+# update() and explore() are compiled inside the one off-policy loop, for this State
+loop.bind(State, explore, update)
 ALGO = offpolicy.Algorithm(
     name=NAME, squash=SQUASH, default_config=default_config, hyperparameters=hyperparameters, new_state=new_state,
     actor_export=actor_export,

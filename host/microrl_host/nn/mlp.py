@@ -233,6 +233,14 @@ def polyak(target, source, tau):
 
 
 @inline
+def values(net, x, n, out):
+    """out[s] = net(x[s]) for a network of one output (a critic's values)."""
+    q = forward(net, x, n)
+    for s in range(n):
+        out[s] = q[s, 0]
+
+
+@inline
 def regress(critic, x, y, n, scale, lr, step, dq):
     """One Adam step of critic towards y on loss scale/2 * mean((critic(x) - y)^2)."""
     q = forward(critic, x, n)
