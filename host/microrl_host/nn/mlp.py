@@ -233,15 +233,11 @@ def polyak(target, source, tau):
 
 
 @inline
-def twin_min(target1, target2, x, n, out):
-    """out[s] = min(target1(x[s]), target2(x[s])): the clipped double-Q estimate."""
-    q1 = forward(target1, x, n)
+def values(net, x, n, out):
+    """out[s] = net(x[s]) for a network of one output (a critic's values)."""
+    q = forward(net, x, n)
     for s in range(n):
-        out[s] = q1[s, 0]
-    q2 = forward(target2, x, n)
-    for s in range(n):
-        if q2[s, 0] < out[s]:
-            out[s] = q2[s, 0]
+        out[s] = q[s, 0]
 
 
 @inline
