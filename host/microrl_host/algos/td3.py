@@ -34,7 +34,7 @@ assert (TAU, CRITIC_LR) == (twin.TAU, twin.CRITIC_LR)
 State = namedtuple(
     "State",
     "actor actor_target critic1 critic2 critic1_target critic2_target replay rng counters env "
-    "obs next_obs action critic_in next_in actor_in reward done y dq da dx actor_x q1 q2 dq2 dx2 sync half",
+    "obs next_obs action critic_in next_in actor_in reward done y dq dx actor_x q1 q2 dq2 dx2 sync half",
 )
 
 
@@ -65,7 +65,6 @@ def new_state(config, obs_dim, act_dim, seed):
         critic1_target=targets[1],
         critic2_target=targets[2],
         **loop.loop_arrays(c, obs_dim, act_dim, seed),
-        da=np.zeros((n, act_dim), f32),
         actor_x=np.zeros((n, obs_dim), f32),  # the actor's input rows, copied out of critic_in's
         half=twin.new_half(actor, critic1, n, obs_dim, act_dim),
     )
