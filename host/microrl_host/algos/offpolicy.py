@@ -58,14 +58,14 @@ def flatten(state, prefix=""):
 
 
 SCRATCH = {"actor_x", "q1", "q2", "dq2", "dx2", "sync"}  # work buffers a checkpoint of an earlier version may lack
-NOT_SAVED = ("sync",)  # the threads' handshake: of this process only
+NOT_SAVED = ("sync", "half.")  # the threads' handshake, and views and scratch of the split actor step
 REPLAY_ROWS = ("replay.obs", "replay.act", "replay.rew", "replay.next_obs", "replay.done")
 
 
 def save_checkpoint(path, state, meta):
     """Everything needed to continue training, written atomically (one .npz)."""
     arrays = dict(flatten(state))
-    for k in NOT_SAVED:
+    for k in [k for k in arrays if k.startswith(NOT_SAVED)]:
         del arrays[k]
     size = int(state.replay.count[1])
     for k in REPLAY_ROWS:  # only the filled part of the replay buffer
@@ -76,11 +76,11 @@ def save_checkpoint(path, state, meta):
 def restore(state, arrays, path):
     """Copy checkpoint arrays into a freshly built state of the same configuration."""
     flat = flatten(state)
-    missing = sorted(set(flat) - set(arrays) - SCRATCH)
+    missing = sorted(k for k in set(flat) - set(arrays) - SCRATCH if not k.startswith(NOT_SAVED))
     if missing:
         raise CheckpointError("checkpoint %s lacks %s; it was written by another version" % (path, ", ".join(missing[:5])))
     for k, dst in flat.items():
-        if (k in SCRATCH and k not in arrays) or k in NOT_SAVED:
+        if (k in SCRATCH and k not in arrays) or k.startswith(NOT_SAVED):
             continue
         src = arrays[k]
         if k in REPLAY_ROWS and src.shape[1:] == dst.shape[1:] and src.shape[0] <= dst.shape[0] and src.dtype == dst.dtype:

@@ -39,7 +39,7 @@ assert (TAU, CRITIC_LR) == (twin.TAU, twin.CRITIC_LR)
 State = namedtuple(
     "State",
     "actor critic1 critic2 critic1_target critic2_target replay rng counters env alpha "
-    "obs next_obs action critic_in next_in actor_in reward done y q1 q2 dq dq2 dx dx2 dout eps a_pi logp sync",
+    "obs next_obs action critic_in next_in actor_in reward done y q1 q2 dq dq2 dx dx2 dout eps a_pi logp sync half",
 )
 
 
@@ -77,6 +77,7 @@ def new_state(config, obs_dim, act_dim, seed):
         eps=np.zeros((n, act_dim), f32),
         a_pi=np.zeros((n, act_dim), f32),
         logp=np.zeros(n, f32),
+        half=twin.new_half(actor, critics[0], n, obs_dim, act_dim),  # TD3's; a Twin needs it
     )
 
 

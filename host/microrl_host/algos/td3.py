@@ -34,7 +34,7 @@ assert (TAU, CRITIC_LR) == (twin.TAU, twin.CRITIC_LR)
 State = namedtuple(
     "State",
     "actor actor_target critic1 critic2 critic1_target critic2_target replay rng counters env "
-    "obs next_obs action critic_in next_in actor_in reward done y dq da dx actor_x q1 q2 dq2 dx2 sync",
+    "obs next_obs action critic_in next_in actor_in reward done y dq dx actor_x q1 q2 dq2 dx2 sync half",
 )
 
 
@@ -65,8 +65,8 @@ def new_state(config, obs_dim, act_dim, seed):
         critic1_target=targets[1],
         critic2_target=targets[2],
         **loop.loop_arrays(c, obs_dim, act_dim, seed),
-        da=np.zeros((n, act_dim), f32),
         actor_x=np.zeros((n, obs_dim), f32),  # the actor's input rows, copied out of critic_in's
+        half=twin.new_half(actor, critic1, n, obs_dim, act_dim),
     )
 
 
@@ -116,20 +116,17 @@ def update(S, hp):
     delay = np.int64(hp[POLICY_DELAY])
     if step % delay:
         return
-    # the critic targets follow on the worker while the actor learns (it reads critic 1 only)
+    # actor: maximise Q1(s, pi(s)), half the batch on each thread
+    twin.split_rows(S)
+    handed = twin.begin(S, twin.ACTOR_ROWS)
+    twin.actor_rows(S, 0)
+    if handed:
+        twin.wait(S)
+    else:
+        twin.actor_rows(S, 1)
+    twin.add_half_gradient(S)
+    # the critic targets follow on the worker while the actor takes its step
     handed = twin.begin(S, twin.CRITIC_TARGETS)
-    # actor: maximise Q1(s, pi(s)); dL/dQ = -1/n back through critic 1 to the action inputs
-    mlp.copy_columns(S.critic_in, S.actor_x, 0)
-    a = forward(S.actor, S.actor_x, n)
-    for s in range(n):
-        for i in range(ad):
-            S.critic_in[s, od + i] = a[s, i]
-    forward(S.critic1, S.critic_in, n)
-    for s in range(n):
-        S.dq[s, 0] = -1.0 / n
-    backward(S.critic1, S.critic_in, n, S.dq, S.critic1.grads[:0], S.dx)
-    mlp.copy_columns(S.dx, S.da, od)
-    backward(S.actor, S.actor_x, n, S.da, S.actor.grads, S.dx[:0])
     mlp.adam(S.actor, hp[ACTOR_LR], step // delay)
     polyak(S.actor_target, S.actor, hp[TAU])
     if handed:

@@ -21,22 +21,37 @@ loss scale (2: mean squared error, 1: half of it) last.
 """
 from collections import namedtuple
 
+import numpy as np
+
 from ..nn import mlp, sync
 from ..nn.jit import compiled_only, inline, jit, jit_nogil
-from ..nn.mlp import backward, polyak
+from ..nn.mlp import backward, forward, polyak
 from .loop import UPDATES
 
 TAU, CRITIC_LR, LOSS_SCALE = 2, 4, -1  # in hp
+f32 = np.float32
 
 # the pieces, as the worker is told them
-TARGETS, CRITICS, ACTOR_Q, ACTOR_DQ, CRITIC_TARGETS = range(5)
+TARGETS, CRITICS, ACTOR_Q, ACTOR_DQ, CRITIC_TARGETS, ACTOR_ROWS = range(6)
 
-Twin = namedtuple("Twin", "critic1 critic2 critic1_target critic2_target critic_in next_in y q1 q2 dq dq2 dx dx2 counters sync")
+# TD3's actor step split by rows: half[side] of the batch through the actor and critic 1, side
+# 1 on views of them with buffers of their own (mlp.rows_of), its gradient added to side 0's
+Half = namedtuple("Half", "actor critic1 x ci dq dx da")
+Twin = namedtuple("Twin", "critic1 critic2 critic1_target critic2_target critic_in next_in y q1 q2 dq dq2 dx dx2 counters sync actor half")
+
+
+def new_half(actor, critic1, batch, obs_dim, act_dim):
+    """The Half of a State: each side's rows (the batch's first and second half; an odd batch's
+    spare row has a zero gradient)."""
+    h = (batch + 1) // 2
+    return Half(actor=mlp.rows_of(actor, h), critic1=mlp.rows_of(critic1, h), x=np.zeros((2, h, obs_dim), f32), ci=np.zeros((2, h, obs_dim + act_dim), f32),
+                dq=np.zeros((2, h, 1), f32), dx=np.zeros((2, h, obs_dim + act_dim), f32), da=np.zeros((2, h, act_dim), f32))
 
 
 @inline
 def twin(S):
-    return Twin(S.critic1, S.critic2, S.critic1_target, S.critic2_target, S.critic_in, S.next_in, S.y, S.q1, S.q2, S.dq, S.dq2, S.dx, S.dx2, S.counters, S.sync)
+    return Twin(S.critic1, S.critic2, S.critic1_target, S.critic2_target, S.critic_in, S.next_in, S.y, S.q1, S.q2, S.dq, S.dq2, S.dx, S.dx2, S.counters, S.sync,
+                S.actor, S.half)
 
 
 def twin_of(S):
@@ -92,6 +107,62 @@ def critic_targets(T, hp):
     polyak(T.critic2_target, T.critic2, hp[TAU])
 
 
+@inline
+def _actor_rows(actor, critic, x, ci, dq, dx, da, rows, n):
+    """TD3's actor gradient from x's first `rows` rows (the others padding): maximise
+    Q1(s, pi(s)), dL/dQ = -1/n back through the critic to the actions, into actor.grads."""
+    h = x.shape[0]
+    od = x.shape[1]
+    a = forward(actor, x, h)
+    for s in range(h):
+        for i in range(a.shape[1]):
+            ci[s, od + i] = a[s, i]
+    forward(critic, ci, h)
+    for s in range(h):
+        dq[s, 0] = -1.0 / n if s < rows else 0.0
+    backward(critic, ci, h, dq, critic.grads[:0], dx)
+    for s in range(h):
+        for i in range(da.shape[1]):
+            da[s, i] = dx[s, od + i]
+    backward(actor, x, h, da, actor.grads, dx[:0])
+
+
+@inline
+def actor_rows(T, side):
+    """Side 0: the batch's first half, on the actor and critic 1; side 1: the rest, on their
+    views in T.half (gradient into T.half.actor.grads)."""
+    n = T.y.shape[0]
+    h = T.half.x.shape[1]
+    H = T.half
+    if side == 0:
+        _actor_rows(T.actor, T.critic1, H.x[0], H.ci[0], H.dq[0], H.dx[0], H.da[0], h, n)
+    else:
+        _actor_rows(H.actor, H.critic1, H.x[1], H.ci[1], H.dq[1], H.dx[1], H.da[1], n - h, n)
+
+
+@inline
+def split_rows(S):
+    """The batch's observations into the two halves' inputs (an odd batch's spare row zero)."""
+    H = S.half
+    h = H.x.shape[1]
+    n = S.y.shape[0]
+    od = H.x.shape[2]
+    for side in range(2):
+        for s in range(h):
+            r = side * h + s
+            for i in range(od):
+                v = S.critic_in[r, i] if r < n else np.float32(0.0)
+                H.x[side, s, i] = v
+                H.ci[side, s, i] = v
+
+
+@inline
+def add_half_gradient(S):
+    g, g1 = S.actor.grads, S.half.actor.grads
+    for k in range(g.shape[0]):
+        g[k] += g1[k]
+
+
 # ---------------------------------------------------------------- two threads
 
 
@@ -109,6 +180,8 @@ def side_one(T, hp):
         critic_input_grads(T, 1)
     elif piece == CRITIC_TARGETS:
         critic_targets(T, hp)
+    elif piece == ACTOR_ROWS:
+        actor_rows(T, 1)
 
 
 @inline

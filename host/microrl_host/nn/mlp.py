@@ -268,6 +268,14 @@ def target_of(net):
     return t
 
 
+def rows_of(net, batch):
+    """A view of net for `batch` rows on another thread: the same parameters (and Adam moments),
+    its own activations, scratch and gradients."""
+    sizes = [int(v) for v in net.sizes]
+    own = new_net(sizes, [int(a) for a in net.acts], batch, trainable=net.grads.size > 0)
+    return own._replace(params=net.params, wt=net.wt, m=net.m, v=net.v)
+
+
 @inline
 def greedy_action(net, obs, squash, out):
     """Deterministic action in [-1, 1] for one observation: the network's first len(out) outputs,
