@@ -1,8 +1,6 @@
 """TD3's and SAC's updates on two threads (algos/twin.py): the worker thread really does the
 second critic's pieces, and the run is bit for bit the run on one thread; the training driver's
 threads option changes nothing in the policy it writes."""
-import time
-
 import numpy as np
 import pytest
 
@@ -32,10 +30,7 @@ def test_the_worker_serves_and_the_run_is_bit_identical(algo):
         one, hp = _state(algo)
         loop.run_pendulum(one, hp, 1500, ep_step, ep_return)
         two, hp = _state(algo)
-        deadline = time.time() + 300
-        while not twin.worker_ready(two, hp):  # the first use compiles the worker (or loads it)
-            assert time.time() < deadline, "the worker did not compile in 5 minutes"
-            time.sleep(0.05)
+        twin.prepare_worker(two, hp)
         served = 0
         for chunk in range(3):  # 100 warm-up steps, then 1400 updates
             twin.run_threaded(loop.run_pendulum, two, hp, 500, ep_step, ep_return)

@@ -315,6 +315,8 @@ class Algorithm:
             state.rng[:] = rng  # compiling must not change the run
             greedy_action(state.actor, state.obs, self.squash, state.action)
             env.obs = None
+        if threads > 1 and (env.name == QUADROTOR or env.compiled):
+            twin.prepare_worker(state, hp)
         compile_s = time.perf_counter() - t0
 
         evals = []

@@ -212,23 +212,13 @@ def _stop(s):
     sync.store_release(s, sync.REQUESTED, s[sync.REQUESTED] + 1)
 
 
-_preparing = []  # the thread compiling serve (or loading it from numba's cache), once per process
+def prepare_worker(S, hp):
+    """Compile the worker's loop for S (or load it from numba's cache), before the clock starts
+    as the training loop is. (Compiling it on a thread of its own during a first run slowed that
+    run by half, and a short run ended before the compile did, leaving nothing in the cache.)"""
+    from numba import typeof
 
-
-def worker_ready(S, hp):
-    """Whether serve is compiled for S; if not, start compiling it on a thread of its own, so
-    that a first run trains on one thread meanwhile instead of waiting for it."""
-    if serve.overloads:
-        return not (_preparing and _preparing[0].is_alive())
-    if not _preparing:
-        import threading
-
-        from numba import typeof
-
-        signature = (typeof(twin_of(S)), typeof(hp))
-        _preparing.append(threading.Thread(target=serve.compile, args=(signature,), name="microrl-compile-worker", daemon=True))
-        _preparing[0].start()
-    return False
+    serve.compile((typeof(twin_of(S)), typeof(hp)))
 
 
 def run_threaded(run, S, hp, *args):
@@ -264,7 +254,7 @@ class Threads:
         self.used = {1: 0, 2: 0}  # chunks run on each
 
     def choose(self, S, hp):
-        if self.threads < 2 or not worker_ready(S, hp):
+        if self.threads < 2:
             return 1
         one, two = self.per_step[1], self.per_step[2]
         if two is None or one is None:
