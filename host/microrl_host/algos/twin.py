@@ -200,6 +200,7 @@ def wait(S):
 @jit_nogil
 def serve(T, hp):
     """The worker thread: side 1 of every piece handed over, until told to quit."""
+    sync.store_release(T.sync, sync.STARTED, 1)
     while sync.next_job(T.sync) != sync.QUIT:
         side_one(T, hp)
         sync.job_done(T.sync)
@@ -225,11 +226,16 @@ def run_threaded(run, S, hp, *args):
     """run(S, hp, *args) (a compiled training loop) on this thread, with a worker thread for
     side 1 of its updates' pieces."""
     import threading
+    import time
 
     S.sync[:] = 0
     S.sync[sync.SERVING] = 1
     worker = threading.Thread(target=serve, args=(twin_of(S), hp), name="microrl-twin-critic", daemon=True)
     worker.start()
+    # the training thread waits for the worker's first piece with a patience of some 50
+    # microseconds, less than a thread takes to start: it would give up on it at once
+    while not S.sync[sync.STARTED] and worker.is_alive():
+        time.sleep(0)
     try:
         return run(S, hp, *args)
     finally:

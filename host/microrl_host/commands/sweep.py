@@ -97,6 +97,8 @@ def run_job(argv, run_dir, command=None, env=None):
     """Run one training; returns (exit code, its JSON result or None, stderr's last lines)."""
     # each job keeps its policy in its own folder: parallel jobs must not share one default file
     cmd = list(command or TRAIN_COMMAND) + list(argv) + ["--run-dir", run_dir, "--out", os.path.join(run_dir, "policy.mrlp")]
+    env = dict(os.environ if env is None else env)
+    env.setdefault("MICRORL_THREADS", "1")  # the jobs already fill the CPUs, one each
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     result = None
     for line in reversed(proc.stdout.strip().splitlines()):

@@ -18,10 +18,10 @@ from numba.extending import intrinsic
 
 from .jit import inline
 
-# sync[...]: jobs requested so far (main thread), jobs done (worker), the current job, and
-# whether a worker serves
-REQUESTED, DONE, JOB, SERVING = range(4)
-SYNC_SIZE = 4
+# sync[...]: jobs requested so far (main thread), jobs done (worker), the current job, whether
+# a worker serves, and whether it has started
+REQUESTED, DONE, JOB, SERVING, STARTED = range(5)
+SYNC_SIZE = 5
 QUIT = -1  # the job that ends the worker's loop
 
 _X86 = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686")
@@ -46,18 +46,20 @@ def store_release(typingctx, array, index, value):
     return sig, codegen
 
 
-# Spins of a wait (some 50-100 microseconds) before it yields its CPU: a busy machine may have
-# put the other thread off its CPU, and spinning then would only keep it off for a time slice
-PATIENCE = 2000
+# How long a wait spins before it yields its CPU: a busy machine may have put the other thread
+# off its CPU, and spinning then would only keep it off for a time slice. On x86 in time-stamp
+# counter ticks (about 100 microseconds at 2.5 GHz: `pause` lasts 5 cycles on some AMD CPUs and
+# 140 on Intel's, so spins are no clock); elsewhere in spins.
+PATIENCE = 250000 if _X86 else 20000
 _YIELD = "SwitchToThread" if platform.system() == "Windows" else "sched_yield"
 
 
 @intrinsic
 def spin_while(typingctx, array, index, value):
-    """Spin while array[index] (int64, read with acquire ordering) equals value; after
-    PATIENCE spins, yield the CPU at each one. Returns the number of spins. A function of its
-    own that LLVM may not inline: the loop inside a large update made numba's first compile of
-    the training loop half again as long."""
+    """Spin while array[index] (int64, read with acquire ordering) equals value; once PATIENCE
+    has run out, yield the CPU at each turn. Returns 1 if it ran out of patience, else 0. A
+    function of its own that LLVM may not inline: the loop inside a large update made numba's
+    first compile of the training loop half again as long."""
     sig = types.int64(array, index, types.int64)
 
     def codegen(context, builder, sig, args):
@@ -66,36 +68,46 @@ def spin_while(typingctx, array, index, value):
         value = context.cast(builder, args[2], sig.args[2], types.int64)
         module = builder.module
         i64 = ir.IntType(64)
-        fn = cgutils.get_or_insert_function(module, ir.FunctionType(i64, [ptr.type, i64]), "microrl_spin_while_1")  # bump the number when the body changes: one name, one body
+        # bump the number when the body changes: one name, one body, in every cached library
+        fn = cgutils.get_or_insert_function(module, ir.FunctionType(i64, [ptr.type, i64]), "microrl_spin_while_2")
         if fn.is_declaration:
             fn.linkage = "linkonce_odr"
             fn.attributes.add("noinline")
             entry, spin, pause, give_way, done = (fn.append_basic_block(k) for k in ("entry", "spin", "pause", "give_way", "done"))
+            clock = cgutils.get_or_insert_function(module, ir.FunctionType(i64, []), "llvm.readcyclecounter") if _X86 else None
             b = ir.IRBuilder(entry)
+            start = b.call(clock, []) if _X86 else i64(0)
             b.branch(spin)
             b = ir.IRBuilder(spin)
             count = b.phi(i64)
+            gave = b.phi(i64)
             count.add_incoming(i64(0), entry)
+            gave.add_incoming(i64(0), entry)
             seen = b.load_atomic(fn.args[0], "acquire", 8)
             b.cbranch(b.icmp_signed("!=", seen, fn.args[1]), done, pause)
             b = ir.IRBuilder(pause)
             following = b.add(count, i64(1))
             count.add_incoming(following, pause)
             count.add_incoming(following, give_way)
+            gave.add_incoming(gave, pause)
+            gave.add_incoming(i64(1), give_way)
             if _X86:
                 b.call(cgutils.get_or_insert_function(module, ir.FunctionType(ir.VoidType(), []), "llvm.x86.sse2.pause"), [])
-            b.cbranch(b.icmp_signed("<", count, i64(PATIENCE)), spin, give_way)
+                spent = b.sub(b.call(clock, []), start)
+            else:
+                spent = following
+            b.cbranch(b.icmp_unsigned("<", spent, i64(PATIENCE)), spin, give_way)
             b = ir.IRBuilder(give_way)
             b.call(cgutils.get_or_insert_function(module, ir.FunctionType(ir.IntType(32), []), _YIELD), [])
             b.branch(spin)
             b = ir.IRBuilder(done)
-            b.ret(count)
-        spins = builder.call(fn, [ptr, value])
+            b.ret(gave)
+        ran_out = builder.call(fn, [ptr, value])
         # and for the caller's reads too: LLVM sees into fn, finds it touches only the sync
         # array, and would otherwise reuse the caller's earlier reads of what the other thread
         # has since written
         builder.fence("acquire")
-        return spins
+        return ran_out
 
     return sig, codegen
 
@@ -112,13 +124,10 @@ def hand_over(sync, job):
 
 @inline
 def wait_worker(sync):
-    """Until the worker has done every job handed to it. A wait that ran out of patience (the
-    machine is busy: the worker was off its CPU) ends the worker: the rest of the run goes on
-    one thread, which gives the same arithmetic."""
-    if spin_while(sync, DONE, sync[REQUESTED] - 1) >= PATIENCE:
-        sync[SERVING] = 0
-        sync[JOB] = QUIT
-        store_release(sync, REQUESTED, sync[REQUESTED] + 1)
+    """Until the worker has done every job handed to it (yielding the CPU after PATIENCE: on a
+    busy machine the worker may be waiting for one; algos/twin.py's Threads then goes back to
+    one thread for the chunks that follow)."""
+    spin_while(sync, DONE, sync[REQUESTED] - 1)
 
 
 @inline
