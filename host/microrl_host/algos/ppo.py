@@ -458,7 +458,7 @@ def train(config, env, callbacks=None, run_dir=None, out=None, resume=False, che
     iteration (trainer: the PPO learner; figures: lr, kl, return). Returns (learner, evals)
     with evals a list of (step, mean, std); learner.result holds the run's results in the shape
     every algorithm shares (results.run_result)."""
-    with one_blas_thread():
+    with one_blas_thread(scipy_blas=False):  # numpy's BLAS only
         return _train(env, config or PPOConfig(), run_dir, out, resume, checkpoint_every, eval_every, eval_episodes, callbacks or NONE, max_episode_steps)
 
 
