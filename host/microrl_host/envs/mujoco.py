@@ -1,11 +1,14 @@
 """Many copies of a gymnasium MuJoCo task, stepped together.
 
-Each copy has its own MjData; one shared MjModel. A step sets every copy's controls, then runs
-`mj_step` (and `mj_rnePostConstraint`, as gymnasium does) for all copies from a few threads:
-both calls release the GIL, so the physics of different copies runs in parallel while Python
-only loops over the copies. Observations, rewards and terminations are then computed for all
-copies at once with numpy, with the same formulas (and the same floating-point operations) as
-gymnasium's own environments, so that for the same states and actions the results are the same.
+With MuJoCo 4, a task that reads no contact forces steps all copies with mujoco.batch.Batch: C
+threads, one MjData per thread, the copies' states in rows, bit for bit a loop of mj_step. Other
+tasks (or an older MuJoCo) give each copy its own MjData, one shared MjModel: a step sets every
+copy's controls, then runs `mj_step` (and `mj_rnePostConstraint`, as gymnasium does) for all
+copies from a few threads: both calls release the GIL, so the physics of different copies runs
+in parallel while Python only loops over the copies. Observations, rewards and terminations are
+then computed for all copies at once with numpy (Ant's, for a few copies, with ant_kernels), with
+the same formulas (and the same floating-point operations) as gymnasium's own environments, so
+that for the same states and actions the results are the same.
 
     envs = MujocoVectorEnv("Ant-v5", num_envs=64)
     obs, infos = envs.reset(seed=0)               # copy i is seeded seed + i, as gymnasium's vector envs
