@@ -4,7 +4,9 @@ wrapper (`rltools` on PyPI, with MKL), and microrl's SAC against Stable-Baseline
 Same hyperparameters for all (the TD3 paper's: 64-64 ReLU, batch 100, Adam 1e-3, gamma .99,
 tau .005, policy delay 2, target noise .2 clipped at .5, exploration noise .1, and the device
 core's warm-up; SAC: the same with automatic entropy tuning). Each run is a fresh subprocess with
-torch, MKL, OpenBLAS and OpenMP limited to one thread. Times are of training only, warm: numba's
+torch, MKL, OpenBLAS and OpenMP limited to one thread; microrl runs twice, on two threads (its
+default: the second critic's half of each update on a worker thread; the same run) and on one
+(-1thread). Times are of training only, warm: numba's
 and RLtools' compiled code come from their caches (a first run per peer fills them and is not
 timed; microrl's cold compile is measured separately with an empty numba cache). Every final
 policy is evaluated the same way: 10 episodes of gymnasium's Pendulum-v1, seeds 1000..1009.
@@ -33,10 +35,19 @@ EVAL_ENV = "Pendulum-v1"
 EVAL_EPISODES = 10
 EVAL_SEED = 1000
 SOLVED = -300.0
+# microrl-<algo> runs on two threads (its default where two CPUs are free: the second critic's
+# half of each update on a worker thread), microrl-<algo>-1thread on one; the peers on one
 PEERS = {
-    "td3": ("microrl-td3", "rltools-td3", "sb3-td3"),
-    "sac": ("microrl-sac", "sb3-sac"),
+    "td3": ("microrl-td3", "microrl-td3-1thread", "rltools-td3", "sb3-td3"),
+    "sac": ("microrl-sac", "microrl-sac-1thread", "sb3-sac"),
 }
+
+
+def threads_env(peer):
+    """The environment that gives a microrl peer its threads (the peers run with ONE_THREAD)."""
+    if not peer.startswith("microrl-"):
+        return {}
+    return {"MICRORL_THREADS": "1" if peer.endswith("-1thread") else "2"}
 
 
 # ------------------------------------------------------------------ one run (in a subprocess)
@@ -170,7 +181,7 @@ def worker(peer, seed, steps):
 
 
 def spawn(peer, seed, steps, extra_env=None, timeout=1800):
-    env = dict(os.environ, **ONE_THREAD)
+    env = dict(os.environ, **ONE_THREAD, **threads_env(peer))
     env["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "host"), os.path.join(ROOT, "device")] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env.update(extra_env or {})
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", peer, "--seed", str(seed), "--steps", str(steps)]
@@ -186,7 +197,7 @@ def process_run(peer, seed, steps):
     """One whole process, timed from its start to its exit, with the training-loop time it
     reports: ours is the `microrl train pendulum` command (no evaluation, checkpoint at the end),
     the wrapper's a process that imports it, builds the trainer (from its cache), trains, exits."""
-    env = dict(os.environ, **ONE_THREAD)
+    env = dict(os.environ, **ONE_THREAD, **threads_env(peer))
     env["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "host"), os.path.join(ROOT, "device")] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     with tempfile.TemporaryDirectory() as folder:
         if peer.startswith("microrl-"):
@@ -277,7 +288,8 @@ def main(argv=None):
     peer_seeds = 1 if args.quick else args.seeds
     our_seeds = 1 if args.quick else max(args.our_seeds, args.seeds)
     log = (lambda *a: None) if args.json else (lambda *a: print(*a, file=sys.stderr, flush=True))
-    result = {"steps": args.steps, "eval": "%s, %d episodes, seeds %d.." % (EVAL_ENV, EVAL_EPISODES, EVAL_SEED), "threads": 1, "peers": {}}
+    result = {"steps": args.steps, "eval": "%s, %d episodes, seeds %d.." % (EVAL_ENV, EVAL_EPISODES, EVAL_SEED),
+              "threads": {"microrl-<algo>": 2, "microrl-<algo>-1thread": 1, "peers": 1}, "load_before": os.getloadavg()[0], "peers": {}}
     algos = [a.strip() for a in args.algos.split(",") if a.strip()]
     for algo in algos:
         for peer in PEERS[algo]:
@@ -300,14 +312,15 @@ def main(argv=None):
                 runs.append(r)
                 log("  %s seed %d: %s" % (peer, seed, r.get("error") or "%.2f s wall, %.2f s CPU, return %.1f" % (r["wall_s"], r["cpu_s"], r["return"])))
             result["peers"][peer] = summarise(runs)
-        if not args.no_cold:
+        if not args.no_cold:  # a new user's first run: empty numba cache, compile and train
             with tempfile.TemporaryDirectory() as cache:
-                r = spawn("microrl-" + algo, 0, 200, extra_env={"NUMBA_CACHE_DIR": cache})
+                r = spawn("microrl-" + algo, 0, args.steps, extra_env={"NUMBA_CACHE_DIR": cache})
             result["peers"]["microrl-" + algo]["cold_compile_s"] = r.get("compile_s")
+            result["peers"]["microrl-" + algo]["cold_first_run_s"] = (r.get("compile_s") or 0.0) + (r.get("wall_s") or 0.0)
             result["peers"]["microrl-" + algo]["warm_cache_load_s"] = statistics.median(x["compile_s"] for x in result["peers"]["microrl-" + algo]["runs"] if "compile_s" in x)
     # whole processes: ours (the CLI) and the wrapper interleaved, for start-up and end-to-end ratios
     if args.process_runs:
-        peers = ["microrl-" + a for a in algos]
+        peers = [p for a in algos for p in ("microrl-" + a, "microrl-%s-1thread" % a)]
         if "td3" in algos and "seeds" in result["peers"].get("rltools-td3", {}):  # the wrapper is installed and ran
             peers.append("rltools-td3")
         log("whole processes, interleaved, %d runs each..." % (1 if args.quick else args.process_runs))
@@ -325,19 +338,24 @@ def main(argv=None):
     procs = result.get("processes", {})
     ours, theirs = result["peers"].get("microrl-td3", {}), result["peers"].get("rltools-td3", {})
     versus = {}
+    one = result["peers"].get("microrl-td3-1thread", {})
     if "wall_s_median" in ours and "wall_s_median" in theirs:
         versus["training_loop"] = ours["wall_s_median"] / theirs["wall_s_median"]
         versus["training_loop_cpu"] = ours["cpu_s_median"] / theirs["cpu_s_median"]
+    if "wall_s_median" in one and "wall_s_median" in theirs:
+        versus["training_loop_one_thread"] = one["wall_s_median"] / theirs["wall_s_median"]
     po, pt = procs.get("microrl-td3", {}), procs.get("rltools-td3", {})
     if "process_s_median" in po and "process_s_median" in pt:
         versus["whole_process"] = po["process_s_median"] / pt["process_s_median"]
         versus["training_loop_in_process_runs"] = po["loop_s_median"] / pt["loop_s_median"]
         versus["whole_process_cpu"] = po["process_cpu_s_median"] / pt["process_cpu_s_median"]
     result["microrl_td3_over_rltools"] = versus
+    result["load_after"] = os.getloadavg()[0]
     if args.json:
         print(json.dumps(result, sort_keys=True))
         return 0
-    print("\nPendulum, %d steps, training time (warm, one thread), final return on %s" % (args.steps, result["eval"]))
+    print("\nPendulum, %d steps, training time (warm; microrl on two threads, -1thread and the peers on one), final return on %s; load %.1f to %.1f" % (
+        args.steps, result["eval"], result["load_before"], result["load_after"]))
     print("%-14s %6s %10s %10s %12s %8s   %s" % ("peer", "seeds", "wall s", "CPU s", "return", "solved", "per-seed returns"))
     for peer, s in result["peers"].items():
         if "skipped" in s:
@@ -350,7 +368,8 @@ def main(argv=None):
     for algo in algos:
         s = result["peers"].get("microrl-" + algo, {})
         if "cold_compile_s" in s:
-            print("microrl-%s compile: cold %.1f s (empty numba cache), warm cache load %.2f s" % (algo, s["cold_compile_s"] or float("nan"), s["warm_cache_load_s"]))
+            print("microrl-%s compile: cold %.1f s (empty numba cache; first run with %d steps %.1f s), warm cache load %.2f s" % (
+                algo, s["cold_compile_s"] or float("nan"), args.steps, s["cold_first_run_s"], s["warm_cache_load_s"]))
     for k, v in ratios.items():
         print("speed-up %-28s wall %6.1fx   CPU %6.1fx" % (k, v["wall"], v["cpu"]))
     for peer, s in procs.items():

@@ -7,14 +7,16 @@ arguments would do the same, but numba's disk cache misses such a loop in every 
 
 S is the algorithm's State, a namedtuple of arrays with at least counters, replay, rng, env,
 obs, next_obs, action and reward (whose length is the batch); hp its hyperparameters as a
-float64 array with the warm-up first.
+float64 array with the warm-up first. twin.run_chunk runs a loop with a second thread for the
+critics' halves of its updates.
 """
 import numpy as np
 from numba.extending import overload
 
 from ..envs import quadrotor
 from ..envs.pendulum import MAX_TORQUE, pendulum_reset, pendulum_step
-from ..nn.jit import COMPILED_ONLY, inline, jit
+from ..nn import sync
+from ..nn.jit import COMPILED_ONLY, inline, jit_nogil
 from ..nn.rng import new_rng, uniform
 from .replay import new_replay, replay_add
 
@@ -44,6 +46,12 @@ def loop_arrays(config, obs_dim, act_dim, seed):
         y=np.zeros(n, f32),
         dq=np.zeros((n, 1), f32),
         dx=np.zeros((n, obs_dim + act_dim), f32),
+        # the second critic's side of the batch arrays (twin.py), and the threads' handshake
+        q1=np.zeros(n, f32),
+        q2=np.zeros(n, f32),
+        dq2=np.zeros((n, 1), f32),
+        dx2=np.zeros((n, obs_dim + act_dim), f32),
+        sync=sync.new_sync(),
     )
 
 
@@ -98,7 +106,10 @@ def observe(S, hp, obs, action, reward, next_obs, terminated, train_every):
         algorithm_update(S, hp)
 
 
-@jit
+# nogil: twin.py's worker thread runs beside these loops
+
+
+@jit_nogil
 def run_pendulum(S, hp, n_steps, ep_step, ep_return):
     """n_steps of training on the compiled Pendulum. Episode ends go to ep_step/ep_return;
     returns how many."""
@@ -119,7 +130,7 @@ def run_pendulum(S, hp, n_steps, ep_step, ep_return):
     return ended
 
 
-@jit
+@jit_nogil
 def run_quadrotor(S, hp, n_steps, ep_step, ep_return, train_every):
     """n_steps of training on the compiled quadrotor (envs/quadrotor.py; S.env is its array),
     one update every train_every steps (L2F: 10)."""

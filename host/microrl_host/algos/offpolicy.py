@@ -26,7 +26,7 @@ from ..nn.blas import one_blas_thread
 from ..nn.mlp import greedy_action
 from ..nn.rng import randint
 from ..runlog import RunLog
-from . import checkpoint, loop
+from . import checkpoint, loop, twin
 from .callbacks import NONE
 from .checkpoint import CheckpointError
 from .checkpoint import read as read_checkpoint
@@ -57,13 +57,16 @@ def flatten(state, prefix=""):
     return out
 
 
-SCRATCH = {"actor_x"}  # work buffers a checkpoint of an earlier version may lack
+SCRATCH = {"actor_x", "q1", "q2", "dq2", "dx2", "sync"}  # work buffers a checkpoint of an earlier version may lack
+NOT_SAVED = ("sync", "half.")  # the threads' handshake, and views and scratch of the split actor step
 REPLAY_ROWS = ("replay.obs", "replay.act", "replay.rew", "replay.next_obs", "replay.done")
 
 
 def save_checkpoint(path, state, meta):
     """Everything needed to continue training, written atomically (one .npz)."""
     arrays = dict(flatten(state))
+    for k in [k for k in arrays if k.startswith(NOT_SAVED)]:
+        del arrays[k]
     size = int(state.replay.count[1])
     for k in REPLAY_ROWS:  # only the filled part of the replay buffer
         arrays[k] = arrays[k][:size]
@@ -73,11 +76,11 @@ def save_checkpoint(path, state, meta):
 def restore(state, arrays, path):
     """Copy checkpoint arrays into a freshly built state of the same configuration."""
     flat = flatten(state)
-    missing = sorted(set(flat) - set(arrays) - SCRATCH)
+    missing = sorted(k for k in set(flat) - set(arrays) - SCRATCH if not k.startswith(NOT_SAVED))
     if missing:
         raise CheckpointError("checkpoint %s lacks %s; it was written by another version" % (path, ", ".join(missing[:5])))
     for k, dst in flat.items():
-        if k in SCRATCH and k not in arrays:
+        if (k in SCRATCH and k not in arrays) or k.startswith(NOT_SAVED):
             continue
         src = arrays[k]
         if k in REPLAY_ROWS and src.shape[1:] == dst.shape[1:] and src.shape[0] <= dst.shape[0] and src.dtype == dst.dtype:
@@ -230,15 +233,20 @@ class Algorithm:
         steps = settings.pop("steps")
         return self.run(env, steps=steps, seed=seed, callbacks=callbacks, **dict(settings, **options))
 
-    def run(self, task, steps=10000, seed=None, eval_every=1000, eval_episodes=10, out=None, run_dir=None, checkpoint_every=0, resume=False, callbacks=None, **settings):
+    def run(self, task, steps=10000, seed=None, eval_every=1000, eval_episodes=10, out=None, run_dir=None, checkpoint_every=0, resume=False, callbacks=None, threads=None, **settings):
         """Train; returns a Run. out: policy file to write; run_dir: folder for run.json,
         progress.csv and checkpoint.npz (checkpoints every checkpoint_every steps and at the end);
         resume: continue from run_dir's checkpoint; callbacks: a Callbacks, told of every chunk of
-        up to 1000 steps (trainer: the State; figures: {"eval": the last evaluation's mean})."""
+        up to 1000 steps (trainer: the State; figures: {"eval": the last evaluation's mean});
+        threads: 1, or 2 to run the twin critics' halves of each update on a second thread
+        (default: 2 where two CPUs are free for this process; the run is the same either way)."""
+        threads = twin.default_threads() if threads is None else int(threads)
+        if threads < 1:
+            raise ValueError("threads must be 1 or more, not %d" % threads)
         with one_blas_thread():
-            return self._run(task, steps, seed, eval_every, eval_episodes, out, run_dir, checkpoint_every, resume, callbacks, settings)
+            return self._run(task, steps, seed, eval_every, eval_episodes, out, run_dir, checkpoint_every, resume, callbacks, settings, threads)
 
-    def _run(self, task, steps, seed, eval_every, eval_episodes, out, run_dir, checkpoint_every, resume, callbacks, settings):
+    def _run(self, task, steps, seed, eval_every, eval_episodes, out, run_dir, checkpoint_every, resume, callbacks, settings, threads):
         callbacks = callbacks or NONE
         wall0 = time.perf_counter()
         env = make_task(task)
@@ -307,6 +315,8 @@ class Algorithm:
             state.rng[:] = rng  # compiling must not change the run
             greedy_action(state.actor, state.obs, self.squash, state.action)
             env.obs = None
+        if threads > 1 and (env.name == QUADROTOR or env.compiled):
+            twin.prepare_worker(state, hp)
         compile_s = time.perf_counter() - t0
 
         evals = []
@@ -317,6 +327,7 @@ class Algorithm:
         step = start
         last_eval = None
         last_checkpoint = start if resume else None
+        threading = twin.Threads(threads)
         callbacks.on_start(steps, start, "%s %s" % (self.name, env.name))
         try:
             while step < steps:
@@ -332,9 +343,9 @@ class Algorithm:
                 c0 = time.process_time()
                 if env.name == QUADROTOR:
                     state.env[quadrotor.CURRICULUM] = min(1.0, step / float(QUADROTOR_CURRICULUM_STEPS))
-                    ended = loop.run_quadrotor(state, hp, n, ep_step, ep_return, QUADROTOR_TRAIN_EVERY)
+                    ended = threading.run(loop.run_quadrotor, state, hp, n, ep_step, ep_return, QUADROTOR_TRAIN_EVERY)
                 elif env.compiled:
-                    ended = loop.run_pendulum(state, hp, n, ep_step, ep_return)
+                    ended = threading.run(loop.run_pendulum, state, hp, n, ep_step, ep_return)
                 else:
                     ended = self._run_gym(env, state, hp, n, ep_step, ep_return)
                 train_s += time.perf_counter() - t0

@@ -20,7 +20,7 @@ from ..nn import mlp
 from ..nn.jit import inline
 from ..nn.mlp import backward, forward, polyak
 from ..nn.rng import normal
-from . import loop, offpolicy
+from . import loop, offpolicy, twin
 from .config import SACConfig
 from .loop import UPDATES
 from .replay import replay_sample
@@ -33,11 +33,13 @@ LOG_STD_MAX = 2.0
 
 HP = ("warmup", "gamma", "tau", "actor_lr", "critic_lr", "alpha_lr", "target_entropy")  # the warm-up first, as loop.py reads it
 WARMUP, GAMMA, TAU, ACTOR_LR, CRITIC_LR, ALPHA_LR, TARGET_ENTROPY = range(len(HP))
+CRITIC_LOSS_SCALE = 1.0  # half the mean squared error (Stable-Baselines3's); after HP (twin.py)
+assert (TAU, CRITIC_LR) == (twin.TAU, twin.CRITIC_LR)
 
 State = namedtuple(
     "State",
     "actor critic1 critic2 critic1_target critic2_target replay rng counters env alpha "
-    "obs next_obs action critic_in next_in actor_in reward done y q1 dq dq2 dx dx2 dout eps a_pi logp",
+    "obs next_obs action critic_in next_in actor_in reward done y q1 q2 dq dq2 dx dx2 dout eps a_pi logp sync half",
 )
 
 
@@ -50,7 +52,7 @@ def hyperparameters(config):
     for k in HP:
         v = getattr(config, k)
         values.append(float("nan") if v is None else float(v))
-    return np.array(values, np.float64)
+    return np.array(values + [CRITIC_LOSS_SCALE], np.float64)
 
 
 def new_state(config, obs_dim, act_dim, seed):
@@ -71,13 +73,11 @@ def new_state(config, obs_dim, act_dim, seed):
         critic2_target=targets[1],
         **loop.loop_arrays(c, obs_dim, act_dim, seed),
         alpha=alpha,
-        q1=np.zeros(n, f32),
-        dq2=np.zeros((n, 1), f32),
-        dx2=np.zeros((n, obs_dim + act_dim), f32),
         dout=np.zeros((n, 2 * act_dim), f32),
         eps=np.zeros((n, act_dim), f32),
         a_pi=np.zeros((n, act_dim), f32),
         logp=np.zeros(n, f32),
+        half=twin.new_half(actor, critics[0], n, obs_dim, act_dim),  # TD3's; a Twin needs it
     )
 
 
@@ -131,30 +131,47 @@ def update(S, hp):
             S.next_in[s, i] = S.actor_in[s, i]
         for i in range(ad):
             S.next_in[s, od + i] = S.a_pi[s, i]
-    mlp.twin_min(S.critic1_target, S.critic2_target, S.next_in, n, S.y)
+    handed = twin.begin(S, twin.TARGETS)
+    twin.target_values(S, 0)
+    if handed:
+        twin.wait(S)
+    else:
+        twin.target_values(S, 1)
     for s in range(n):
-        S.y[s] = S.reward[s] + hp[GAMMA] * (1.0 - S.done[s]) * (S.y[s] - alpha * S.logp[s])
+        q = S.q2[s] if S.q2[s] < S.y[s] else S.y[s]
+        S.y[s] = S.reward[s] + hp[GAMMA] * (1.0 - S.done[s]) * (q - alpha * S.logp[s])
     S.counters[UPDATES] += 1
     step = S.counters[UPDATES]
-    # critics: 0.5 * mean squared error each (Stable-Baselines3's loss)
-    mlp.regress(S.critic1, S.critic_in, S.y, n, 1.0, hp[CRITIC_LR], step, S.dq)
-    mlp.regress(S.critic2, S.critic_in, S.y, n, 1.0, hp[CRITIC_LR], step, S.dq)
+    handed = twin.begin(S, twin.CRITICS)
+    twin.critic_step(S, hp, 0)
+    if handed:
+        twin.wait(S)
+    else:
+        twin.critic_step(S, hp, 1)
     # actor: minimise mean(alpha log pi(a|s) - min Q(s, a)), a reparameterised
     mlp.copy_columns(S.critic_in, S.actor_in, 0)
     out = _sample(S, S.actor_in, n)
     for s in range(n):
         for i in range(ad):
             S.critic_in[s, od + i] = S.a_pi[s, i]
-    q1 = forward(S.critic1, S.critic_in, n)
-    for s in range(n):
-        S.q1[s] = q1[s, 0]
-    q2 = forward(S.critic2, S.critic_in, n)
+    handed = twin.begin(S, twin.ACTOR_Q)
+    twin.critic_values(S, 0)
+    if handed:
+        twin.wait(S)
+    else:
+        twin.critic_values(S, 1)
     for s in range(n):  # the gradient of the min flows through the smaller critic
-        first = S.q1[s] <= q2[s, 0]
+        first = S.q1[s] <= S.q2[s]
         S.dq[s, 0] = -1.0 / n if first else 0.0
         S.dq2[s, 0] = 0.0 if first else -1.0 / n
-    backward(S.critic1, S.critic_in, n, S.dq, S.critic1.grads[:0], S.dx)
-    backward(S.critic2, S.critic_in, n, S.dq2, S.critic2.grads[:0], S.dx2)
+    handed = twin.begin(S, twin.ACTOR_DQ)
+    twin.critic_input_grads(S, 0)
+    if handed:
+        twin.wait(S)
+    else:
+        twin.critic_input_grads(S, 1)
+    # the critic targets follow on the worker while the actor and the temperature learn
+    handed = twin.begin(S, twin.CRITIC_TARGETS)
     c = alpha / n
     alpha_grad = 0.0
     for s in range(n):
@@ -177,9 +194,10 @@ def update(S, hp):
     S.alpha[1] = b1 * S.alpha[1] + (1.0 - b1) * alpha_grad
     S.alpha[2] = b2 * S.alpha[2] + (1.0 - b2) * alpha_grad * alpha_grad
     S.alpha[0] -= hp[ALPHA_LR] / (1.0 - b1**step) * S.alpha[1] / (np.sqrt(S.alpha[2]) / np.sqrt(1.0 - b2**step) + 1e-8)
-    tau = hp[TAU]
-    polyak(S.critic1_target, S.critic1, tau)
-    polyak(S.critic2_target, S.critic2, tau)
+    if handed:
+        twin.wait(S)
+    else:
+        twin.critic_targets(S, hp)
 
 
 def explore(S, hp, obs, out):

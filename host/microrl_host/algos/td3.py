@@ -16,7 +16,7 @@ from microrl.layout import actor_critic_sizes
 from ..nn import mlp
 from ..nn.mlp import backward, forward, polyak
 from ..nn.rng import normal
-from . import loop, offpolicy
+from . import loop, offpolicy, twin
 from .config import td3_config
 from .loop import UPDATES
 from .replay import replay_sample
@@ -28,11 +28,13 @@ SQUASH = False  # the actor ends in tanh already
 # first, where loop.py reads it)
 HP = ("warmup", "gamma", "tau", "actor_lr", "critic_lr", "exploration_noise", "target_noise", "target_noise_clip", "policy_delay")
 WARMUP, GAMMA, TAU, ACTOR_LR, CRITIC_LR, EXPLORATION_NOISE, TARGET_NOISE, TARGET_NOISE_CLIP, POLICY_DELAY = range(len(HP))
+CRITIC_LOSS_SCALE = 2.0  # mean squared error; after HP in the array (twin.py's convention)
+assert (TAU, CRITIC_LR) == (twin.TAU, twin.CRITIC_LR)
 
 State = namedtuple(
     "State",
     "actor actor_target critic1 critic2 critic1_target critic2_target replay rng counters env "
-    "obs next_obs action critic_in next_in actor_in reward done y dq da dx actor_x",
+    "obs next_obs action critic_in next_in actor_in reward done y dq dx actor_x q1 q2 dq2 dx2 sync half",
 )
 
 
@@ -40,7 +42,7 @@ default_config = td3_config
 
 
 def hyperparameters(config):
-    return np.array([float(getattr(config, k)) for k in HP], np.float64)
+    return np.array([float(getattr(config, k)) for k in HP] + [CRITIC_LOSS_SCALE], np.float64)
 
 
 def new_state(config, obs_dim, act_dim, seed):
@@ -63,8 +65,8 @@ def new_state(config, obs_dim, act_dim, seed):
         critic1_target=targets[1],
         critic2_target=targets[2],
         **loop.loop_arrays(c, obs_dim, act_dim, seed),
-        da=np.zeros((n, act_dim), f32),
         actor_x=np.zeros((n, obs_dim), f32),  # the actor's input rows, copied out of critic_in's
+        half=twin.new_half(actor, critic1, n, obs_dim, act_dim),
     )
 
 
@@ -93,34 +95,44 @@ def update(S, hp):
             e = -clip if e < -clip else (clip if e > clip else e)
             v = a_next[s, i] + e
             S.next_in[s, od + i] = -1.0 if v < -1.0 else (1.0 if v > 1.0 else v)
-    mlp.twin_min(S.critic1_target, S.critic2_target, S.next_in, n, S.y)
+    # the clipped double-Q target
+    handed = twin.begin(S, twin.TARGETS)
+    twin.target_values(S, 0)
+    if handed:
+        twin.wait(S)
+    else:
+        twin.target_values(S, 1)
     for s in range(n):
-        S.y[s] = S.reward[s] + hp[GAMMA] * (1.0 - S.done[s]) * S.y[s]
-    # critics: mean squared error to the shared target
+        q = S.q2[s] if S.q2[s] < S.y[s] else S.y[s]
+        S.y[s] = S.reward[s] + hp[GAMMA] * (1.0 - S.done[s]) * q
     S.counters[UPDATES] += 1
     step = S.counters[UPDATES]
-    mlp.regress(S.critic1, S.critic_in, S.y, n, 2.0, hp[CRITIC_LR], step, S.dq)
-    mlp.regress(S.critic2, S.critic_in, S.y, n, 2.0, hp[CRITIC_LR], step, S.dq)
+    handed = twin.begin(S, twin.CRITICS)
+    twin.critic_step(S, hp, 0)
+    if handed:
+        twin.wait(S)
+    else:
+        twin.critic_step(S, hp, 1)
     delay = np.int64(hp[POLICY_DELAY])
     if step % delay:
         return
-    # actor: maximise Q1(s, pi(s)); dL/dQ = -1/n back through critic 1 to the action inputs
-    mlp.copy_columns(S.critic_in, S.actor_x, 0)
-    a = forward(S.actor, S.actor_x, n)
-    for s in range(n):
-        for i in range(ad):
-            S.critic_in[s, od + i] = a[s, i]
-    forward(S.critic1, S.critic_in, n)
-    for s in range(n):
-        S.dq[s, 0] = -1.0 / n
-    backward(S.critic1, S.critic_in, n, S.dq, S.critic1.grads[:0], S.dx)
-    mlp.copy_columns(S.dx, S.da, od)
-    backward(S.actor, S.actor_x, n, S.da, S.actor.grads, S.dx[:0])
+    # actor: maximise Q1(s, pi(s)), half the batch on each thread
+    twin.split_rows(S)
+    handed = twin.begin(S, twin.ACTOR_ROWS)
+    twin.actor_rows(S, 0)
+    if handed:
+        twin.wait(S)
+    else:
+        twin.actor_rows(S, 1)
+    twin.add_half_gradient(S)
+    # the critic targets follow on the worker while the actor takes its step
+    handed = twin.begin(S, twin.CRITIC_TARGETS)
     mlp.adam(S.actor, hp[ACTOR_LR], step // delay)
-    tau = hp[TAU]
-    polyak(S.actor_target, S.actor, tau)
-    polyak(S.critic1_target, S.critic1, tau)
-    polyak(S.critic2_target, S.critic2, tau)
+    polyak(S.actor_target, S.actor, hp[TAU])
+    if handed:
+        twin.wait(S)
+    else:
+        twin.critic_targets(S, hp)
 
 
 def explore(S, hp, obs, out):

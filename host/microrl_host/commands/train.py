@@ -55,6 +55,11 @@ OFFPOLICY_HELP = {
 }
 
 
+THREADS_HELP = ("threads: TD3/SAC 1, or 2 to run the second critic's half of each update on a second thread, the same run either way "
+                "(default 2 where two CPUs are free; MICRORL_THREADS overrides); PPO: threads stepping the environments "
+                "(default one per 4 envs, at most one per CPU)")
+
+
 class OffPolicy:
     """TD3 or SAC: options from the default configuration's settings, run by the algorithm
     module's ALGO (an offpolicy.Algorithm) that load() imports when it runs (it loads numba)."""
@@ -75,12 +80,13 @@ class OffPolicy:
             if default is not None:
                 text += " (default %s)" % (default,)
             out.append(Option("--" + k.replace("_", "-"), type=kind, metavar=kind.__name__.upper(), help=text))
+        out.append(Option("--threads", type=int, help=THREADS_HELP))
         return out
 
     def settings(self, args):
         """The settings given on the command line (the others keep their defaults, or on --resume
         the checkpoint's)."""
-        settings = {o.dest: getattr(args, o.dest) for o in self.options() if getattr(args, o.dest) is not None}
+        settings = {o.dest: getattr(args, o.dest) for o in self.options() if getattr(args, o.dest) is not None and o.dest != "threads"}
         for k in ("hidden", "gamma", "activation"):
             if getattr(args, k) is not None:
                 settings[k] = getattr(args, k)
@@ -102,7 +108,7 @@ class OffPolicy:
                 args.task, steps=args.steps, seed=args.seed,
                 eval_every=every if args.eval_every is None else args.eval_every, eval_episodes=args.eval_episodes,
                 out=args.out, run_dir=args.run_dir, checkpoint_every=every if args.checkpoint_every is None else args.checkpoint_every,
-                resume=args.resume, callbacks=callbacks, **settings
+                resume=args.resume, callbacks=callbacks, threads=args.threads, **settings
             )
         except (TaskError, CheckpointError, TrainingDiverged, ValueError) as e:
             raise CommandError(str(e))
@@ -133,7 +139,7 @@ class PPOCommand:
             Option("--no-kl-adaptive", action="store_true", help="keep the learning rate fixed (ablation of the paper's Appendix G)"),
             Option("--no-obs-norm", action="store_true", help="no observation normalisation (ablation)"),
             Option("--adv-norm", action="store_true", help="normalise advantages per minibatch (common PPO practice; off in the paper's setting)"),
-            Option("--threads", type=int, help="threads stepping the environments (default: one per 4 envs, at most one per CPU)"),
+            Option("--threads", type=int, help=THREADS_HELP),
         ]
 
     @staticmethod

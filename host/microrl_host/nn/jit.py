@@ -4,6 +4,7 @@ loops such as Adam's vectorise (5x faster)."""
 from numba import njit
 
 jit = njit(cache=True, error_model="numpy")
+jit_nogil = njit(cache=True, error_model="numpy", nogil=True)  # loops that run on two threads
 # Thin functions (wrappers, accessors, random numbers, one-call-site steps) are inlined into
 # their callers' numba IR: each function numba compiles on its own is optimised and turned into
 # machine code again with everything it calls, so every level of wrappers repeated the work of

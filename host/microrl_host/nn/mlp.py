@@ -233,15 +233,11 @@ def polyak(target, source, tau):
 
 
 @inline
-def twin_min(target1, target2, x, n, out):
-    """out[s] = min(target1(x[s]), target2(x[s])): the clipped double-Q estimate."""
-    q1 = forward(target1, x, n)
+def values(net, x, n, out):
+    """out[s] = net(x[s]) for a network of one output (a critic's values)."""
+    q = forward(net, x, n)
     for s in range(n):
-        out[s] = q1[s, 0]
-    q2 = forward(target2, x, n)
-    for s in range(n):
-        if q2[s, 0] < out[s]:
-            out[s] = q2[s, 0]
+        out[s] = q[s, 0]
 
 
 @inline
@@ -270,6 +266,14 @@ def target_of(net):
     t.params[:] = net.params
     t.wt[:] = net.wt
     return t
+
+
+def rows_of(net, batch):
+    """A view of net for `batch` rows on another thread: the same parameters (and Adam moments),
+    its own activations, scratch and gradients."""
+    sizes = [int(v) for v in net.sizes]
+    own = new_net(sizes, [int(a) for a in net.acts], batch, trainable=net.grads.size > 0)
+    return own._replace(params=net.params, wt=net.wt, m=net.m, v=net.v)
 
 
 @inline

@@ -1,0 +1,133 @@
+"""Two threads inside one compiled update: the main thread hands a job's second half (critic 2
+beside critic 1, one target network beside the other) to a worker thread and does the first
+half itself. The halves touch disjoint arrays and each is computed exactly as on one thread, so
+a run is bit for bit the same with one thread or two.
+
+The handshake is a small int64 array (a State's `sync`) with acquire/release atomics, spun on
+rather than slept on: a job lasts 2-60 microseconds, less than a wake-up from the OS takes. A
+wait that runs out of patience yields the CPU and ends the worker (the machine is busy); without
+a worker serving (SERVING == 0), the main thread does the second half itself (algos/twin.py).
+"""
+import platform
+
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+from .jit import inline
+
+# sync[...]: jobs requested so far (main thread), jobs done (worker), the current job, and
+# whether a worker serves
+REQUESTED, DONE, JOB, SERVING = range(4)
+SYNC_SIZE = 4
+QUIT = -1  # the job that ends the worker's loop
+
+_X86 = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686")
+
+
+def new_sync():
+    return np.zeros(SYNC_SIZE, np.int64)
+
+
+@intrinsic
+def store_release(typingctx, array, index, value):
+    """array[index] = value with release ordering (int64 arrays)."""
+    sig = types.void(array, index, types.int64)
+
+    def codegen(context, builder, sig, args):
+        ary = context.make_array(sig.args[0])(context, builder, args[0])
+        ptr = cgutils.get_item_pointer(context, builder, sig.args[0], ary, [args[1]])
+        value = context.cast(builder, args[2], sig.args[2], types.int64)
+        builder.store_atomic(value, ptr, "release", 8)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+# Spins of a wait (some 50-100 microseconds) before it yields its CPU: a busy machine may have
+# put the other thread off its CPU, and spinning then would only keep it off for a time slice
+PATIENCE = 2000
+_YIELD = "SwitchToThread" if platform.system() == "Windows" else "sched_yield"
+
+
+@intrinsic
+def spin_while(typingctx, array, index, value):
+    """Spin while array[index] (int64, read with acquire ordering) equals value; after
+    PATIENCE spins, yield the CPU at each one. Returns the number of spins. A function of its
+    own that LLVM may not inline: the loop inside a large update made numba's first compile of
+    the training loop half again as long."""
+    sig = types.int64(array, index, types.int64)
+
+    def codegen(context, builder, sig, args):
+        ary = context.make_array(sig.args[0])(context, builder, args[0])
+        ptr = cgutils.get_item_pointer(context, builder, sig.args[0], ary, [args[1]])
+        value = context.cast(builder, args[2], sig.args[2], types.int64)
+        module = builder.module
+        i64 = ir.IntType(64)
+        fn = cgutils.get_or_insert_function(module, ir.FunctionType(i64, [ptr.type, i64]), "microrl_spin_while_1")  # bump the number when the body changes: one name, one body
+        if fn.is_declaration:
+            fn.linkage = "linkonce_odr"
+            fn.attributes.add("noinline")
+            entry, spin, pause, give_way, done = (fn.append_basic_block(k) for k in ("entry", "spin", "pause", "give_way", "done"))
+            b = ir.IRBuilder(entry)
+            b.branch(spin)
+            b = ir.IRBuilder(spin)
+            count = b.phi(i64)
+            count.add_incoming(i64(0), entry)
+            seen = b.load_atomic(fn.args[0], "acquire", 8)
+            b.cbranch(b.icmp_signed("!=", seen, fn.args[1]), done, pause)
+            b = ir.IRBuilder(pause)
+            following = b.add(count, i64(1))
+            count.add_incoming(following, pause)
+            count.add_incoming(following, give_way)
+            if _X86:
+                b.call(cgutils.get_or_insert_function(module, ir.FunctionType(ir.VoidType(), []), "llvm.x86.sse2.pause"), [])
+            b.cbranch(b.icmp_signed("<", count, i64(PATIENCE)), spin, give_way)
+            b = ir.IRBuilder(give_way)
+            b.call(cgutils.get_or_insert_function(module, ir.FunctionType(ir.IntType(32), []), _YIELD), [])
+            b.branch(spin)
+            b = ir.IRBuilder(done)
+            b.ret(count)
+        spins = builder.call(fn, [ptr, value])
+        # and for the caller's reads too: LLVM sees into fn, finds it touches only the sync
+        # array, and would otherwise reuse the caller's earlier reads of what the other thread
+        # has since written
+        builder.fence("acquire")
+        return spins
+
+    return sig, codegen
+
+
+@inline
+def hand_over(sync, job):
+    """Give job's second half to the worker, if one serves; returns whether it was given."""
+    if sync[SERVING] == 0:
+        return False
+    sync[JOB] = job
+    store_release(sync, REQUESTED, sync[REQUESTED] + 1)
+    return True
+
+
+@inline
+def wait_worker(sync):
+    """Until the worker has done every job handed to it. A wait that ran out of patience (the
+    machine is busy: the worker was off its CPU) ends the worker: the rest of the run goes on
+    one thread, which gives the same arithmetic."""
+    if spin_while(sync, DONE, sync[REQUESTED] - 1) >= PATIENCE:
+        sync[SERVING] = 0
+        sync[JOB] = QUIT
+        store_release(sync, REQUESTED, sync[REQUESTED] + 1)
+
+
+@inline
+def next_job(sync):
+    """The worker's side: wait until a job is requested and return it (QUIT ends the loop)."""
+    spin_while(sync, REQUESTED, sync[DONE])
+    return sync[JOB]
+
+
+@inline
+def job_done(sync):
+    store_release(sync, DONE, sync[DONE] + 1)

@@ -1,0 +1,64 @@
+"""TD3's and SAC's updates on two threads (algos/twin.py): the worker thread really does the
+second critic's pieces, and the run is bit for bit the run on one thread; the training driver's
+threads option changes nothing in the policy it writes."""
+import numpy as np
+import pytest
+
+from microrl_host.algos import loop, sac, td3, twin
+from microrl_host.envs.pendulum import pendulum_reset
+from microrl_host.nn import sync
+from microrl_host.nn.blas import one_blas_thread
+
+
+def _state(algo):
+    c = algo.config(steps=3000)
+    S = algo.new_state(c, 3, 1, 0)
+    hp = algo.hyperparameters(c)
+    pendulum_reset(S.env, S.rng, S.obs)
+    return S, hp
+
+
+def _arrays(S):
+    return {k: v.copy() for k, v in [("actor", S.actor.params), ("critic1", S.critic1.params), ("critic2", S.critic2.params),
+                                      ("critic1_target", S.critic1_target.params), ("critic2_target", S.critic2_target.params), ("rng", S.rng)]}
+
+
+@pytest.mark.parametrize("algo", [td3, sac], ids=["td3", "sac"])
+def test_the_worker_serves_and_the_run_is_bit_identical(algo):
+    ep_step, ep_return = np.zeros(64, np.int64), np.zeros(64)
+    with one_blas_thread():
+        one, hp = _state(algo)
+        loop.run_pendulum(one, hp, 1500, ep_step, ep_return)
+        two, hp = _state(algo)
+        twin.prepare_worker(two, hp)
+        served = 0
+        for chunk in range(3):  # 100 warm-up steps, then 1400 updates
+            twin.run_threaded(loop.run_pendulum, two, hp, 500, ep_step, ep_return)
+            served += int(two.sync[sync.DONE])
+            assert two.sync[sync.SERVING] == 0  # the worker is gone after each chunk
+    # on a busy machine a worker that kept the training thread waiting is let go early, but
+    # each chunk's worker does at least its first piece
+    assert served >= 3
+    a, b = _arrays(one), _arrays(two)
+    for k in a:
+        assert np.array_equal(a[k], b[k]), k
+
+
+def test_threads_option_keeps_the_policy(tmp_path):
+    outs = []
+    for threads in (1, 2):
+        out = tmp_path / ("t%d.mrlp" % threads)
+        run = sac.ALGO.run("pendulum", steps=1200, seed=3, eval_every=0, eval_episodes=0, out=str(out), threads=threads)
+        outs.append(out.read_bytes())
+        assert run.stats["steps"] == 1200
+    assert outs[0] == outs[1]
+    with pytest.raises(ValueError, match="threads"):
+        td3.ALGO.run("pendulum", steps=10, threads=0)
+
+
+def test_default_threads_follows_the_environment(monkeypatch):
+    monkeypatch.setenv("MICRORL_THREADS", "1")
+    assert twin.default_threads() == 1
+    monkeypatch.setenv("MICRORL_THREADS", "two")
+    with pytest.raises(ValueError, match="MICRORL_THREADS"):
+        twin.default_threads()
