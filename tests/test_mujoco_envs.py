@@ -74,6 +74,50 @@ def test_gymnasium_keyword_arguments_are_honoured(task, kwargs):
             np.testing.assert_array_equal(np.asarray(r1[k], np.float64), np.asarray(r2[k], np.float64))
 
 
+ANT_SETTINGS = [("Ant-v4", {}), ("Ant-v5", {})] + [(t, k) for t, k in [
+    ("Ant-v4", {"use_contact_forces": True}),
+    ("Ant-v4", {"use_contact_forces": True, "exclude_current_positions_from_observation": False, "contact_force_range": (-0.5, 0.5)}),
+    ("Ant-v4", {"terminate_when_unhealthy": False, "healthy_reward": 2.0}),
+    ("Ant-v5", {"exclude_current_positions_from_observation": False, "dtype": np.float64}),
+    ("Ant-v5", {"main_body": 2, "forward_reward_weight": 0.5, "contact_cost_weight": 1e-3, "dtype": np.float64}),
+    ("Ant-v5", {"include_cfrc_ext_in_observation": False, "ctrl_cost_weight": 0.1, "healthy_z_range": (0.3, 0.9)}),
+]]
+
+
+@pytest.mark.parametrize("task, kwargs", ANT_SETTINGS)
+def test_ant_with_numpy_as_with_its_kernels(task, kwargs, monkeypatch):
+    """Many copies take Ant's formulas from numpy, few from the compiled kernels (the tests above,
+    three copies): the numpy path is gymnasium's too, bit for bit, resets and float64 actions included."""
+    from microrl_host.envs import mujoco as envs_module
+
+    monkeypatch.setattr(envs_module, "COMPILED_BELOW", 0)
+    kwargs = {k: v for k, v in kwargs.items() if k != "dtype"}  # run_both's action type, tried both ways here
+    for dtype in (np.float32, np.float64):
+        gen = run_both(task, steps=80, dtype=dtype, **kwargs)
+        o1, o2 = next(gen)
+        np.testing.assert_array_equal(o1, o2)
+        for r1, r2 in gen:
+            for k in range(4):
+                np.testing.assert_array_equal(np.asarray(r1[k], np.float64), np.asarray(r2[k], np.float64))
+            if (r1[2] | r1[3]).any():
+                for i in np.flatnonzero(r1[2] | r1[3]):
+                    np.testing.assert_array_equal(r1[4]["final_obs"][i], r2[4]["final_obs"][i])
+
+
+def test_many_ant_copies_do_not_load_numba():
+    # numba costs a process about 95 MB; PPO's 64 copies use numpy for Ant's formulas
+    code = (
+        "import sys, numpy as np\n"
+        "from microrl_host.envs.mujoco import MujocoVectorEnv, COMPILED_BELOW\n"
+        "envs = MujocoVectorEnv('Ant-v4', COMPILED_BELOW, threads=1)\n"
+        "envs.reset(seed=0)\n"
+        "for _ in range(300): envs.step(np.random.default_rng(0).uniform(-1, 1, (COMPILED_BELOW, 8)))\n"
+        "print('numba' in sys.modules, 'scipy' in sys.modules)\n"
+    )
+    proc = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True, env=repo_env(), cwd=ROOT, timeout=120)
+    assert proc.stdout.split() == ["False", "False"], proc.stdout + proc.stderr
+
+
 def test_terminations_and_episode_statistics():
     """Hopper falls under random actions: terminations (not truncations), resets in the same step,
     and infos['episode'] carries each finished episode's return and length."""
@@ -116,17 +160,18 @@ def test_termination_on_the_time_limit_step_is_both_as_in_gymnasium():
         np.testing.assert_array_equal(np.asarray(r1[k], np.float64), np.asarray(r2[k], np.float64))
 
 
-def test_seeds_and_threads():
+@pytest.mark.parametrize("task", ["ant", "Ant-v4"])  # v5 steps a loop of MjData (contact forces), v4 MuJoCo's Batch
+def test_seeds_and_threads(task):
     a = np.random.default_rng(1).uniform(-1, 1, (20, 5, 8))
     results = []
     for threads in (1, 3):
-        envs = MujocoVectorEnv("ant", 5, threads=threads)
+        envs = MujocoVectorEnv(task, 5, threads=threads)
         obs = [envs.reset(seed=11)[0]]
         obs += [envs.step(a[t])[0] for t in range(20)]
         results.append(np.array(obs))
         envs.close()
     np.testing.assert_array_equal(results[0], results[1])
-    envs = MujocoVectorEnv("ant", 5)
+    envs = MujocoVectorEnv(task, 5)
     first, _ = envs.reset(seed=[11, 12, 13, 14, 15])
     np.testing.assert_array_equal(first, results[0][0])
     other, _ = envs.reset(seed=99)

@@ -210,12 +210,12 @@ def test_a_diverging_run_stops_and_writes_nothing(tmp_path):
 def test_resume_with_other_settings_is_refused_and_lists_them(tmp_path):
     run = str(tmp_path)
     ppo.train(small_config(steps=512), "InvertedPendulum-v5", run_dir=run)
-    with pytest.raises(ValueError, match=r"other settings: hidden: the checkpoint has \(32, 32\), given \(16, 16\); lr: the checkpoint has 0.001, given 0.01"):
+    with pytest.raises(ValueError, match=r"other settings: hidden: the checkpoint has \(32, 32\), given \(16, 16\); lr: the checkpoint has 0.0003, given 0.01"):
         ppo.train(small_config(steps=1024, hidden=(16, 16), lr=1e-2), "InvertedPendulum-v5", run_dir=run, resume=True)
     ppo.train(small_config(steps=1024, threads=2), "InvertedPendulum-v5", run_dir=run, resume=True)  # more steps, other threads: fine
 
 
 def test_non_finite_settings_are_refused():
-    for k in ("lr", "gamma", "clip_coef", "ent_coef", "target_kl"):
+    for k in ("lr", "critic_lr", "gamma", "clip_coef", "ent_coef", "target_kl"):
         with pytest.raises(ValueError, match="%s must be a finite number" % k):
             ppo.PPOConfig(**{k: float("nan")})

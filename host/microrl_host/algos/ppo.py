@@ -84,8 +84,10 @@ POLICY = "policy.mrlp"
 
 class PPOConfig:
     """Defaults are the paper's for Ant (64 envs x 64 steps, 256-256 ReLU, target KL 0.008) and
-    those of its public Ant configuration (minibatches of 2048, 4 epochs, initial action std 0.5,
-    no entropy bonus, no advantage normalisation, Adam at 1e-3, no gradient clipping)."""
+    those of its public Ant trainer (RLtools' src/rl/environments/mujoco/ant/ppo: minibatches of
+    2048, 4 epochs, initial action std 0.5, no entropy bonus, no advantage normalisation, no
+    gradient clipping, Adam at 3e-4 for the actor, where the adaptive rate starts, and 6e-4 for
+    the critic). Appendix G gives the adaptation (target, factor, bounds), not the rates."""
 
     FIELDS = {
         "steps": 10_240_000,
@@ -102,7 +104,8 @@ class PPOConfig:
         "vf_coef": 0.5,
         "max_grad_norm": 0.0,
         "adv_norm": False,
-        "lr": 1e-3,
+        "lr": 3e-4,
+        "critic_lr": 6e-4,
         "kl_adaptive": True,
         "target_kl": 0.008,
         "kl_factor": 1.5,
@@ -133,8 +136,8 @@ class PPOConfig:
             problems.append("gamma must be in (0, 1] and gae_lambda in [0, 1]")
         if not 0 < self.lr_min <= self.lr_max:
             problems.append("need 0 < lr_min <= lr_max")
-        if self.lr <= 0 or self.target_kl <= 0 or self.kl_factor <= 1 or self.clip_coef <= 0:
-            problems.append("lr, target_kl and clip_coef must be positive and kl_factor above 1")
+        if self.lr <= 0 or self.critic_lr <= 0 or self.target_kl <= 0 or self.kl_factor <= 1 or self.clip_coef <= 0:
+            problems.append("lr, critic_lr, target_kl and clip_coef must be positive and kl_factor above 1")
         for name, value in sorted(self.FIELDS.items()):  # NaN passes every comparison above
             v = getattr(self, name)
             if isinstance(value, float) and not (isinstance(v, (int, float)) and math.isfinite(v)):
@@ -335,7 +338,7 @@ class PPO:
         self.actor.backward(dmean, m)
         self.log_std_grad[:] = dlog_std
         _clip_grad_norm([self.actor.g, self.log_std_grad], c.max_grad_norm)
-        # the adaptive learning rate steers the policy only; the critic keeps the initial one
+        # the adaptive learning rate steers the policy only; the critic keeps its own
         self.actor.adam_step(self.lr)
         self.actor.B.adam(self.log_std, self.log_std_grad, self.log_std_m, self.log_std_v, self.lr, 0.9, 0.999, 1e-8, self.actor.adam_step_count)
         return kl, clipfrac, pg_loss, entropy
@@ -348,7 +351,7 @@ class PPO:
         dv = (c.vf_coef * (v - ret) / m).astype(np.float32)[:, None]
         self.critic.backward(np.ascontiguousarray(dv), m)
         _clip_grad_norm([self.critic.g], c.max_grad_norm)
-        self.critic.adam_step(c.lr)
+        self.critic.adam_step(c.critic_lr)
         return v_loss
 
     # -- export and checkpoints
@@ -458,7 +461,7 @@ def train(config, env, callbacks=None, run_dir=None, out=None, resume=False, che
     iteration (trainer: the PPO learner; figures: lr, kl, return). Returns (learner, evals)
     with evals a list of (step, mean, std); learner.result holds the run's results in the shape
     every algorithm shares (results.run_result)."""
-    with one_blas_thread():
+    with one_blas_thread(scipy_blas=False):  # numpy's BLAS only
         return _train(env, config or PPOConfig(), run_dir, out, resume, checkpoint_every, eval_every, eval_episodes, callbacks or NONE, max_episode_steps)
 
 

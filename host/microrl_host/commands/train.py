@@ -133,7 +133,8 @@ class PPOCommand:
             Option("--vf-coef", type=float, help="value loss weight (default %g)" % d["vf_coef"]),
             Option("--gae-lambda", type=float, help="GAE lambda (default %g)" % d["gae_lambda"]),
             Option("--max-grad-norm", type=float, help="clip each network's gradient norm; 0 disables (default %g)" % d["max_grad_norm"]),
-            Option("--lr", type=float, help="Adam learning rate: the critic's, and the actor's initial one (default %g)" % d["lr"]),
+            Option("--lr", type=float, help="the actor's initial Adam learning rate, adapted from there (default %g; the critic's: --critic-lr, default %g for PPO)" % (d["lr"], d["critic_lr"])),
+            Option("--critic-lr", type=float, help="the critic's Adam learning rate (default %g)" % d["critic_lr"]),
             Option("--target-kl", type=float, help="KL the adaptive learning rate aims for (default %g)" % d["target_kl"]),
             Option("--no-kl-adaptive", action="store_true", help="keep the learning rate fixed (ablation of the paper's Appendix G)"),
             Option("--no-obs-norm", action="store_true", help="no observation normalisation (ablation)"),
@@ -152,7 +153,7 @@ class PPOCommand:
             steps=g("steps"), seed=g("seed"), hidden=g("hidden"), gamma=g("gamma"), activation=g("activation"),
             envs=g("envs"), rollout_steps=g("rollout_steps"), epochs=g("epochs"), minibatches=g("minibatches"),
             clip_coef=g("clip_coef"), ent_coef=g("ent_coef"), vf_coef=g("vf_coef"), gae_lambda=g("gae_lambda"),
-            max_grad_norm=g("max_grad_norm"), lr=g("lr"), target_kl=g("target_kl"), threads=g("threads"),
+            max_grad_norm=g("max_grad_norm"), lr=g("lr"), critic_lr=g("critic_lr"), target_kl=g("target_kl"), threads=g("threads"),
             kl_adaptive=False if g("no_kl_adaptive") else None, obs_norm=False if g("no_obs_norm") else None, adv_norm=True if g("adv_norm") else None,
         )
         saved = ppo.checkpoint_config(args.run_dir) if g("resume") and g("run_dir") else None

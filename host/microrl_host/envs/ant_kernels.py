@@ -4,8 +4,10 @@ physics. Bit-identical to gymnasium's Ant-v4 and Ant-v5: the same floating-point
 the same order, numpy's pairwise summation included (pairwise_sum below), and numpy's type
 promotion (a float32 control cost stays float32 until it meets the float64 reward).
 
-envs/mujoco.py's _Formulas uses these for the "ant" family; the parameters come from gymnasium's own
-environment object, so its keyword arguments are honoured.
+envs/mujoco.py's _Formulas uses these for the "ant" family with fewer than COMPILED_BELOW copies
+(more copies take numpy's operations, which cost nothing against their physics, and leave numba's
+memory out of the process); the parameters come from gymnasium's own environment object, so its
+keyword arguments are honoured.
 """
 import numpy as np
 from numba import njit

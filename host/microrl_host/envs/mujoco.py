@@ -1,11 +1,14 @@
 """Many copies of a gymnasium MuJoCo task, stepped together.
 
-Each copy has its own MjData; one shared MjModel. A step sets every copy's controls, then runs
-`mj_step` (and `mj_rnePostConstraint`, as gymnasium does) for all copies from a few threads:
-both calls release the GIL, so the physics of different copies runs in parallel while Python
-only loops over the copies. Observations, rewards and terminations are then computed for all
-copies at once with numpy, with the same formulas (and the same floating-point operations) as
-gymnasium's own environments, so that for the same states and actions the results are the same.
+With MuJoCo 4, a task that reads no contact forces steps all copies with mujoco.batch.Batch: C
+threads, one MjData per thread, the copies' states in rows, bit for bit a loop of mj_step. Other
+tasks (or an older MuJoCo) give each copy its own MjData, one shared MjModel: a step sets every
+copy's controls, then runs `mj_step` (and `mj_rnePostConstraint`, as gymnasium does) for all
+copies from a few threads: both calls release the GIL, so the physics of different copies runs
+in parallel while Python only loops over the copies. Observations, rewards and terminations are
+then computed for all copies at once with numpy (Ant's, for a few copies, with ant_kernels), with
+the same formulas (and the same floating-point operations) as gymnasium's own environments, so
+that for the same states and actions the results are the same.
 
     envs = MujocoVectorEnv("Ant-v5", num_envs=64)
     obs, infos = envs.reset(seed=0)               # copy i is seeded seed + i, as gymnasium's vector envs
@@ -21,8 +24,6 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-
-from . import ant_kernels
 
 MUJOCO_HINT = "install it with: pip install 'microrl[mujoco]'  (mujoco and gymnasium[mujoco])"
 
@@ -41,6 +42,11 @@ FAMILIES = {
     "InvertedPendulum-v4": "pendulum",
     "InvertedPendulum-v5": "pendulum",
 }
+# Ant's formulas run compiled (ant_kernels, numba) for fewer copies than this, with numpy for
+# more: numpy's fixed cost per call (some 60 us a step) matters against one copy's physics (about
+# 300 us) but not against 16 or more, and numba costs a process about 95 MB (LLVM and the loaded
+# kernels), a third of PPO's memory on Ant. Both give gymnasium's results bit for bit.
+COMPILED_BELOW = 16
 _LATEST = {}
 for _id in FAMILIES:
     _base = _id.rsplit("-", 1)[0].lower()  # the families' names have no "-" or "_"
@@ -161,6 +167,7 @@ class _Formulas:
                 self.obs_starts = (1, 1, 6, 1)
             else:  # v4: all four, whole
                 self.obs_parts, self.obs_starts = [True] * 4, (0, 0, 0, 0)
+        self.compiled = True  # Ant: ant_kernels (numba) or numpy; the vector env chooses (COMPILED_BELOW)
         # gaussian velocity noise for Ant and HalfCheetah, uniform for the others
         self.gaussian_qvel = f in ("ant", "cheetah")
 
@@ -196,7 +203,14 @@ class _Formulas:
         if self.exclude_positions:
             posvel = posvel[:, 2:]
         n = qpos.shape[0]
+        if f == "ant" and not self.compiled:
+            cf = s["cfrc_clipped"] = _clip(s["cfrc_ext"], *self.force_range).reshape(n, -1) if self.clip_forces else np.empty((n, 0))  # reused by the contact cost
+            if self.forces_from >= 0:
+                return np.concatenate((posvel, cf[:, 6 * self.forces_from :]), axis=1)
+            return posvel.copy()
         if f == "ant":
+            from . import ant_kernels
+
             out = np.empty((n, self.obs_dim))
             cf = s["cfrc_clipped"] = np.empty((n, s["cfrc_ext"][0].size) if self.clip_forces else (n, 0))  # reused by the contact cost
             ant_kernels.observe(s["qposvel"], s["cfrc_ext"] if self.clip_forces else self._no_forces, out, 2 if self.exclude_positions else 0, self.clip_forces, self.forces_from, self.force_range[0], self.force_range[1], cf)
@@ -228,7 +242,24 @@ class _Formulas:
             terminated = ~_row_all(np.isfinite(obs)) | (np.abs(obs[:, 1]) > 0.2)
             reward = (~terminated).astype(np.float64) if self.version >= 5 else np.ones(n)
             return reward, terminated, None
+        if f == "ant" and not self.compiled:  # gymnasium's operations, one row per copy
+            if actions.dtype.kind != "f":
+                actions = actions.astype(np.float64)
+            after = s["xpos"][:, self.xy_body, :2].copy()
+            x_velocity = ((after - before) / self.dt)[:, 0]
+            zlo, zhi = self.healthy_z_range
+            z = qpos[:, 2]
+            healthy = _row_all(np.isfinite(s["qposvel"])) & (zlo <= z) & (z <= zhi)
+            forward = self.forward_reward_weight * x_velocity
+            rewards = forward + self._healthy_reward(healthy)
+            costs = self.ctrl_cost_weight * _row_sum(np.square(actions))
+            if self.ant_flags[3]:  # the contact cost
+                costs = costs + self.contact_cost_weight * _row_sum(np.square(s["cfrc_clipped"]))
+            terminated = ~healthy if self.terminate_when_unhealthy else np.zeros(n, dtype=bool)
+            return rewards - costs, terminated, after
         if f == "ant":
+            from . import ant_kernels
+
             if actions.dtype.kind != "f":
                 actions = actions.astype(np.float64)
             weight = self._ctrl_weights.get(actions.dtype)
@@ -297,6 +328,7 @@ class MujocoVectorEnv:
         self.init_qpos = template.init_qpos.copy()
         self.init_qvel = template.init_qvel.copy()
         self.formulas = _Formulas(self.task, template, self.model)
+        self.formulas.compiled = n < COMPILED_BELOW
         self.single_observation_space = template.observation_space
         self.single_action_space = template.action_space
         from gymnasium.vector.utils import batch_space
@@ -309,10 +341,17 @@ class MujocoVectorEnv:
         self.render_mode = None
         self.spec = None
         self.closed = False
-        self.datas = [mujoco.MjData(self.model) for _ in range(n)]
+        f = self.formulas
+        if threads is None:  # as the paper: a thread for every 4 or more copies, at most one per CPU
+            threads = min(os.cpu_count() or 1, max(1, n // 4))
+        self.threads = max(1, min(int(threads), n))
+        # MuJoCo 4's Batch steps all copies in C on its own threads (no Python per copy, one MjData
+        # per thread instead of per copy: some 28 MB less for 64 Ants), bit for bit as a loop of
+        # mj_step; it has no mj_rnePostConstraint, so tasks that read contact forces keep the loop
+        self._batch = _make_batch(mujoco, self.model, n, self.threads) if not (f.need_cfrc or f.humanoid) else None
+        self.datas = [mujoco.MjData(self.model) for _ in range(n if self._batch is None else 1)]
         self._rngs = [None] * n
         self._fields = ["qpos", "qvel"]
-        f = self.formulas
         if f.family == "ant":
             self._fields.append("xpos")
         if f.humanoid:
@@ -328,12 +367,11 @@ class MujocoVectorEnv:
         self._episode_return = np.zeros(n)
         self._episode_length = np.zeros(n, dtype=np.int64)
         self._needs_reset = True
-        if threads is None:  # as the paper: a thread for every 4 or more copies, at most one per CPU
-            threads = min(os.cpu_count() or 1, max(1, n // 4))
-        self.threads = max(1, min(int(threads), n))
+        if self._batch is not None:
+            self._bound = {k: self._batch.bind(k) for k in self._fields + ["ctrl"]}
         bounds = np.linspace(0, n, self.threads + 1).astype(int)
         self._chunks = [(bounds[k], bounds[k + 1]) for k in range(self.threads)]
-        self._pool = ThreadPoolExecutor(self.threads - 1, thread_name_prefix="microrl-mujoco") if self.threads > 1 else None
+        self._pool = ThreadPoolExecutor(self.threads - 1, thread_name_prefix="microrl-mujoco") if self.threads > 1 and self._batch is None else None
 
     # -- gymnasium VectorEnv surface
     @property
@@ -376,7 +414,13 @@ class MujocoVectorEnv:
         f = self.formulas
         before = self._progress
         self._ctrl[:] = actions  # float64, as MjData.ctrl holds them
-        self._run_all(self._step_chunk)
+        if self._batch is not None:
+            self._bound["ctrl"][:] = self._ctrl
+            self._batch.step(nstep=self.frame_skip)  # releases the GIL
+            for k in self._fields:
+                self._state[k][:] = self._bound[k]
+        else:
+            self._run_all(self._step_chunk)
         obs = f.observe(self._state)
         rewards, terminated, self._progress = f.reward_done(before, self._state, actions)
         self._episode_return += rewards
@@ -416,12 +460,26 @@ class MujocoVectorEnv:
     # -- state access, for tests and tools
     def get_state(self, i):
         """(qpos, qvel) of copy i."""
+        if self._batch is not None:
+            return self._bound["qpos"][i].copy(), self._bound["qvel"][i].copy()
         return self.datas[i].qpos.copy(), self.datas[i].qvel.copy()
 
     # -- internals
     def _reset_copies(self, indices):
         mujoco = self._mujoco
         m, f = self.model, self.formulas
+        if self._batch is not None:  # as mj_resetData, the reset noise, mj_forward, for these copies
+            ids = np.fromiter(indices, dtype=np.int32)
+            self._batch.reset(ids, stage=mujoco.mjtStage.mjSTAGE_NONE.value)
+            qpos, qvel = self._bound["qpos"], self._bound["qvel"]
+            for i in ids:
+                qpos[i], qvel[i] = f.reset_state(self._rngs[i], self.init_qpos, self.init_qvel)
+            self._batch.forward(ids)
+            for k in self._fields:
+                self._state[k][ids] = self._bound[k][ids]
+            self._episode_return[ids] = 0.0
+            self._episode_length[ids] = 0
+            return
         for i in indices:
             d = self.datas[i]
             mujoco.mj_resetData(m, d)
@@ -458,6 +516,15 @@ class MujocoVectorEnv:
         fn(*chunks[0])  # the caller's share
         for fut in futures:
             fut.result()
+
+
+def _make_batch(mujoco, model, n, threads):
+    """A mujoco.batch.Batch of n copies on threads threads, or None (MuJoCo before 4 has none)."""
+    try:
+        from mujoco.batch import Batch
+    except ImportError:
+        return None
+    return Batch(model, n, nthread=threads)
 
 
 def _same_step_mode():
