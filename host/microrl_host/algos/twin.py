@@ -251,7 +251,7 @@ class Threads:
     busy machine can make two threads slower than one (the worker waits for a CPU). The run is
     the same either way, so it may switch at any chunk."""
 
-    PROBE_EVERY = 8  # chunks between tries of the slower choice (the machine's load changes)
+    PROBE_EVERY = 16  # chunks between tries of the slower choice (the machine's load changes)
 
     def __init__(self, threads):
         self.threads = threads
@@ -273,9 +273,10 @@ class Threads:
         import time
 
         threads = self.choose(S, hp)
+        updates = S.counters[UPDATES]
         t0 = time.perf_counter()
         result = (run_threaded(run, S, hp, n, *args) if threads == 2 else run(S, hp, n, *args))
-        if n >= 100:  # a short chunk says little
+        if n >= 100 and S.counters[UPDATES] - updates >= n // 10:  # a short chunk, or the warm-up's, says little
             self.per_step[threads] = (time.perf_counter() - t0) / n
         self.chunks += 1
         self.used[threads] += 1
