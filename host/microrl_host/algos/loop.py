@@ -7,7 +7,7 @@ arguments would do the same, but numba's disk cache misses such a loop in every 
 
 S is the algorithm's State, a namedtuple of arrays with at least counters, replay, rng, env,
 obs, next_obs, action and reward (whose length is the batch); hp its hyperparameters as a
-float64 array with the warm-up first. twin.run_chunk runs a loop with a second thread for the
+float64 array with the warm-up first. twin.run_threaded runs a loop with a second thread for the
 critics' halves of its updates.
 """
 import numpy as np

@@ -327,7 +327,7 @@ class Algorithm:
         step = start
         last_eval = None
         last_checkpoint = start if resume else None
-        threading = twin.Threads(threads)
+        runner = twin.Threads(threads)  # one thread or two, chunk by chunk
         callbacks.on_start(steps, start, "%s %s" % (self.name, env.name))
         try:
             while step < steps:
@@ -343,9 +343,9 @@ class Algorithm:
                 c0 = time.process_time()
                 if env.name == QUADROTOR:
                     state.env[quadrotor.CURRICULUM] = min(1.0, step / float(QUADROTOR_CURRICULUM_STEPS))
-                    ended = threading.run(loop.run_quadrotor, state, hp, n, ep_step, ep_return, QUADROTOR_TRAIN_EVERY)
+                    ended = runner.run(loop.run_quadrotor, state, hp, n, ep_step, ep_return, QUADROTOR_TRAIN_EVERY)
                 elif env.compiled:
-                    ended = threading.run(loop.run_pendulum, state, hp, n, ep_step, ep_return)
+                    ended = runner.run(loop.run_pendulum, state, hp, n, ep_step, ep_return)
                 else:
                     ended = self._run_gym(env, state, hp, n, ep_step, ep_return)
                 train_s += time.perf_counter() - t0

@@ -9,12 +9,16 @@ thread or two.
 
     handed = twin.begin(S, twin.CRITICS)
     twin.critic_step(S, hp, 0)
-    twin.finish(S, hp, handed)
+    if handed:
+        twin.wait(S)
+    else:
+        twin.critic_step(S, hp, 1)
+
+The updates write this out at each piece: a helper that chose the piece's function by its
+number would carry every piece's code to every call, which numba compiles again each time.
 
 The worker and side 1 run over a Twin, the State's arrays that the pieces touch, rather than the
-State (about a hundred arrays), which numba would spend seconds compiling more code over. Each
-piece is a small function with both sides written out: one function of every piece, inlined at
-each call, doubled the first run's compile.
+State (about a hundred arrays), which numba would spend seconds compiling more code over.
 
 hp convention (td3.HP, sac.HP): tau at index 2, the critics' learning rate at 4, and the critics'
 loss scale (2: mean squared error, 1: half of it) last.
@@ -168,7 +172,7 @@ def add_half_gradient(S):
 
 @compiled_only
 def side_one(T, hp):
-    """Side 1 of the piece named in T.sync: on the worker, or on the training thread without one."""
+    """The worker's side 1 of the piece named in T.sync."""
     piece = T.sync[sync.JOB]
     if piece == TARGETS:
         target_values(T, 1)
@@ -187,7 +191,8 @@ def side_one(T, hp):
 @inline
 def begin(S, piece):
     """Hand side 1 of piece to the worker, if one serves (returns whether). The caller then
-    does side 0, or other work touching neither side's arrays, and calls finish()."""
+    does side 0, or other work touching neither side's arrays, then wait() if it was handed,
+    else side 1 itself."""
     return sync.hand_over(S.sync, piece)
 
 
@@ -232,8 +237,8 @@ def run_threaded(run, S, hp, *args):
     S.sync[sync.SERVING] = 1
     worker = threading.Thread(target=serve, args=(twin_of(S), hp), name="microrl-twin-critic", daemon=True)
     worker.start()
-    # the training thread waits for the worker's first piece with a patience of some 50
-    # microseconds, less than a thread takes to start: it would give up on it at once
+    # the worker is spinning before the first piece is handed to it: a wait longer than a
+    # thread takes to start would yield the CPU, and Threads would judge two threads slower
     while not S.sync[sync.STARTED] and worker.is_alive():
         time.sleep(0)
     try:
@@ -257,9 +262,8 @@ class Threads:
         self.threads = threads
         self.per_step = {1: None, 2: None}  # seconds per step of the last chunk on 1 and 2 threads
         self.chunks = 0
-        self.used = {1: 0, 2: 0}  # chunks run on each
 
-    def choose(self, S, hp):
+    def choose(self):
         if self.threads < 2:
             return 1
         one, two = self.per_step[1], self.per_step[2]
@@ -272,14 +276,13 @@ class Threads:
         """run(S, hp, n, *args): n steps of a compiled training loop."""
         import time
 
-        threads = self.choose(S, hp)
+        threads = self.choose()
         updates = S.counters[UPDATES]
         t0 = time.perf_counter()
         result = (run_threaded(run, S, hp, n, *args) if threads == 2 else run(S, hp, n, *args))
         if n >= 100 and S.counters[UPDATES] - updates >= n // 10:  # a short chunk, or the warm-up's, says little
             self.per_step[threads] = (time.perf_counter() - t0) / n
         self.chunks += 1
-        self.used[threads] += 1
         return result
 
 

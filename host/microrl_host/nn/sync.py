@@ -5,8 +5,8 @@ a run is bit for bit the same with one thread or two.
 
 The handshake is a small int64 array (a State's `sync`) with acquire/release atomics, spun on
 rather than slept on: a job lasts 2-60 microseconds, less than a wake-up from the OS takes. A
-wait that runs out of patience yields the CPU and ends the worker (the machine is busy); without
-a worker serving (SERVING == 0), the main thread does the second half itself (algos/twin.py).
+wait that runs out of patience yields the CPU at each turn (the machine is busy); without a
+worker serving (SERVING == 0), the main thread does the second half itself (algos/twin.py).
 """
 import platform
 
