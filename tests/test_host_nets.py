@@ -47,7 +47,7 @@ def test_forward_backward_adam_match_device_core(numpy_backend, acts):
     host = mlp.new_net(sizes, acts, n, seed=5)
     ref = MLP(sizes, acts, batch=n)
     for k in range(ref.n_params):
-        ref.params[k] = float(host.params[k])
+        ref.params[k] = float(mlp.view(host).params[k])
     rng = np.random.default_rng(0)
     x = rng.normal(size=(n, sizes[0])).astype(np.float32)
     dy = rng.normal(size=(n, sizes[-1])).astype(np.float32)
@@ -58,17 +58,17 @@ def test_forward_backward_adam_match_device_core(numpy_backend, acts):
     np.testing.assert_allclose(y_host, y_ref, rtol=1e-5, atol=1e-6)
 
     dx_host = np.zeros_like(x)
-    backward(host, x, n, dy.copy(), host.grads, dx_host)
+    backward(host, x, n, dy.copy(), mlp.view(host).grads, dx_host)
     dx_ref = ref.B.matrix(nets_array(n * sizes[0]), 0, n, sizes[0])
     ref.backward(ref.B.matrix(nets_array(n * sizes[-1], dy), 0, n, sizes[-1]), n, dx=dx_ref)
-    np.testing.assert_allclose(host.grads, np.array(ref.grads), rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(mlp.view(host).grads, np.array(ref.grads), rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(dx_host, np.array(dx_ref), rtol=1e-4, atol=1e-6)
 
     for step in (1, 2):  # Adam with bias correction, twice
         adam(host, 1e-3, step)
         ref.adam_step(1e-3)
-    np.testing.assert_allclose(host.params, np.array(ref.params), rtol=1e-5, atol=1e-7)
-    assert host.params.dtype == np.float32
+    np.testing.assert_allclose(mlp.view(host).params, np.array(ref.params), rtol=1e-5, atol=1e-7)
+    assert host.weights.dtype == np.float32
 
 
 def nets_array(n, values=None):
@@ -86,11 +86,11 @@ def test_polyak_and_layout_match_device_core():
     sizes = [3, 5, 1]
     a = mlp.new_net(sizes, "relu", 2, seed=1)
     b = mlp.new_net(sizes, "relu", 2, seed=2)
-    expect = 0.9 * a.params + 0.1 * b.params
+    expect = 0.9 * mlp.view(a).params + 0.1 * mlp.view(b).params
     mlp.polyak(a, b, 0.1)
-    np.testing.assert_allclose(a.params, expect, rtol=1e-6)
-    assert [tuple(o) for o in a.offsets] == layout(sizes)[0]
-    assert a.params.size == layout(sizes)[1]
+    np.testing.assert_allclose(mlp.view(a).params, expect, rtol=1e-6)
+    assert [tuple(o) for o in mlp.view(a).offsets] == layout(sizes)[0]
+    assert mlp.view(a).params.size == layout(sizes)[1]
 
 
 def test_compiled_pendulum_is_the_device_core_pendulum():
@@ -133,7 +133,7 @@ def test_sac_actor_gradient_matches_finite_differences(numpy_backend):
     for t in transitions[:-1]:
         replay.replay_add(S.replay, *t)
     S.alpha[0] = math.log(0.3)
-    actor_before = S.actor.params.copy()
+    actor_before = mlp.view(S.actor).params.copy()
     loop.observe(S, hp, *transitions[-1], 1)  # stores the last one, then one update (warm-up 0)
     assert S.counters[1] == 1
     n, od, ad = c.batch, 3, 1
@@ -142,13 +142,13 @@ def test_sac_actor_gradient_matches_finite_differences(numpy_backend):
     eps = S.eps.astype(np.float64)
 
     def mlp64(net, params):
-        m = MLP([int(s) for s in net.sizes], [int(a) for a in net.acts], batch=n, typecode="d")
+        m = MLP([int(s) for s in mlp.view(net).sizes], [int(a) for a in mlp.view(net).acts], batch=n, typecode="d")
         for k in range(len(params)):
             m.params[k] = float(params[k])
         return m
 
     actor = mlp64(S.actor, actor_before)
-    critics = [mlp64(S.critic1, S.critic1.params), mlp64(S.critic2, S.critic2.params)]
+    critics = [mlp64(S.critic1, mlp.view(S.critic1).params), mlp64(S.critic2, mlp.view(S.critic2).params)]
     actor.input[:] = obs
     out0 = np.array(actor.forward(n), dtype=np.float64)
 

@@ -6,7 +6,7 @@ import pytest
 
 from microrl_host.algos import loop, sac, td3, twin
 from microrl_host.envs.pendulum import pendulum_reset
-from microrl_host.nn import sync
+from microrl_host.nn import mlp, sync
 from microrl_host.nn.blas import one_blas_thread
 
 
@@ -19,8 +19,8 @@ def _state(algo):
 
 
 def _arrays(S):
-    return {k: v.copy() for k, v in [("actor", S.actor.params), ("critic1", S.critic1.params), ("critic2", S.critic2.params),
-                                      ("critic1_target", S.critic1_target.params), ("critic2_target", S.critic2_target.params), ("rng", S.rng)]}
+    nets = ("actor", "critic1", "critic2", "critic1_target", "critic2_target")
+    return dict({k: mlp.view(getattr(S, k)).params.copy() for k in nets}, rng=S.rng.copy())
 
 
 @pytest.mark.parametrize("algo", [td3, sac], ids=["td3", "sac"])

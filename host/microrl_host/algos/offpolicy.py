@@ -23,7 +23,7 @@ from ..envs import quadrotor
 from ..envs.quadrotor import QUADROTOR, CompiledQuadrotor, flight_summary
 from ..envs.pendulum import PENDULUM, CompiledPendulum, evaluate_pendulum, pendulum_reset
 from ..nn.blas import one_blas_thread
-from ..nn.mlp import greedy_action
+from ..nn.mlp import Net, greedy_action, view
 from ..nn.rng import randint
 from ..runlog import RunLog
 from . import checkpoint, loop, twin
@@ -46,11 +46,14 @@ QUADROTOR_CURRICULUM_STEPS = 50000
 
 
 def flatten(state, prefix=""):
-    """{'actor.params': array, ...} for every array in a (nested) namedtuple."""
+    """{'actor.params': array, ...} for every array in a (nested) namedtuple; a network's
+    sections by name (mlp.view), which is what checkpoints hold."""
     out = {}
     for name, value in zip(state._fields, state):
         key = prefix + name
-        if hasattr(value, "_fields"):
+        if isinstance(value, Net):
+            out.update(flatten(view(value), key + "."))
+        elif hasattr(value, "_fields"):
             out.update(flatten(value, key + "."))
         else:
             out[key] = value

@@ -83,7 +83,7 @@ def new_state(config, obs_dim, act_dim, seed):
 
 def actor_export(state):
     """The deterministic actor tanh(mean): the mean rows of the last layer, tanh output."""
-    a = state.actor
+    a = mlp.view(state.actor)
     sizes = [int(s) for s in a.sizes]
     acts = [int(x) for x in a.acts]
     ad = sizes[-1] // 2
@@ -187,7 +187,7 @@ def update(S, hp):
                 S.dout[s, ad + i] = 0.0
             else:
                 S.dout[s, ad + i] = du * exp(ls) * S.eps[s, i] - c
-    backward(S.actor, S.actor_in, n, S.dout, S.actor.grads, S.dx[:0])
+    backward(S.actor, S.actor_in, n, S.dout, mlp.grads(S.actor), S.dx[:0])
     mlp.adam(S.actor, hp[ACTOR_LR], step)
     # temperature: Adam on log alpha for the loss -log_alpha * mean(log pi + target entropy)
     b1, b2 = 0.9, 0.999
@@ -203,7 +203,7 @@ def update(S, hp):
 def explore(S, hp, obs, out):
     """Training-time action after the warm-up: a sample of the policy, in [-1, 1]."""
     ad = out.shape[0]
-    x = S.actor.dxa[: obs.shape[0]].reshape((1, obs.shape[0]))
+    x = mlp.scratch_a(S.actor)[: obs.shape[0]].reshape((1, obs.shape[0]))
     for i in range(obs.shape[0]):
         x[0, i] = obs[i]
     y = forward(S.actor, x, x.shape[0])  # not the constant 1: that would compile forward once more

@@ -72,7 +72,7 @@ def new_state(config, obs_dim, act_dim, seed):
 
 def actor_export(state):
     """(sizes, activation codes, params) of the deterministic actor, in the policy file's layout."""
-    a = state.actor
+    a = mlp.view(state.actor)
     return list(a.sizes), list(a.acts), a.params.copy()
 
 

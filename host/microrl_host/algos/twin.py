@@ -99,9 +99,9 @@ def critic_input_grads(T, side):
     """Back through the critic's last critic_values from dq (dq2) to its inputs, dx (dx2)."""
     n = T.y.shape[0]
     if side == 0:
-        backward(T.critic1, T.critic_in, n, T.dq, T.critic1.grads[:0], T.dx)
+        backward(T.critic1, T.critic_in, n, T.dq, mlp.grads(T.critic1)[:0], T.dx)
     else:
-        backward(T.critic2, T.critic_in, n, T.dq2, T.critic2.grads[:0], T.dx2)
+        backward(T.critic2, T.critic_in, n, T.dq2, mlp.grads(T.critic2)[:0], T.dx2)
 
 
 @inline
@@ -124,17 +124,17 @@ def _actor_rows(actor, critic, x, ci, dq, dx, da, rows, n):
     forward(critic, ci, h)
     for s in range(h):
         dq[s, 0] = -1.0 / n if s < rows else 0.0
-    backward(critic, ci, h, dq, critic.grads[:0], dx)
+    backward(critic, ci, h, dq, mlp.grads(critic)[:0], dx)
     for s in range(h):
         for i in range(da.shape[1]):
             da[s, i] = dx[s, od + i]
-    backward(actor, x, h, da, actor.grads, dx[:0])
+    backward(actor, x, h, da, mlp.grads(actor), dx[:0])
 
 
 @inline
 def actor_rows(T, side):
     """Side 0: the batch's first half, on the actor and critic 1; side 1: the rest, on their
-    views in T.half (gradient into T.half.actor.grads)."""
+    views in T.half (gradient into T.half.actor's)."""
     n = T.y.shape[0]
     h = T.half.x.shape[1]
     H = T.half
@@ -162,7 +162,7 @@ def split_rows(S):
 
 @inline
 def add_half_gradient(S):
-    g, g1 = S.actor.grads, S.half.actor.grads
+    g, g1 = mlp.grads(S.actor), mlp.grads(S.half.actor)
     for k in range(g.shape[0]):
         g[k] += g1[k]
 

@@ -13,6 +13,7 @@ from microrl import quadrotor as Q
 
 from ..nn.jit import jit
 from ..nn.mlp import greedy_action
+from ..nn.mlp import sizes as mlp_sizes
 from ..nn.rng import uniform
 
 # device functions that call each other: registering them lets numba compile the callers unchanged
@@ -109,7 +110,7 @@ def evaluate(net, squash, episodes, seed, params):
     rng[0] = np.uint64(seed) * np.uint64(0x2545F4914F6CDD1D) + np.uint64(7)
     env = np.zeros(ENV_DIM)
     env[P0:] = params
-    obs = np.zeros(net.sizes[0], np.float32)
+    obs = np.zeros(mlp_sizes(net)[0], np.float32)
     act = np.zeros(ACT_DIM, np.float32)
     out = np.zeros((episodes, 4))
     for e in range(episodes):
@@ -131,14 +132,14 @@ def evaluate_policy(policy, episodes=100, seed=12345, params=Q.CRAZYFLIE):
     """Rows of (return, success, final distance, steps) for a microrl.policy.Policy: compiled
     when the policy is a plain actor (no observation normalisation, actions as they come out),
     else through the device core's Q.fly (same starts only within one of the two paths)."""
-    from ..nn.mlp import new_net, sync_transposed
+    from ..nn.mlp import new_net, refresh_transposed, view
 
     plain = policy.obs_mean is None and (policy.act_scale is None or (list(policy.act_scale) == [1.0] * 4 and list(policy.act_offset) == [0.0] * 4))
     if not plain:
         return np.array(Q.fly(policy, episodes, seed, params), dtype=np.float64).reshape(-1, 4)
     net = new_net(list(policy.sizes), list(policy.acts), 1, trainable=False)
-    net.params[:] = np.frombuffer(bytes(policy.params), dtype=np.float32)
-    sync_transposed(net)
+    view(net).params[:] = np.frombuffer(bytes(policy.params), dtype=np.float32)
+    refresh_transposed(net)
     return evaluate(net, False, episodes, seed, np.array(params, np.float64))
 
 

@@ -18,43 +18,142 @@ from microrl.rng import Rng
 from .jit import compiled_only, inline, jit
 
 # ---------------------------------------------------------------- networks
+# A network is three arrays. numba compiles code over every array a compiled function is handed
+# (an off-policy State holds eight networks): thirteen arrays per network made the first run's
+# compile several times longer.
+#   spec (int64):      the shape: a header of section offsets, then sizes, activation codes,
+#                      each layer's (weights, bias) offsets into params, and its rows' offsets in ys
+#   weights (float32): params | wt | m | v   (shared by rows_of's views of the network)
+#   work (float32):    grads | ys | zs | dxa | dxb   (each view's own)
 # params: the device core's layout; wt: each layer's weights again, transposed ([in, out]), for
 # the forward pass (a plain matrix product runs about 25% faster than one with a transposed
-# operand). adam(), polyak() and sync_transposed() keep wt equal to params.
-Net = namedtuple("Net", "params wt grads m v sizes acts offsets yoff ys zs dxa dxb")
+# operand); adam(), polyak() and sync_transposed() keep wt equal to params. m, v: Adam's
+# moments. ys: each layer's outputs for up to `batch` rows; zs: GELU's pre-activations;
+# dxa, dxb: the backward pass's scratch. A forward-only network (trainable=False) has no grads,
+# m or v.
+Net = namedtuple("Net", "spec weights work")
+LAYERS, N_PARAMS, N_TRAINED, YS, ZS, DXA, DXB, WORK_END = range(8)  # spec's header
+HEADER = 8
+FIELDS = ("params", "wt", "grads", "m", "v", "sizes", "acts", "offsets", "yoff", "ys", "zs", "dxa", "dxb")  # what view() shows
+
+
+def _spec(sizes, acts, batch, trainable):
+    offsets, n = layout(sizes)
+    widths = sizes[1:]
+    k = n if trainable else 0
+    ys = batch * sum(widths)
+    zs = ys if GELU in acts else 0
+    dx = batch * max(sizes)
+    yoff = [0] + list(np.cumsum([batch * w for w in widths])[:-1])
+    header = [len(acts), n, k, k, k + ys, k + ys + zs, k + ys + zs + dx, k + ys + zs + 2 * dx]
+    body = list(sizes) + list(acts) + [o for pair in offsets for o in pair] + yoff
+    return np.array(header + body, np.int64)
 
 
 def new_net(sizes, activations, batch, seed=None, trainable=True):
     """A network for up to `batch` rows. Initialised like the device core's MLP.init (PyTorch's
     nn.Linear init) from microrl.rng.Rng(seed) when seed is given, else zeros."""
     sizes, acts = shape(sizes, activations)
-    offsets, n = layout(sizes)
-    params = np.zeros(n, np.float32)
+    spec = _spec(sizes, acts, batch, trainable)
+    n, k = int(spec[N_PARAMS]), int(spec[N_TRAINED])
+    net = Net(spec=spec, weights=np.zeros(2 * n + 2 * k, np.float32), work=np.zeros(int(spec[WORK_END]), np.float32))
     if seed is not None:
-        mlp = MLP(sizes, acts, batch=1, trainable=False).init(Rng(seed))
-        params[:] = np.asarray(mlp.params, dtype=np.float32)
-    widths = sizes[1:]
-    yoff = np.zeros(len(widths), np.int64)
-    yoff[1:] = np.cumsum([batch * w for w in widths])[:-1]
-    k = n if trainable else 0
-    net = Net(
-        params=params,
-        wt=np.zeros(n, np.float32),
-        grads=np.zeros(k, np.float32),
-        m=np.zeros(k, np.float32),
-        v=np.zeros(k, np.float32),
-        sizes=np.array(sizes, np.int64),
-        acts=np.array(acts, np.int64),
-        offsets=np.array(offsets, np.int64).reshape(-1, 2),
-        yoff=yoff,
-        ys=np.zeros(batch * sum(widths), np.float32),
-        zs=np.zeros(batch * sum(widths) if GELU in acts else 0, np.float32),
-        dxa=np.zeros(batch * max(sizes), np.float32),
-        dxb=np.zeros(batch * max(sizes), np.float32),
-    )
-    for l, (wo, bo) in enumerate(net.offsets):  # sync_transposed(net), without loading compiled code at start-up
-        net.wt[wo:bo] = params[wo:bo].reshape(sizes[l + 1], sizes[l]).T.ravel()
+        init = MLP(sizes, acts, batch=1, trainable=False).init(Rng(seed))
+        params.py_func(net)[:] = np.asarray(init.params, dtype=np.float32)
+    refresh_transposed(net)
     return net
+
+
+def refresh_transposed(net):
+    """sync_transposed(net) from Python, without loading compiled code (start-up time)."""
+    v = view(net)
+    for l, (wo, bo) in enumerate(v.offsets):
+        v.wt[wo:bo] = v.params[wo:bo].reshape(v.sizes[l + 1], v.sizes[l]).T.ravel()
+
+
+# The sections, for compiled code (mlp.params(net)) and, through view(), for Python; one
+# definition of the layout.
+@compiled_only
+def params(net):
+    return net.weights[: net.spec[N_PARAMS]]
+
+
+@compiled_only
+def transposed(net):
+    n = net.spec[N_PARAMS]
+    return net.weights[n : 2 * n]
+
+
+@compiled_only
+def adam_m(net):
+    n, k = net.spec[N_PARAMS], net.spec[N_TRAINED]
+    return net.weights[2 * n : 2 * n + k]
+
+
+@compiled_only
+def adam_v(net):
+    n, k = net.spec[N_PARAMS], net.spec[N_TRAINED]
+    return net.weights[2 * n + k : 2 * n + 2 * k]
+
+
+@compiled_only
+def grads(net):
+    return net.work[: net.spec[N_TRAINED]]
+
+
+@compiled_only
+def outputs(net):
+    return net.work[net.spec[YS] : net.spec[ZS]]
+
+
+@compiled_only
+def preactivations(net):
+    return net.work[net.spec[ZS] : net.spec[DXA]]
+
+
+@compiled_only
+def scratch_a(net):
+    return net.work[net.spec[DXA] : net.spec[DXB]]
+
+
+@compiled_only
+def scratch_b(net):
+    return net.work[net.spec[DXB] : net.spec[WORK_END]]
+
+
+@compiled_only
+def sizes(net):
+    L = net.spec[LAYERS]
+    return net.spec[HEADER : HEADER + L + 1]
+
+
+@compiled_only
+def activations(net):
+    L = net.spec[LAYERS]
+    return net.spec[HEADER + L + 1 : HEADER + 2 * L + 1]
+
+
+@compiled_only
+def offsets(net):
+    """(weights, bias) offsets into params, a row per layer."""
+    L = net.spec[LAYERS]
+    return net.spec[HEADER + 2 * L + 1 : HEADER + 4 * L + 1].reshape((L, 2))
+
+
+@compiled_only
+def output_offsets(net):
+    L = net.spec[LAYERS]
+    return net.spec[HEADER + 4 * L + 1 : HEADER + 5 * L + 1]
+
+
+NetView = namedtuple("NetView", FIELDS)
+_SECTIONS = (params, transposed, grads, adam_m, adam_v, sizes, activations, offsets, output_offsets, outputs, preactivations, scratch_a, scratch_b)
+
+
+def view(net):
+    """The network's sections as numpy views, by name (net.params is view(net).params): for
+    Python code, tests and checkpoints."""
+    return NetView(*(f.py_func(net) for f in _SECTIONS))
 
 
 _INV_SQRT2 = 0.7071067811865476
@@ -63,21 +162,22 @@ _INV_SQRT_2PI = 0.3989422804014327
 
 @inline
 def _weights(net, l):
-    n_in, n_out = net.sizes[l], net.sizes[l + 1]
-    wo, bo = net.offsets[l, 0], net.offsets[l, 1]
-    return net.params[wo:bo].reshape((n_out, n_in)), net.params[bo : bo + n_out]
+    sz, off, p = sizes(net), offsets(net), params(net)
+    n_in, n_out = sz[l], sz[l + 1]
+    wo, bo = off[l, 0], off[l, 1]
+    return p[wo:bo].reshape((n_out, n_in)), p[bo : bo + n_out]
 
 
 @inline
 def _transposed(net, l):
-    n_in, n_out = net.sizes[l], net.sizes[l + 1]
-    return net.wt[net.offsets[l, 0] : net.offsets[l, 1]].reshape((n_in, n_out))
+    sz, off = sizes(net), offsets(net)
+    return transposed(net)[off[l, 0] : off[l, 1]].reshape((sz[l], sz[l + 1]))
 
 
 @jit
 def sync_transposed(net):
-    """Refresh net.wt from net.params (after writing params directly)."""
-    for l in range(net.acts.shape[0]):
+    """Refresh the transposed weights from params (after writing params directly)."""
+    for l in range(net.spec[LAYERS]):
         W, b = _weights(net, l)
         WT = _transposed(net, l)
         for i in range(W.shape[1]):
@@ -88,8 +188,9 @@ def sync_transposed(net):
 @inline
 def layer_output(net, l, n):
     """Output rows of layer l from the last forward of n rows."""
-    w = net.sizes[l + 1]
-    return net.ys[net.yoff[l] : net.yoff[l] + n * w].reshape((n, w))
+    w = sizes(net)[l + 1]
+    o = output_offsets(net)[l]
+    return outputs(net)[o : o + n * w].reshape((n, w))
 
 
 # Each activation, and its derivative, written once (ReLU's also as its own loop below, for
@@ -128,11 +229,12 @@ def _activation_backward(act, g, y, z):
 def forward(net, x, n):
     """y = net(x[:n]); x is (n, n_in) C-contiguous float32. Returns the output rows (a view
     into the network's buffers, valid until its next forward)."""
-    for l in range(net.acts.shape[0]):
+    acts = activations(net)
+    for l in range(acts.shape[0]):
         W, b = _weights(net, l)
         y = layer_output(net, l, n)
         np.dot(x, _transposed(net, l), y)
-        act = net.acts[l]
+        act = acts[l]
         w = y.shape[1]
         zero = np.float32(0.0)
         # ReLU and identity get loops of their own, which the compiler vectorises
@@ -146,7 +248,8 @@ def forward(net, x, n):
                 for j in range(w):
                     y[i, j] += b[j]
         else:
-            z = net.zs[net.yoff[l] : net.yoff[l] + n * w]
+            o = output_offsets(net)[l]
+            z = preactivations(net)[o : o + n * w]
             for i in range(n):
                 for j in range(w):
                     v = y[i, j] + b[j]
@@ -160,15 +263,17 @@ def forward(net, x, n):
 @compiled_only
 def backward(net, x, n, dy, grads, dx):
     """Backward of the last forward(net, x, n) from dy = dL/d(output) (overwritten). Writes the
-    parameter gradients into grads when grads.size > 0 (net.grads, or net.grads[:0] for none),
+    parameter gradients into grads when grads.size > 0 (grads(net), or grads(net)[:0] for none),
     and dL/dx into dx when dx.size > 0. (Arrays rather than flags: a constant flag would make
     numba compile one copy of backward per value.)"""
-    L = net.acts.shape[0]
+    acts = activations(net)
+    sz = sizes(net)
+    L = acts.shape[0]
     g = dy
     for l in range(L - 1, -1, -1):
         W, b = _weights(net, l)
         y = layer_output(net, l, n)
-        act = net.acts[l]
+        act = acts[l]
         w = y.shape[1]
         if act == RELU:  # a loop of its own, vectorised
             zero = np.float32(0.0)
@@ -176,14 +281,15 @@ def backward(net, x, n, dy, grads, dx):
                 for j in range(w):
                     g[i, j] = g[i, j] if y[i, j] > zero else zero
         elif act != IDENTITY:
-            z = net.zs[net.yoff[l] : net.yoff[l] + n * w]
+            o = output_offsets(net)[l]
+            z = preactivations(net)[o : o + n * w]
             for i in range(n):
                 for j in range(w):
                     g[i, j] = _activation_backward(act, g[i, j], y[i, j], z[i * w + j] if act == GELU else np.float32(0.0))
         xin = x if l == 0 else layer_output(net, l - 1, n)
         if grads.size > 0:
-            n_in = net.sizes[l]
-            wo, bo = net.offsets[l, 0], net.offsets[l, 1]
+            n_in = sz[l]
+            wo, bo = offsets(net)[l, 0], offsets(net)[l, 1]
             np.dot(g.T, xin, grads[wo:bo].reshape((w, n_in)))
             db = grads[bo : bo + w]
             for j in range(w):
@@ -192,8 +298,8 @@ def backward(net, x, n, dy, grads, dx):
                 for j in range(w):
                     db[j] += g[i, j]
         if l > 0:
-            buf = net.dxa if l & 1 else net.dxb
-            out = buf[: n * net.sizes[l]].reshape((n, net.sizes[l]))
+            buf = scratch_a(net) if l & 1 else scratch_b(net)
+            out = buf[: n * sz[l]].reshape((n, sz[l]))
             np.dot(g, W, out)
             g = out
         elif dx.size > 0:
@@ -202,8 +308,8 @@ def backward(net, x, n, dy, grads, dx):
 
 @compiled_only
 def adam(net, lr, step, beta1=0.9, beta2=0.999, eps=1e-8):
-    """One Adam step (torch.optim.Adam semantics) from net.grads; step counts from 1."""
-    p, g, m, v = net.params, net.grads, net.m, net.v
+    """One Adam step (torch.optim.Adam semantics) from grads(net); step counts from 1."""
+    p, g, m, v = params(net), grads(net), adam_m(net), adam_v(net)
     f32 = np.float32
     b1, b2, c1, c2 = f32(beta1), f32(beta2), f32(1.0 - beta1), f32(1.0 - beta2)
     a = f32(lr / (1.0 - beta1**step))
@@ -221,11 +327,9 @@ def adam(net, lr, step, beta1=0.9, beta2=0.999, eps=1e-8):
 
 @inline
 def polyak(target, source, tau):
-    t, s = target.params, source.params
-    for k in range(t.shape[0]):
-        t[k] = (1.0 - tau) * t[k] + tau * s[k]
-    t, s = target.wt, source.wt  # linear, so the transposed copies follow the same way
-    for k in range(t.shape[0]):
+    n = target.spec[N_PARAMS]
+    t, s = target.weights, source.weights  # params | wt: linear, so the transposed copies follow the same way
+    for k in range(2 * n):
         t[k] = (1.0 - tau) * t[k] + tau * s[k]
 
 
@@ -246,7 +350,7 @@ def regress(critic, x, y, n, scale, lr, step, dq):
     q = forward(critic, x, n)
     for s in range(n):
         dq[s, 0] = scale / n * (q[s, 0] - y[s])
-    backward(critic, x, n, dq, critic.grads, dq[:0])
+    backward(critic, x, n, dq, grads(critic), dq[:0])
     adam(critic, lr, step)
 
 
@@ -261,26 +365,27 @@ def copy_columns(src, dst, start):
 
 def target_of(net):
     """A forward-only copy of net (a target network)."""
-    sizes = [int(v) for v in net.sizes]
-    t = new_net(sizes, [int(a) for a in net.acts], net.ys.size // sum(sizes[1:]), trainable=False)
-    t.params[:] = net.params
-    t.wt[:] = net.wt
+    v = view(net)
+    widths = [int(w) for w in v.sizes]
+    t = new_net(widths, [int(a) for a in v.acts], v.ys.size // sum(widths[1:]), trainable=False)
+    n = int(net.spec[N_PARAMS])
+    t.weights[: 2 * n] = net.weights[: 2 * n]  # params and transposed weights
     return t
 
 
 def rows_of(net, batch):
     """A view of net for `batch` rows on another thread: the same parameters (and Adam moments),
     its own activations, scratch and gradients."""
-    sizes = [int(v) for v in net.sizes]
-    own = new_net(sizes, [int(a) for a in net.acts], batch, trainable=net.grads.size > 0)
-    return own._replace(params=net.params, wt=net.wt, m=net.m, v=net.v)
+    v = view(net)
+    own = new_net([int(w) for w in v.sizes], [int(a) for a in v.acts], batch, trainable=v.grads.size > 0)
+    return own._replace(weights=net.weights)
 
 
 @inline
 def greedy_action(net, obs, squash, out):
     """Deterministic action in [-1, 1] for one observation: the network's first len(out) outputs,
     through tanh when squash (SAC's mean head) or clipped (TD3's tanh output)."""
-    x = net.dxa[: obs.shape[0]].reshape((1, obs.shape[0]))  # scratch row, free outside backward
+    x = scratch_a(net)[: obs.shape[0]].reshape((1, obs.shape[0]))  # scratch row, free outside backward
     for i in range(obs.shape[0]):
         x[0, i] = obs[i]
     y = forward(net, x, x.shape[0])  # not the constant 1: that would compile forward once more
