@@ -92,12 +92,17 @@ def test_the_library_neither_prints_nor_raises_command_errors():
     assert offenders == []
 
 
+# the one exception, with its reason: nn/blas.py loads scipy's BLAS extension without scipy.linalg's
+# __init__ (0.3 s of every training process's start) and registers it where numba looks it up
+FOLLOWABLE = {("microrl_host.nn.blas", "sys.modules")}
+
+
 def test_no_lookups_a_reader_cannot_follow():
     offenders = []
     for m in MODULES:
         text = open(MODULES[m]).read()
         for word in ("import_module", "sys.modules", "._actions", "_option_string_actions", "_group_actions"):
-            if word in text:
+            if word in text and (m, word) not in FOLLOWABLE:
                 offenders.append((m, word))
     assert offenders == []
 

@@ -17,6 +17,33 @@ def one_blas_thread(scipy_blas=True):
     # limits reach only the libraries loaded when they are set. scipy_blas=False: a caller that
     # uses numpy's BLAS only (PPO) saves the 28 MB that scipy's OpenBLAS costs a process.
     if scipy_blas:
-        import scipy.linalg.cython_blas  # noqa: F401
-
+        load_scipy_blas()
     return threadpool_limits(limits=1, user_api="blas")
+
+
+def load_scipy_blas():
+    """Load scipy.linalg.cython_blas, the BLAS numba's np.dot calls, without running
+    scipy.linalg's __init__: that imports all of scipy.linalg (about 0.3 s of every training
+    process's start, measured here) for one extension module. The module is registered under
+    its name, where numba looks it up; a later `import scipy.linalg` runs as usual."""
+    import sys
+
+    name = "scipy.linalg.cython_blas"
+    if name in sys.modules:
+        return
+    try:
+        import glob
+        import importlib.util
+        import os
+
+        import scipy
+
+        found = [f for f in glob.glob(os.path.join(os.path.dirname(scipy.__file__), "linalg", "cython_blas.*")) if f.endswith((".so", ".pyd"))]
+        spec = importlib.util.spec_from_file_location(name, found[0]) if len(found) == 1 else None
+        if spec is None:
+            raise ImportError("no single cython_blas extension")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules[name] = module
+    except Exception:  # another layout of scipy: the plain import
+        import scipy.linalg.cython_blas  # noqa: F401
