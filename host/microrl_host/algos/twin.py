@@ -18,7 +18,7 @@ The updates write this out at each piece: a helper that chose the piece's functi
 number would carry every piece's code to every call, which numba compiles again each time.
 
 The worker and side 1 run over a Twin, the State's arrays that the pieces touch, rather than the
-State (about a hundred arrays), which numba would spend seconds compiling more code over.
+whole State (about 55 arrays), which numba would spend seconds compiling more code over.
 
 hp convention (td3.HP, sac.HP): tau at index 2, the critics' learning rate at 4, and the critics'
 loss scale (2: mean squared error, 1: half of it) last.
@@ -114,7 +114,7 @@ def critic_targets(T, hp):
 @inline
 def _actor_rows(actor, critic, x, ci, dq, dx, da, rows, n):
     """TD3's actor gradient from x's first `rows` rows (the others padding): maximise
-    Q1(s, pi(s)), dL/dQ = -1/n back through the critic to the actions, into actor.grads."""
+    Q1(s, pi(s)), dL/dQ = -1/n back through the critic to the actions, into grads(actor)."""
     h = x.shape[0]
     od = x.shape[1]
     a = forward(actor, x, h)

@@ -25,11 +25,17 @@ def load_scipy_blas():
     """Load scipy.linalg.cython_blas, the BLAS numba's np.dot calls, without running
     scipy.linalg's __init__: that imports all of scipy.linalg (about 0.3 s of every training
     process's start, measured here) for one extension module. The module is registered under
-    its name, where numba looks it up; a later `import scipy.linalg` runs as usual."""
+    its name, where numba looks it up. A later `import scipy.linalg` runs as usual, and
+    `from scipy.linalg import cython_blas` finds this module; only the attribute
+    scipy.linalg.cython_blas stays unset (the plain import sets it)."""
     import sys
 
     name = "scipy.linalg.cython_blas"
     if name in sys.modules:
+        return
+    if "scipy.linalg" in sys.modules:  # loaded already: nothing to save, and the plain import sets its attribute
+        import scipy.linalg.cython_blas  # noqa: F401
+
         return
     try:
         import glob

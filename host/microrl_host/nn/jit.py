@@ -12,7 +12,7 @@ jit_nogil = njit(cache=True, error_model="numpy", nogil=True)  # loops that run 
 inline = njit(cache=True, error_model="numpy", inline="always")
 # Functions called from compiled code only (forward, backward, Adam; an algorithm's update and
 # explore, algos/loop.py) get no wrapper for Python callers: a wrapper converts every argument
-# from Python objects, and for an algorithm's state (about a hundred arrays) that cost seconds
+# from Python objects, and for an algorithm's state (about 55 arrays) that cost seconds
 # of the first run's compile.
 COMPILED_ONLY = {"error_model": "numpy", "no_cpython_wrapper": True, "no_cfunc_wrapper": True}
 compiled_only = njit(cache=True, **COMPILED_ONLY)

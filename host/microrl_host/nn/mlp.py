@@ -59,7 +59,7 @@ def new_net(sizes, activations, batch, seed=None, trainable=True):
     net = Net(spec=spec, weights=np.zeros(2 * n + 2 * k, np.float32), work=np.zeros(int(spec[WORK_END]), np.float32))
     if seed is not None:
         init = MLP(sizes, acts, batch=1, trainable=False).init(Rng(seed))
-        params.py_func(net)[:] = np.asarray(init.params, dtype=np.float32)
+        _python(params)(net)[:] = np.asarray(init.params, dtype=np.float32)
     refresh_transposed(net)
     return net
 
@@ -151,9 +151,14 @@ _SECTIONS = (params, transposed, grads, adam_m, adam_v, sizes, activations, offs
 
 
 def view(net):
-    """The network's sections as numpy views, by name (net.params is view(net).params): for
-    Python code, tests and checkpoints."""
-    return NetView(*(f.py_func(net) for f in _SECTIONS))
+    """The network's sections as numpy views, by name (view(net).params, ...): for Python code,
+    tests and checkpoints."""
+    return NetView(*(_python(f)(net) for f in _SECTIONS))
+
+
+def _python(f):
+    """A compiled accessor's Python function (itself when NUMBA_DISABLE_JIT=1)."""
+    return getattr(f, "py_func", f)
 
 
 _INV_SQRT2 = 0.7071067811865476
