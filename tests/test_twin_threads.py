@@ -63,3 +63,31 @@ def test_default_threads_follows_the_environment(monkeypatch):
     monkeypatch.setenv("MICRORL_THREADS", "two")
     with pytest.raises(ValueError, match="MICRORL_THREADS"):
         twin.default_threads()
+
+
+def test_one_thread_until_the_worker_is_compiled():
+    """Training starts while the worker's loop compiles on a thread of its own (twin.WorkerCompile):
+    Threads runs chunks on one thread until it is ready, then two; an error while compiling
+    comes out of finish()."""
+
+    class Compiling:
+        done = False
+
+        def ready(self):
+            return self.done
+
+    worker = Compiling()
+    runner = twin.Threads(2, worker)
+    assert runner.choose() == 1
+    worker.done = True
+    assert runner.choose() == 2
+
+    S, hp = _state(td3)
+    compiled = twin.WorkerCompile(S, hp)
+    compiled.finish()
+    assert compiled.ready() and twin.serve.signatures  # compiled (or loaded from numba's cache)
+
+    broken = twin.WorkerCompile(None, hp)  # no state to compile for
+    with pytest.raises(AttributeError):
+        broken.finish()
+    assert not broken.ready()

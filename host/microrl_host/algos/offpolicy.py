@@ -318,9 +318,9 @@ class Algorithm:
             state.rng[:] = rng  # compiling must not change the run
             greedy_action(state.actor, state.obs, self.squash, state.action)
             env.obs = None
-        if threads > 1 and (env.name == QUADROTOR or env.compiled):
-            twin.prepare_worker(state, hp)
         compile_s = time.perf_counter() - t0
+        # the worker thread's loop compiles (or loads) beside the first chunks, which run on one thread
+        worker = twin.WorkerCompile(state, hp) if threads > 1 and (env.name == QUADROTOR or env.compiled) else None
 
         evals = []
         best = None  # quadrotor: ((success rate, -distance), step, flight stats, actor parameters) of the best evaluation
@@ -330,7 +330,7 @@ class Algorithm:
         step = start
         last_eval = None
         last_checkpoint = start if resume else None
-        runner = twin.Threads(threads)  # one thread or two, chunk by chunk
+        runner = twin.Threads(threads, worker)  # one thread or two, chunk by chunk
         callbacks.on_start(steps, start, "%s %s" % (self.name, env.name))
         try:
             while step < steps:
@@ -385,6 +385,8 @@ class Algorithm:
                 log.close()
             if not env.compiled:
                 env.close()
+        if worker is not None:
+            worker.finish()  # a short first run waits for it here, so that numba's cache has it
         policy = self.policy(state, env)
         if best is not None:
             # TD3 on the quadrotor is not monotone: a policy that flies can be lost later, so the

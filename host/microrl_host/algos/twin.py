@@ -227,6 +227,35 @@ def prepare_worker(S, hp):
     serve.compile((typeof(twin_of(S)), typeof(hp)))
 
 
+class WorkerCompile:
+    """prepare_worker(S, hp) on a thread of its own, so that training starts on one thread while
+    numba compiles the worker's loop (a first run) or loads it from its cache. The training
+    loops release the GIL, so the compile takes the other CPU; Threads uses two threads once
+    ready() says so."""
+
+    def __init__(self, S, hp):
+        import threading
+
+        self.error = None
+        self.thread = threading.Thread(target=self._compile, args=(S, hp), name="microrl-compile-worker", daemon=True)
+        self.thread.start()
+
+    def _compile(self, S, hp):
+        try:
+            prepare_worker(S, hp)
+        except BaseException as e:  # noqa: BLE001 - told by finish(); until then one thread trains
+            self.error = e
+
+    def ready(self):
+        return not self.thread.is_alive() and self.error is None
+
+    def finish(self):
+        """Wait for the compile (numba writes its cache as it ends); its error, if any."""
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+
+
 def run_threaded(run, S, hp, *args):
     """run(S, hp, *args) (a compiled training loop) on this thread, with a worker thread for
     side 1 of its updates' pieces."""
@@ -258,13 +287,14 @@ class Threads:
 
     PROBE_EVERY = 16  # chunks between tries of the slower choice (the machine's load changes)
 
-    def __init__(self, threads):
+    def __init__(self, threads, worker=None):
         self.threads = threads
+        self.worker = worker  # a WorkerCompile: one thread until it is ready
         self.per_step = {1: None, 2: None}  # seconds per step of the last chunk on 1 and 2 threads
         self.chunks = 0
 
     def choose(self):
-        if self.threads < 2:
+        if self.threads < 2 or (self.worker is not None and not self.worker.ready()):
             return 1
         one, two = self.per_step[1], self.per_step[2]
         if two is None or one is None:
