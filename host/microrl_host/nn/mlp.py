@@ -15,7 +15,7 @@ from microrl.layout import layout, shape
 from microrl.nn import MLP
 from microrl.rng import Rng
 
-from .jit import compiled_only, inline, jit
+from .jit import compiled_only, inline
 
 # ---------------------------------------------------------------- networks
 # A network is three arrays. numba compiles code over every array a compiled function is handed
@@ -179,7 +179,7 @@ def _transposed(net, l):
     return transposed(net)[off[l, 0] : off[l, 1]].reshape((sz[l], sz[l + 1]))
 
 
-@jit
+@compiled_only  # adam's; Python code calls refresh_transposed
 def sync_transposed(net):
     """Refresh the transposed weights from params (after writing params directly)."""
     for l in range(net.spec[LAYERS]):
