@@ -2,8 +2,8 @@
 parameter vectors in the device core's layout (microrl.nn.layout), forward and backward passes,
 Adam, Polyak averaging, and the twin-critic helpers.
 
-Everything here is plain arrays in namedtuples so that compiled loops take them as arguments,
-checkpoints save them as they are (every field is an array), and nothing runs Python per step.
+Everything here is plain arrays in namedtuples so that compiled loops take them as arguments
+and nothing runs Python per step; checkpoints save a network's sections by name (view).
 """
 from collections import namedtuple
 from math import erf, exp, sqrt, tanh
@@ -271,8 +271,7 @@ def backward(net, x, n, dy, grads, dx):
     parameter gradients into grads when grads.size > 0 (grads(net), or grads(net)[:0] for none),
     and dL/dx into dx when dx.size > 0. (Arrays rather than flags: a constant flag would make
     numba compile one copy of backward per value.)"""
-    acts = activations(net)
-    sz = sizes(net)
+    acts, sz, off = activations(net), sizes(net), offsets(net)
     L = acts.shape[0]
     g = dy
     for l in range(L - 1, -1, -1):
@@ -294,7 +293,7 @@ def backward(net, x, n, dy, grads, dx):
         xin = x if l == 0 else layer_output(net, l - 1, n)
         if grads.size > 0:
             n_in = sz[l]
-            wo, bo = offsets(net)[l, 0], offsets(net)[l, 1]
+            wo, bo = off[l, 0], off[l, 1]
             np.dot(g.T, xin, grads[wo:bo].reshape((w, n_in)))
             db = grads[bo : bo + w]
             for j in range(w):
