@@ -370,7 +370,7 @@ def main(argv=None):
         s = result["peers"].get("microrl-" + algo, {})
         if "cold_compile_s" in s:
             print("microrl-%s compile: cold %.1f s (empty numba cache; first run with %d steps %.1f s), warm cache load %.2f s" % (
-                algo, s["cold_compile_s"] or float("nan"), args.steps, s["cold_first_run_s"], s["warm_cache_load_s"]))
+                algo, s["cold_compile_s"] or float("nan"), args.steps, s["cold_first_run_s"] or float("nan"), s["warm_cache_load_s"]))
     for k, v in ratios.items():
         print("speed-up %-28s wall %6.1fx   CPU %6.1fx" % (k, v["wall"], v["cpu"]))
     for peer, s in procs.items():

@@ -60,7 +60,7 @@ def flatten(state, prefix=""):
     return out
 
 
-SCRATCH = {"actor_x", "q1", "q2", "dq2", "dx2", "sync"}  # work buffers a checkpoint of an earlier version may lack
+SCRATCH = {"actor_x", "q1", "q2", "dq2", "dx2"}  # work buffers a checkpoint of an earlier version may lack
 NOT_SAVED = ("sync", "half.")  # the threads' handshake, and views and scratch of the split actor step
 REPLAY_ROWS = ("replay.obs", "replay.act", "replay.rew", "replay.next_obs", "replay.done")
 
@@ -379,14 +379,16 @@ class Algorithm:
                     save_checkpoint(ckpt_path, state, dict(meta, step=step))
                     last_checkpoint = step
                 callbacks.on_progress(step, n, state, {"eval": last_eval} if last_eval is not None else {})
+            if worker is not None:
+                error = worker.finish()  # a short first run waits for it here, so that numba's cache keeps it
+                if error is not None:  # the run itself is whole: it trained on one thread
+                    callbacks.on_message("the second thread's code did not compile (%s: %s); this run trained on one thread" % (type(error).__name__, error))
         finally:
             callbacks.on_end()
             if log:
                 log.close()
             if not env.compiled:
                 env.close()
-        if worker is not None:
-            worker.finish()  # a short first run waits for it here, so that numba's cache has it
         policy = self.policy(state, env)
         if best is not None:
             # TD3 on the quadrotor is not monotone: a policy that flies can be lost later, so the
