@@ -32,6 +32,22 @@ def test_dense_forward_backward_same(act, n, n_in, n_out):
         assert np.allclose(a, b_, rtol=2e-5, atol=2e-5)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_relu_backward_zeroes_exactly_where_off(dtype):
+    # the numpy kernel masks by bits, not by boolean assignment: same bits as g[y <= 0] = 0,
+    # including NaN and infinite gradients and NaN or -0.0 outputs
+    rng = np.random.default_rng(7)
+    g = rng.normal(size=(64, 9)).astype(dtype)
+    y = np.maximum(rng.normal(size=(64, 9)), 0.0).astype(dtype)
+    g[0, :4] = [np.nan, np.inf, -np.inf, -0.0]
+    y[0, :4] = [0.0, np.nan, 1.0, 0.0]
+    y[1, :2] = [-0.0, np.nan]
+    expected = g.copy()
+    expected[y <= 0.0] = 0.0
+    _numpy._zero_where_off(g, y)
+    assert np.array_equal(g.view(np.uint8), expected.view(np.uint8))
+
+
 def test_adam_polyak_copy_same():
     rng = np.random.default_rng(1)
     p, g = rng.normal(size=50), rng.normal(size=50)

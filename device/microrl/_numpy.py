@@ -54,11 +54,22 @@ def dense(W, b, x, y, n, act, z=None):
         raise ValueError("unknown activation code %r" % act)
 
 
+_BITS = {np.dtype(np.float32): np.int32, np.dtype(np.float64): np.int64}
+
+
+def _zero_where_off(g, y):
+    # g[y <= 0] = 0 bit for bit (NaN in y keeps its gradient), as an AND with all-ones or zero:
+    # numpy's boolean-mask assignment costs more than a 2048x256 GEMM, this a tenth of it
+    keep = np.subtract(np.less_equal(y, 0.0), 1, dtype=_BITS[g.dtype])  # off: 1 - 1 = 0, on: -1
+    bits = g.view(keep.dtype)
+    np.bitwise_and(bits, keep, out=bits)
+
+
 def dense_backward(W, x, y, z, dy, n, act, dW=None, db=None, dx=None):
     g = dy[:n]
     yn = y[:n]
     if act == RELU:
-        g[yn <= 0.0] = 0.0
+        _zero_where_off(g, yn)
     elif act == TANH:
         g *= 1.0 - yn * yn
     elif act == SIGMOID:
