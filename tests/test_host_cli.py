@@ -195,3 +195,16 @@ def test_compile_notice_shows_only_when_compiling_takes_long():
     quick = io.StringIO()
     CompileNotice(text, stream=quick, delay=5.0).stop()
     assert quick.getvalue() == ""
+
+
+def test_console_script_returns_the_command_code_and_freezes_the_heap(monkeypatch):
+    # entry() is what `microrl` and `python -m microrl_host.cli` run: main()'s exit code, with the
+    # objects left frozen so that the interpreter's exit does not scan them again
+    from microrl_host import cli
+
+    frozen = []
+    monkeypatch.setattr(cli.gc, "freeze", lambda: frozen.append(True))
+    monkeypatch.setattr(cli.sys, "argv", ["microrl", "train", "pendulum", "--algo", "nonsense"])
+    assert cli.entry() == 2 and frozen == [True]  # a user error's code
+    monkeypatch.setattr(cli.sys, "argv", ["microrl"])
+    assert cli.entry() == 0 and frozen == [True, True]
