@@ -1,9 +1,15 @@
 """The `microrl` command: the subcommands of microrl_host/commands/, in the order of COMMANDS."""
 import argparse
 import gc
+import os
 import sys
 
-from .commands import CommandError, bench, board, demo, deploy, eval, export, info, plot, render, sweep, train, train_on_board
+# Every command runs its BLAS on one thread (training threads its own work: twin.py, PPO's critic
+# thread). Said before numpy loads OpenBLAS, it starts no idle BLAS threads, each of which spun
+# about 0.1 CPU-s at start-up here; a value set by the user wins.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+from .commands import CommandError, bench, board, demo, deploy, eval, export, info, plot, render, sweep, train, train_on_board  # noqa: E402
 
 COMMANDS = (bench, board, demo, deploy, eval, export, info, plot, render, sweep, train, train_on_board)
 
