@@ -219,3 +219,14 @@ def test_non_finite_settings_are_refused():
     for k in ("lr", "critic_lr", "gamma", "clip_coef", "ent_coef", "target_kl"):
         with pytest.raises(ValueError, match="%s must be a finite number" % k):
             ppo.PPOConfig(**{k: float("nan")})
+
+
+def test_one_thread_or_two_learn_the_same_bits():
+    # the critic's update on a second thread and the environments' physics threads change the
+    # timing only: the networks, their Adam moments and the statistics come out bit for bit equal
+    states = []
+    for threads in (1, 2):
+        learner, _ = ppo.train(small_config(steps=1024, threads=threads), "InvertedPendulum-v5")
+        states.append(learner.state())
+    for key, value in states[0].items():
+        assert np.array_equal(np.asarray(value), np.asarray(states[1][key])), key
