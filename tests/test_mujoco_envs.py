@@ -222,3 +222,55 @@ def test_ant_kernels_sum_in_numpys_order():
             for _ in range(20):
                 a = (rng.normal(size=n) * 10 ** rng.uniform(-3, 3, size=n)).astype(dtype)
                 assert pairwise_sum(a) == np.add.reduce(a), (n, dtype)
+
+
+def test_stage_timers_are_off_while_copies_step_and_back_after():
+    """MuJoCo's bindings time every mj_step's stages with a clock (mjcb_time); stepping turns
+    it off (MjData.timer stays zero) and puts it back; the physics is unchanged, which
+    test_identical_to_gymnasium checks against gymnasium's env, whose timers run."""
+    import mujoco
+
+    from microrl_host.envs import mujoco as mujoco_envs
+
+    off = mujoco_envs.STAGE_TIMER_OFF
+    slot = off._find_slot(mujoco)  # the C global mjcb_time, or None where libmujoco is not found
+    step_timer = mujoco.mjtTimer.mjTIMER_STEP
+    durations = {}
+    for enabled in (True, False):
+        off.enabled = enabled
+        try:
+            envs = MujocoVectorEnv("Humanoid-v4", 2, threads=1)  # one MjData per copy: its timers are readable
+            envs.reset(seed=0)
+            before = slot.value if slot else None
+            for _ in range(3):
+                envs.step(np.zeros((2, envs.act_dim)))
+            assert off._depth == 0
+            assert (slot.value if slot else None) == before  # the bindings' clock is back
+            durations[enabled] = envs.datas[0].timer[step_timer].duration
+            assert envs.datas[0].timer[step_timer].number == 3 * envs.frame_skip
+            envs.close()
+        finally:
+            off.enabled = True
+    if slot is None:
+        pytest.skip("libmujoco's mjcb_time not found on this platform: timers stay on")
+    assert durations[True] == 0.0 and durations[False] > 0.0
+
+
+def test_a_timer_callback_the_user_set_is_kept():
+    import mujoco
+
+    calls = []
+
+    def clock():
+        calls.append(1)
+        return float(len(calls))
+
+    mujoco.set_mjcb_time(clock)
+    try:
+        envs = MujocoVectorEnv("Humanoid-v4", 1, threads=1)
+        envs.reset(seed=0)
+        envs.step(np.zeros((1, envs.act_dim)))
+        assert calls and envs.datas[0].timer[mujoco.mjtTimer.mjTIMER_STEP].duration > 0.0
+        envs.close()
+    finally:
+        mujoco.set_mjcb_time(None)  # the bindings' clock again

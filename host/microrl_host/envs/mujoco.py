@@ -21,6 +21,7 @@ and infos["episode"] = {"r", "l"} (with mask "_episode") gives the finished epis
 and lengths, as gymnasium's RecordEpisodeStatistics does.
 """
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -303,6 +304,56 @@ class _Formulas:
         return rewards - costs, terminated, after
 
 
+class _StageTimerOff:
+    """MuJoCo's Python bindings install a clock as mjcb_time when they load, so that every mj_step
+    times its stages into MjData.timer: a clock_gettime call at each stage's start and end, which
+    took about 17% of Ant's physics CPU here (bench/mujoco_timer.py). Training reads no timers: while
+    copies step, this sets the C callback to NULL (MuJoCo's own default, timers stay zero) and puts
+    the bindings' clock back afterwards. The physics is the same bit for bit (tested). A callback the
+    user set with mujoco.set_mjcb_time is left alone, and where libmujoco cannot be found (another
+    platform's layout) nothing changes."""
+
+    def __init__(self):
+        self.enabled = True
+        self._lock = threading.Lock()
+        self._depth = 0
+        self._saved = None
+        self._slot = False  # not looked up yet; None: not found
+
+    def _find_slot(self, mujoco):
+        try:
+            import ctypes
+            import glob
+
+            here = os.path.dirname(mujoco.__file__)
+            libs = [f for pattern in ("libmujoco.so*", "libmujoco*.dylib", "mujoco.dll") for f in glob.glob(os.path.join(here, pattern))]
+            return ctypes.c_void_p.in_dll(ctypes.CDLL(sorted(libs)[0]), "mjcb_time") if libs else None
+        except (OSError, ValueError, AttributeError):
+            return None
+
+    def enter(self, mujoco):
+        with self._lock:
+            if self._depth == 0:
+                if self._slot is False:
+                    self._slot = self._find_slot(mujoco)
+                self._saved = None
+                # the bindings' clock is there when no Python callback is set
+                if self.enabled and self._slot is not None and self._slot.value and mujoco.get_mjcb_time() is None:
+                    self._saved = self._slot.value
+                    self._slot.value = None
+            self._depth += 1
+
+    def leave(self):
+        with self._lock:
+            self._depth -= 1
+            if self._depth == 0 and self._saved is not None:
+                self._slot.value = self._saved
+                self._saved = None
+
+
+STAGE_TIMER_OFF = _StageTimerOff()
+
+
 class MujocoVectorEnv:
     """num_envs copies of a gymnasium MuJoCo task stepped together (see the module's docstring).
 
@@ -414,13 +465,18 @@ class MujocoVectorEnv:
         f = self.formulas
         before = self._progress
         self._ctrl[:] = actions  # float64, as MjData.ctrl holds them
+        STAGE_TIMER_OFF.enter(self._mujoco)
+        try:
+            if self._batch is not None:
+                self._bound["ctrl"][:] = self._ctrl
+                self._batch.step(nstep=self.frame_skip)  # releases the GIL
+            else:
+                self._run_all(self._step_chunk)
+        finally:
+            STAGE_TIMER_OFF.leave()
         if self._batch is not None:
-            self._bound["ctrl"][:] = self._ctrl
-            self._batch.step(nstep=self.frame_skip)  # releases the GIL
             for k in self._fields:
                 self._state[k][:] = self._bound[k]
-        else:
-            self._run_all(self._step_chunk)
         obs = f.observe(self._state)
         rewards, terminated, self._progress = f.reward_done(before, self._state, actions)
         self._episode_return += rewards
