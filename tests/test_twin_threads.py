@@ -30,7 +30,6 @@ def test_the_worker_serves_and_the_run_is_bit_identical(algo):
         one, hp = _state(algo)
         loop.run_pendulum(one, hp, 1500, ep_step, ep_return)
         two, hp = _state(algo)
-        twin.prepare_worker(two, hp)
         served = 0
         for chunk in range(3):  # the warm-up, then an update per step
             twin.run_threaded(loop.run_pendulum, two, hp, 500, ep_step, ep_return)
@@ -65,28 +64,17 @@ def test_default_threads_follows_the_environment(monkeypatch):
         twin.default_threads()
 
 
-def test_one_thread_until_the_worker_is_compiled():
-    """Training starts while the worker's loop compiles on a thread of its own (twin.WorkerCompile):
-    Threads runs chunks on one thread until it is ready, then two; an error while compiling
-    is what finish() returns (the run goes on on one thread)."""
-
-    class Compiling:
-        done = False
-
-        def ready(self):
-            return self.done
-
-    worker = Compiling()
-    runner = twin.Threads(2, worker)
-    assert runner.choose() == 1
-    worker.done = True
+def test_threads_tries_two_then_keeps_the_faster():
+    """Threads runs the first chunks on two threads and on one, then keeps whichever was faster
+    per step, trying the other again every PROBE_EVERY chunks; with threads=1, one always."""
+    assert twin.Threads(1).choose() == 1
+    runner = twin.Threads(2)
     assert runner.choose() == 2
+    runner.per_step[2] = 1.0
+    assert runner.choose() == 1
+    runner.per_step[1] = 2.0
+    runner.chunks = 1
+    assert runner.choose() == 2  # two was faster
+    runner.chunks = twin.Threads.PROBE_EVERY
+    assert runner.choose() == 1  # a probe of the slower choice
 
-    S, hp = _state(td3)
-    compiled = twin.WorkerCompile(S, hp)
-    assert compiled.finish() is None
-    assert compiled.ready() and twin.serve.signatures  # compiled (or loaded from numba's cache)
-
-    broken = twin.WorkerCompile(None, hp)  # no state to compile for
-    assert isinstance(broken.finish(), AttributeError)
-    assert not broken.ready()

@@ -22,7 +22,10 @@ from .replay import new_replay, replay_add
 
 STEPS, UPDATES, EPISODES = 0, 1, 2  # S.counters
 WARMUP = 0  # hp[WARMUP]: steps of uniform random actions before the first update
-
+# n_steps of a loop called on the worker thread: it serves the second halves of the updates'
+# pieces (algos/twin.py) until told to quit. The worker runs the training loop's own compiled
+# code, so that a first run compiles (and the cache keeps) one function rather than two.
+SERVE = -1
 
 
 def loop_arrays(config, obs_dim, act_dim, seed):
@@ -55,13 +58,14 @@ def loop_arrays(config, obs_dim, act_dim, seed):
     )
 
 
-_BOUND = {}  # State class -> (explore, update)
+_BOUND = {}  # State class -> (explore, update, serve)
 
 
-def bind(state_class, explore, update):
-    """Make explore(S, hp, obs, out) and update(S, hp), plain Python functions in numba's
-    subset, this loop's calls for states of this class (once per algorithm, at import)."""
-    _BOUND[state_class] = (explore, update)
+def bind(state_class, explore, update, serve):
+    """Make explore(S, hp, obs, out), update(S, hp) and serve(S, hp) (the worker thread's
+    loop), plain Python functions in numba's subset, this loop's calls for states of this class
+    (once per algorithm, at import)."""
+    _BOUND[state_class] = (explore, update, serve)
 
 
 def algorithm_explore(S, hp, obs, out):
@@ -84,6 +88,16 @@ def _algorithm_explore(S, hp, obs, out):
 @overload(algorithm_update, jit_options=COMPILED_ONLY)
 def _algorithm_update(S, hp):
     return _BOUND[S.instance_class][1]
+
+
+def algorithm_serve(S, hp):
+    """The serve() bound to S's class: compiled code only."""
+    raise TypeError("algorithm_serve runs in compiled code only")
+
+
+@overload(algorithm_serve, jit_options=COMPILED_ONLY)
+def _algorithm_serve(S, hp):
+    return _BOUND[S.instance_class][2]
 
 
 @inline
@@ -112,7 +126,10 @@ def observe(S, hp, obs, action, reward, next_obs, terminated, train_every):
 @jit_nogil
 def run_pendulum(S, hp, n_steps, ep_step, ep_return):
     """n_steps of training on the compiled Pendulum. Episode ends go to ep_step/ep_return;
-    returns how many."""
+    returns how many. n_steps SERVE: the worker thread's loop."""
+    if n_steps == SERVE:
+        algorithm_serve(S, hp)
+        return 0
     ended = 0
     for _ in range(n_steps):
         explore(S, hp, S.obs, S.action)
@@ -133,7 +150,10 @@ def run_pendulum(S, hp, n_steps, ep_step, ep_return):
 @jit_nogil
 def run_quadrotor(S, hp, n_steps, ep_step, ep_return, train_every):
     """n_steps of training on the compiled quadrotor (envs/quadrotor.py; S.env is its array),
-    one update every train_every steps (L2F: 10)."""
+    one update every train_every steps (L2F: 10). n_steps SERVE: the worker thread's loop."""
+    if n_steps == SERVE:
+        algorithm_serve(S, hp)
+        return 0
     ended = 0
     for _ in range(n_steps):
         explore(S, hp, S.obs, S.action)

@@ -319,8 +319,6 @@ class Algorithm:
             greedy_action(state.actor, state.obs, self.squash, state.action)
             env.obs = None
         compile_s = time.perf_counter() - t0
-        # the worker thread's loop compiles (or loads) beside the first chunks, which run on one thread
-        worker = twin.WorkerCompile(state, hp) if threads > 1 and (env.name == QUADROTOR or env.compiled) else None
 
         evals = []
         best = None  # quadrotor: ((success rate, -distance), step, flight stats, actor parameters) of the best evaluation
@@ -330,7 +328,7 @@ class Algorithm:
         step = start
         last_eval = None
         last_checkpoint = start if resume else None
-        runner = twin.Threads(threads, worker)  # one thread or two, chunk by chunk
+        runner = twin.Threads(threads)  # one thread or two, chunk by chunk (the worker runs the loop's own code)
         callbacks.on_start(steps, start, "%s %s" % (self.name, env.name))
         try:
             while step < steps:
@@ -379,10 +377,6 @@ class Algorithm:
                     save_checkpoint(ckpt_path, state, dict(meta, step=step))
                     last_checkpoint = step
                 callbacks.on_progress(step, n, state, {"eval": last_eval} if last_eval is not None else {})
-            if worker is not None:
-                error = worker.finish()  # a short first run waits for it here, so that numba's cache keeps it
-                if error is not None:  # the run itself is whole: it trained on one thread
-                    callbacks.on_message("the second thread's code did not compile (%s: %s); this run trained on one thread" % (type(error).__name__, error))
         finally:
             callbacks.on_end()
             if log:

@@ -131,45 +131,25 @@ def update(S, hp):
             S.next_in[s, i] = S.actor_in[s, i]
         for i in range(ad):
             S.next_in[s, od + i] = S.a_pi[s, i]
-    handed = twin.begin(S, twin.TARGETS)
-    twin.target_values(S, 0)
-    if handed:
-        twin.wait(S)
-    else:
-        twin.target_values(S, 1)
+    twin.both_sides(S, hp, twin.TARGETS)
     for s in range(n):
         q = S.q2[s] if S.q2[s] < S.y[s] else S.y[s]
         S.y[s] = S.reward[s] + hp[GAMMA] * (1.0 - S.done[s]) * (q - alpha * S.logp[s])
     S.counters[UPDATES] += 1
     step = S.counters[UPDATES]
-    handed = twin.begin(S, twin.CRITICS)
-    twin.critic_step(S, hp, 0)
-    if handed:
-        twin.wait(S)
-    else:
-        twin.critic_step(S, hp, 1)
+    twin.both_sides(S, hp, twin.CRITICS)
     # actor: minimise mean(alpha log pi(a|s) - min Q(s, a)), a reparameterised
     mlp.copy_columns(S.critic_in, S.actor_in, 0)
     out = _sample(S, S.actor_in, n)
     for s in range(n):
         for i in range(ad):
             S.critic_in[s, od + i] = S.a_pi[s, i]
-    handed = twin.begin(S, twin.ACTOR_Q)
-    twin.critic_values(S, 0)
-    if handed:
-        twin.wait(S)
-    else:
-        twin.critic_values(S, 1)
+    twin.both_sides(S, hp, twin.ACTOR_Q)
     for s in range(n):  # the gradient of the min flows through the smaller critic
         first = S.q1[s] <= S.q2[s]
         S.dq[s, 0] = -1.0 / n if first else 0.0
         S.dq2[s, 0] = 0.0 if first else -1.0 / n
-    handed = twin.begin(S, twin.ACTOR_DQ)
-    twin.critic_input_grads(S, 0)
-    if handed:
-        twin.wait(S)
-    else:
-        twin.critic_input_grads(S, 1)
+    twin.both_sides(S, hp, twin.ACTOR_DQ)
     # the critic targets follow on the worker while the actor and the temperature learn
     handed = twin.begin(S, twin.CRITIC_TARGETS)
     c = alpha / n
@@ -194,10 +174,7 @@ def update(S, hp):
     S.alpha[1] = b1 * S.alpha[1] + (1.0 - b1) * alpha_grad
     S.alpha[2] = b2 * S.alpha[2] + (1.0 - b2) * alpha_grad * alpha_grad
     S.alpha[0] -= hp[ALPHA_LR] / (1.0 - b1**step) * S.alpha[1] / (np.sqrt(S.alpha[2]) / np.sqrt(1.0 - b2**step) + 1e-8)
-    if handed:
-        twin.wait(S)
-    else:
-        twin.critic_targets(S, hp)
+    twin.finish(S, hp, twin.CRITIC_TARGETS, handed)
 
 
 def explore(S, hp, obs, out):
@@ -213,8 +190,9 @@ def explore(S, hp, obs, out):
         out[i] = np.tanh(y[0, i] + exp(ls) * normal(S.rng, 0.0, 1.0))
 
 
-# update() and explore() are compiled inside the one off-policy loop, for this State
-loop.bind(State, explore, update)
+# update(), explore() and the worker thread's twin.serve() are compiled inside the one
+# off-policy loop, for this State
+loop.bind(State, explore, update, twin.serve)
 ALGO = offpolicy.Algorithm(
     name=NAME, squash=SQUASH, default_config=default_config, hyperparameters=hyperparameters, new_state=new_state,
     actor_export=actor_export,

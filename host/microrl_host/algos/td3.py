@@ -96,43 +96,25 @@ def update(S, hp):
             v = a_next[s, i] + e
             S.next_in[s, od + i] = -1.0 if v < -1.0 else (1.0 if v > 1.0 else v)
     # the clipped double-Q target
-    handed = twin.begin(S, twin.TARGETS)
-    twin.target_values(S, 0)
-    if handed:
-        twin.wait(S)
-    else:
-        twin.target_values(S, 1)
+    twin.both_sides(S, hp, twin.TARGETS)
     for s in range(n):
         q = S.q2[s] if S.q2[s] < S.y[s] else S.y[s]
         S.y[s] = S.reward[s] + hp[GAMMA] * (1.0 - S.done[s]) * q
     S.counters[UPDATES] += 1
     step = S.counters[UPDATES]
-    handed = twin.begin(S, twin.CRITICS)
-    twin.critic_step(S, hp, 0)
-    if handed:
-        twin.wait(S)
-    else:
-        twin.critic_step(S, hp, 1)
+    twin.both_sides(S, hp, twin.CRITICS)
     delay = np.int64(hp[POLICY_DELAY])
     if step % delay:
         return
     # actor: maximise Q1(s, pi(s)), half the batch on each thread
     twin.split_rows(S)
-    handed = twin.begin(S, twin.ACTOR_ROWS)
-    twin.actor_rows(S, 0)
-    if handed:
-        twin.wait(S)
-    else:
-        twin.actor_rows(S, 1)
+    twin.both_sides(S, hp, twin.ACTOR_ROWS)
     twin.add_half_gradient(S)
     # the critic targets follow on the worker while the actor takes its step
     handed = twin.begin(S, twin.CRITIC_TARGETS)
     mlp.adam(S.actor, hp[ACTOR_LR], step // delay)
     polyak(S.actor_target, S.actor, hp[TAU])
-    if handed:
-        twin.wait(S)
-    else:
-        twin.critic_targets(S, hp)
+    twin.finish(S, hp, twin.CRITIC_TARGETS, handed)
 
 
 def explore(S, hp, obs, out):
@@ -143,8 +125,9 @@ def explore(S, hp, obs, out):
         out[i] = -1.0 if v < -1.0 else (1.0 if v > 1.0 else v)
 
 
-# update() and explore() are compiled inside the one off-policy loop, for this State
-loop.bind(State, explore, update)
+# update(), explore() and the worker thread's twin.serve() are compiled inside the one
+# off-policy loop, for this State
+loop.bind(State, explore, update, twin.serve)
 ALGO = offpolicy.Algorithm(
     name=NAME, squash=SQUASH, default_config=default_config, hyperparameters=hyperparameters, new_state=new_state,
     actor_export=actor_export,

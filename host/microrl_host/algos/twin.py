@@ -4,21 +4,19 @@ Every piece of an update that concerns the two critics (their targets' values, t
 their values and action gradients for the actor, their targets' averaging) has two sides that
 touch disjoint arrays: side 0 critic 1's, side 1 critic 2's. The training thread hands side 1 to
 a worker thread (serve) and does side 0 itself; without a worker it does side 1 after side 0.
-Each side is computed the same way on either thread, so a run is bit for bit the same with one
-thread or two.
+Each side is computed by the same compiled function (piece) on either thread, so a run is bit
+for bit the same with one thread or two.
 
-    handed = twin.begin(S, twin.CRITICS)
-    twin.critic_step(S, hp, 0)
-    if handed:
-        twin.wait(S)
-    else:
-        twin.critic_step(S, hp, 1)
+    twin.both_sides(S, hp, twin.CRITICS)
 
-The updates write this out at each piece: a helper that chose the piece's function by its
-number would carry every piece's code to every call, which numba compiles again each time.
+    handed = twin.begin(S, twin.CRITIC_TARGETS)   # side 1 to the worker, or nothing
+    ...                                           # other work, touching neither side's arrays
+    twin.finish(S, hp, twin.CRITIC_TARGETS, handed)
 
-The worker and side 1 run over a Twin, the State's arrays that the pieces touch, rather than the
-whole State (about 55 arrays), which numba would spend seconds compiling more code over.
+The pieces run over a Twin, the State's arrays that they touch, rather than the whole State
+(about 55 arrays): one type for TD3's and SAC's, so numba types piece() once for both. The
+worker thread runs the training loop itself (loop.SERVE), so that a first run compiles one
+function, not two.
 
 hp convention (td3.HP, sac.HP): tau at index 2, the critics' learning rate at 4, and the critics'
 loss scale (2: mean squared error, 1: half of it) last.
@@ -28,7 +26,7 @@ from collections import namedtuple
 import numpy as np
 
 from ..nn import mlp, sync
-from ..nn.jit import compiled_only, inline, jit, jit_nogil
+from ..nn.jit import compiled_only, inline, jit
 from ..nn.mlp import backward, forward, polyak
 from .loop import UPDATES
 
@@ -56,11 +54,6 @@ def new_half(actor, critic1, batch, obs_dim, act_dim):
 def twin(S):
     return Twin(S.critic1, S.critic2, S.critic1_target, S.critic2_target, S.critic_in, S.next_in, S.y, S.q1, S.q2, S.dq, S.dq2, S.dx, S.dx2, S.counters, S.sync,
                 S.actor, S.half)
-
-
-def twin_of(S):
-    """twin(S), from Python."""
-    return Twin(*(getattr(S, k) for k in Twin._fields))
 
 
 # ---------------------------------------------------------------- the pieces (T: a State or a Twin)
@@ -171,44 +164,60 @@ def add_half_gradient(S):
 
 
 @compiled_only
-def side_one(T, hp):
-    """The worker's side 1 of the piece named in T.sync."""
-    piece = T.sync[sync.JOB]
-    if piece == TARGETS:
-        target_values(T, 1)
-    elif piece == CRITICS:
-        critic_step(T, hp, 1)
-    elif piece == ACTOR_Q:
-        critic_values(T, 1)
-    elif piece == ACTOR_DQ:
-        critic_input_grads(T, 1)
-    elif piece == CRITIC_TARGETS:
-        critic_targets(T, hp)
-    elif piece == ACTOR_ROWS:
-        actor_rows(T, 1)
+def piece(T, hp, job, side):
+    """Side 0 or 1 of the piece numbered job. One compiled function for every piece, both sides,
+    both threads and both algorithms (their Twins have one type): numba types it once, and
+    links it into the training loop without compiling it again at each call."""
+    if job == TARGETS:
+        target_values(T, side)
+    elif job == CRITICS:
+        critic_step(T, hp, side)
+    elif job == ACTOR_Q:
+        critic_values(T, side)
+    elif job == ACTOR_DQ:
+        critic_input_grads(T, side)
+    elif job == CRITIC_TARGETS:
+        if side == 1:  # side 0 is the caller's own work meanwhile
+            critic_targets(T, hp)
+    elif job == ACTOR_ROWS:
+        actor_rows(T, side)
 
 
 @inline
-def begin(S, piece):
-    """Hand side 1 of piece to the worker, if one serves (returns whether). The caller then
-    does side 0, or other work touching neither side's arrays, then wait() if it was handed,
-    else side 1 itself."""
-    return sync.hand_over(S.sync, piece)
+def begin(S, job):
+    """Hand side 1 of piece job to the worker, if one serves (returns whether). The caller then
+    does side 0, or other work touching neither side's arrays, then finish()."""
+    return sync.hand_over(S.sync, job)
 
 
 @inline
-def wait(S):
-    """Until the worker has done the side it was handed."""
-    sync.wait_worker(S.sync)
+def finish(S, hp, job, handed):
+    """After side 0 of job (or other work touching neither side's arrays): wait until the
+    worker has done side 1, if it was handed, else do side 1 here."""
+    if handed:
+        sync.wait_worker(S.sync)
+    else:
+        piece(twin(S), hp, np.int64(job), np.int64(1))  # int64s: a constant would compile a copy per value
 
 
-@jit_nogil
-def serve(T, hp):
-    """The worker thread: side 1 of every piece handed over, until told to quit."""
+@inline
+def both_sides(S, hp, job):
+    """Piece job: side 1 to the worker if one serves, side 0 here, then side 1 here if none."""
+    handed = begin(S, job)
+    piece(twin(S), hp, np.int64(job), np.int64(0))
+    finish(S, hp, job, handed)
+
+
+def serve(S, hp):
+    """The worker thread's loop (loop.SERVE): side 1 of every piece handed over, until told to
+    quit. Compiled inside the training loop (an algorithm binds it with loop.bind)."""
+    T = twin(S)
     sync.store_release(T.sync, sync.STARTED, 1)
-    while sync.next_job(T.sync) != sync.QUIT:
-        side_one(T, hp)
+    job = sync.next_job(T.sync)
+    while job != sync.QUIT:
+        piece(T, hp, job, np.int64(1))
         sync.job_done(T.sync)
+        job = sync.next_job(T.sync)
     sync.job_done(T.sync)
 
 
@@ -218,59 +227,24 @@ def _stop(s):
     sync.store_release(s, sync.REQUESTED, s[sync.REQUESTED] + 1)
 
 
-def prepare_worker(S, hp):
-    """Compile the worker's loop for S (or load it from numba's cache), before the clock starts
-    as the training loop is. (Compiling it on a thread of its own during a first run slowed that
-    run by half, and a short run ended before the compile did, leaving nothing in the cache.)"""
-    from numba import typeof
-
-    serve.compile((typeof(twin_of(S)), typeof(hp)))
-
-
-class WorkerCompile:
-    """prepare_worker(S, hp) on a thread of its own, so that training starts on one thread while
-    numba compiles the worker's loop (a first run) or loads it from its cache. The training
-    loops release the GIL, so the compile takes the other CPU; Threads uses two threads once
-    ready() says so."""
-
-    def __init__(self, S, hp):
-        import threading
-
-        self.error = None
-        self.thread = threading.Thread(target=self._compile, args=(S, hp), name="microrl-compile-worker", daemon=True)
-        self.thread.start()
-
-    def _compile(self, S, hp):
-        try:
-            prepare_worker(S, hp)
-        except Exception as e:  # noqa: BLE001 - finish() returns it; the run trains on one thread
-            self.error = e
-
-    def ready(self):
-        return not self.thread.is_alive() and self.error is None
-
-    def finish(self):
-        """Wait for the compile (numba writes its cache as it ends); returns its error, or None."""
-        self.thread.join()
-        return self.error
-
-
-def run_threaded(run, S, hp, *args):
-    """run(S, hp, *args) (a compiled training loop) on this thread, with a worker thread for
-    side 1 of its updates' pieces."""
+def run_threaded(run, S, hp, n, *args):
+    """run(S, hp, n, *args) (a compiled training loop) on this thread, and the same loop with
+    n = loop.SERVE on a worker thread for side 1 of its updates' pieces."""
     import threading
     import time
 
+    from .loop import SERVE
+
     S.sync[:] = 0
     S.sync[sync.SERVING] = 1
-    worker = threading.Thread(target=serve, args=(twin_of(S), hp), name="microrl-twin-critic", daemon=True)
+    worker = threading.Thread(target=run, args=(S, hp, SERVE) + args, name="microrl-twin-critic", daemon=True)
     worker.start()
     # the worker is spinning before the first piece is handed to it: a wait longer than a
     # thread takes to start would yield the CPU, and Threads would judge two threads slower
     while not S.sync[sync.STARTED] and worker.is_alive():
         time.sleep(0)
     try:
-        return run(S, hp, *args)
+        return run(S, hp, n, *args)
     finally:
         _stop(S.sync)
         worker.join(timeout=10.0)
@@ -286,14 +260,13 @@ class Threads:
 
     PROBE_EVERY = 16  # chunks between tries of the slower choice (the machine's load changes)
 
-    def __init__(self, threads, worker=None):
+    def __init__(self, threads):
         self.threads = threads
-        self.worker = worker  # a WorkerCompile: one thread until it is ready
         self.per_step = {1: None, 2: None}  # seconds per step of the last chunk on 1 and 2 threads
         self.chunks = 0
 
     def choose(self):
-        if self.threads < 2 or (self.worker is not None and not self.worker.ready()):
+        if self.threads < 2:
             return 1
         one, two = self.per_step[1], self.per_step[2]
         if two is None or one is None:
