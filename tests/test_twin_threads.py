@@ -78,3 +78,30 @@ def test_threads_tries_two_then_keeps_the_faster():
     runner.chunks = twin.Threads.PROBE_EVERY
     assert runner.choose() == 1  # a probe of the slower choice
 
+
+@pytest.mark.parametrize("algo", [td3, sac], ids=["td3", "sac"])
+def test_compiled_calls_leave_no_references(algo):
+    """The loops count no references (nn/jit.py): after chunks on one thread and two, and the
+    update and exploration called one by one from Python as a gymnasium task's loop calls
+    them, every array of the state is referred to as often as before, so a finished run's
+    state is freed."""
+    import sys
+
+    S, hp = _state(algo)
+    ep_step, ep_return = np.zeros(64, np.int64), np.zeros(64)
+
+    def counts():
+        return [sys.getrefcount(a) for a in (S.actor.work, S.actor.weights, S.critic1.work, S.replay.obs, S.obs, S.sync)]
+
+    with one_blas_thread():
+        loop.run_pendulum(S, hp, 1100, ep_step, ep_return)  # compiled (or loaded) and past the warm-up
+        loop.explore(S, hp, S.obs, S.action)
+        loop.observe(S, hp, S.obs, S.action, -1.0, S.next_obs, False, 1)
+        before = counts()
+        loop.run_pendulum(S, hp, 50, ep_step, ep_return)
+        twin.run_threaded(loop.run_pendulum, S, hp, 50, ep_step, ep_return)
+        for _ in range(20):
+            loop.explore(S, hp, S.obs, S.action)
+            loop.observe(S, hp, S.obs, S.action, -1.0, S.next_obs, False, 1)
+    assert int(S.counters[loop.UPDATES]) > 100
+    assert counts() == before

@@ -15,7 +15,7 @@ from microrl.layout import layout, shape
 from microrl.nn import MLP
 from microrl.rng import Rng
 
-from .jit import compiled_only, inline
+from .jit import compiled_only, compiled_only_refcounted, inline
 
 # ---------------------------------------------------------------- networks
 # A network is three arrays. numba compiles code over every array a compiled function is handed
@@ -73,74 +73,74 @@ def refresh_transposed(net):
 
 # The sections, for compiled code (mlp.params(net)) and, through view(), for Python; one
 # definition of the layout.
-@compiled_only
+@compiled_only_refcounted
 def params(net):
     return net.weights[: net.spec[N_PARAMS]]
 
 
-@compiled_only
+@compiled_only_refcounted
 def transposed(net):
     n = net.spec[N_PARAMS]
     return net.weights[n : 2 * n]
 
 
-@compiled_only
+@compiled_only_refcounted
 def adam_m(net):
     n, k = net.spec[N_PARAMS], net.spec[N_TRAINED]
     return net.weights[2 * n : 2 * n + k]
 
 
-@compiled_only
+@compiled_only_refcounted
 def adam_v(net):
     n, k = net.spec[N_PARAMS], net.spec[N_TRAINED]
     return net.weights[2 * n + k : 2 * n + 2 * k]
 
 
-@compiled_only
+@compiled_only_refcounted
 def grads(net):
     return net.work[: net.spec[N_TRAINED]]
 
 
-@compiled_only
+@compiled_only_refcounted
 def outputs(net):
     return net.work[net.spec[YS] : net.spec[ZS]]
 
 
-@compiled_only
+@compiled_only_refcounted
 def preactivations(net):
     return net.work[net.spec[ZS] : net.spec[DXA]]
 
 
-@compiled_only
+@compiled_only_refcounted
 def scratch_a(net):
     return net.work[net.spec[DXA] : net.spec[DXB]]
 
 
-@compiled_only
+@compiled_only_refcounted
 def scratch_b(net):
     return net.work[net.spec[DXB] : net.spec[WORK_END]]
 
 
-@compiled_only
+@compiled_only_refcounted
 def sizes(net):
     L = net.spec[LAYERS]
     return net.spec[HEADER : HEADER + L + 1]
 
 
-@compiled_only
+@compiled_only_refcounted
 def activations(net):
     L = net.spec[LAYERS]
     return net.spec[HEADER + L + 1 : HEADER + 2 * L + 1]
 
 
-@compiled_only
+@compiled_only_refcounted
 def offsets(net):
     """(weights, bias) offsets into params, a row per layer."""
     L = net.spec[LAYERS]
     return net.spec[HEADER + 2 * L + 1 : HEADER + 4 * L + 1].reshape((L, 2))
 
 
-@compiled_only
+@compiled_only_refcounted
 def output_offsets(net):
     L = net.spec[LAYERS]
     return net.spec[HEADER + 4 * L + 1 : HEADER + 5 * L + 1]
@@ -230,7 +230,7 @@ def _activation_backward(act, g, y, z):
     return g
 
 
-@compiled_only
+@compiled_only_refcounted
 def forward(net, x, n):
     """y = net(x[:n]); x is (n, n_in) C-contiguous float32. Returns the output rows (a view
     into the network's buffers, valid until its next forward)."""
@@ -265,7 +265,7 @@ def forward(net, x, n):
     return x
 
 
-@compiled_only
+@compiled_only_refcounted
 def backward(net, x, n, dy, grads, dx):
     """Backward of the last forward(net, x, n) from dy = dL/d(output) (overwritten). Writes the
     parameter gradients into grads when grads.size > 0 (grads(net), or grads(net)[:0] for none),
