@@ -71,6 +71,25 @@ def test_forward_backward_adam_match_device_core(numpy_backend, acts):
     assert host.weights.dtype == np.float32
 
 
+def test_compiled_only_functions_called_from_python_compute_the_same():
+    """forward, backward and Adam have no Python wrapper (numba would call a null pointer: the
+    interpreter died); a Python call gets a compiled copy of its own, with the same results."""
+    sizes, n = [3, 8, 2], 5
+    a = mlp.new_net(sizes, ("tanh", "identity"), n, seed=2)
+    b = mlp.new_net(sizes, ("tanh", "identity"), n, seed=2)
+    x = np.random.default_rng(1).normal(size=(n, 3)).astype(np.float32)
+    assert type(mlp.forward).__name__ == "CompiledOnlyDispatcher"
+    np.testing.assert_array_equal(mlp.forward(a, x, n), forward(b, x, n))
+    dy = np.ones((n, 2), np.float32)
+    dx_a, dx_b = np.zeros_like(x), np.zeros_like(x)
+    mlp.backward(a, x, n, dy.copy(), mlp.view(a).grads, dx_a)
+    backward(b, x, n, dy.copy(), mlp.view(b).grads, dx_b)
+    np.testing.assert_array_equal(dx_a, dx_b)
+    mlp.adam(a, 1e-3, 1)
+    adam(b, 1e-3, 1)
+    np.testing.assert_array_equal(mlp.view(a).params, mlp.view(b).params)
+
+
 def nets_array(n, values=None):
     from array import array
 

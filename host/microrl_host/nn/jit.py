@@ -10,23 +10,58 @@ array that a loop receives from Python carries no reference count at all (numba'
 adaptor), so the refcounted functions it calls find none to count either. The arrays belong to
 the caller's state, which outlives every call; nothing here allocates (numba refuses to compile
 an allocation without reference counts)."""
+from types import FunctionType
+
 from numba import njit
+from numba.core.registry import CPUDispatcher
 
 from . import link_only
 
 NO_REFCOUNT = {"error_model": "numpy", "_nrt": False}
 jit = njit(cache=True, error_model="numpy")  # allocates (evaluations), or called from Python only
 jit_nogil = njit(cache=True, nogil=True, **NO_REFCOUNT)  # the training loops, on two threads
-# Thin functions (wrappers, accessors, random numbers, one-call-site steps) are inlined into
-# their callers' numba IR: each function numba compiles on its own is optimised and turned into
-# machine code again with everything it calls, so every level of wrappers repeated the work of
-# the levels below (the first run's compile took about three times longer). Same arithmetic.
+# Wrappers and steps with one call site are inlined into their callers' numba IR (numba
+# compiled each function on its own with everything it calls, so every level of wrappers repeated
+# the work of the levels below). Same arithmetic.
 inline = njit(cache=True, inline="always", **NO_REFCOUNT)
-# Functions called from compiled code only (forward, backward, Adam; an algorithm's update and
-# explore, algos/loop.py) get no wrapper for Python callers (a wrapper converts every argument
-# from Python objects: for an algorithm's state, about 55 arrays, that cost seconds of the first
-# run's compile), and no machine code or disk cache of their own: link_only.py.
+# Functions called from compiled code (forward, backward, Adam; an algorithm's update and
+# explore, algos/loop.py; accessors and random numbers called from many places) get no wrapper
+# for Python callers (a wrapper converts every argument from Python objects: for an algorithm's
+# state, about 55 arrays, that cost seconds of the first run's compile), and no machine code or
+# disk cache of their own: link_only.py. Each is typed and lowered once per signature and linked
+# where it is called; numba's IR inlining copied and typed such a function again at each of its
+# call sites (with the random numbers, accessors and thread handshakes linked instead: TD3's cold
+# first run about 2 s shorter). A call from Python gets a compiled copy of its own.
 COMPILED_ONLY = {"no_cpython_wrapper": True, "no_cfunc_wrapper": True, **NO_REFCOUNT, **link_only.JIT_OPTIONS}
-compiled_only = njit(cache=link_only.CACHE, **COMPILED_ONLY)
 REFCOUNTED = dict(COMPILED_ONLY, _nrt=True)  # np.dot, or a view returned
-compiled_only_refcounted = njit(cache=link_only.CACHE, **REFCOUNTED)
+
+
+class CompiledOnlyDispatcher(CPUDispatcher):
+    """A compiled-only function, called from Python: numba would call its missing wrapper (a null
+    pointer). Python calls go to a copy compiled with a wrapper (and cached under its own name)."""
+
+    def __call__(self, *args, **kwargs):
+        twin = self.__dict__.get("_from_python")
+        if twin is None:
+            f = self.py_func
+            copy = FunctionType(f.__code__, f.__globals__, f.__name__, f.__defaults__, f.__closure__)
+            copy.__qualname__ = f.__qualname__ + "_from_python"
+            copy.__module__, copy.__doc__ = f.__module__, f.__doc__
+            twin = self._from_python = njit(cache=True, error_model="numpy")(copy)
+        return twin(*args, **kwargs)
+
+
+def _compiled_only(options):
+    decorate = njit(cache=link_only.CACHE, **options)
+
+    def compiled_only(f):
+        dispatcher = decorate(f)
+        if type(dispatcher) is CPUDispatcher:  # not under NUMBA_DISABLE_JIT=1
+            dispatcher.__class__ = CompiledOnlyDispatcher
+        return dispatcher
+
+    return compiled_only
+
+
+compiled_only = _compiled_only(COMPILED_ONLY)
+compiled_only_refcounted = _compiled_only(REFCOUNTED)

@@ -15,7 +15,7 @@ from microrl.layout import layout, shape
 from microrl.nn import MLP
 from microrl.rng import Rng
 
-from .jit import compiled_only, compiled_only_refcounted, inline
+from .jit import compiled_only, compiled_only_refcounted
 
 # ---------------------------------------------------------------- networks
 # A network is three arrays. numba compiles code over every array a compiled function is handed
@@ -165,7 +165,7 @@ _INV_SQRT2 = 0.7071067811865476
 _INV_SQRT_2PI = 0.3989422804014327
 
 
-@inline
+@compiled_only_refcounted
 def _weights(net, l):
     sz, off, p = sizes(net), offsets(net), params(net)
     n_in, n_out = sz[l], sz[l + 1]
@@ -173,7 +173,7 @@ def _weights(net, l):
     return p[wo:bo].reshape((n_out, n_in)), p[bo : bo + n_out]
 
 
-@inline
+@compiled_only_refcounted
 def _transposed(net, l):
     sz, off = sizes(net), offsets(net)
     return transposed(net)[off[l, 0] : off[l, 1]].reshape((sz[l], sz[l + 1]))
@@ -190,7 +190,7 @@ def sync_transposed(net):
                 WT[i, j] = W[j, i]
 
 
-@inline
+@compiled_only_refcounted
 def layer_output(net, l, n):
     """Output rows of layer l from the last forward of n rows."""
     w = sizes(net)[l + 1]
@@ -200,7 +200,7 @@ def layer_output(net, l, n):
 
 # Each activation, and its derivative, written once (ReLU's also as its own loop below, for
 # speed). Results are float32, rounded as the store into the network's buffers rounds them.
-@inline
+@compiled_only
 def _activation(act, v):
     """act(v) for one float32 pre-activation (tanh in single precision, the others in double)."""
     f32 = np.float32
@@ -215,7 +215,7 @@ def _activation(act, v):
     return v
 
 
-@inline
+@compiled_only
 def _activation_backward(act, g, y, z):
     """dL/d(pre-activation) from g = dL/d(output), the output y and (GELU) the pre-activation z."""
     f32 = np.float32
@@ -329,7 +329,7 @@ def adam(net, lr, step, beta1=0.9, beta2=0.999, eps=1e-8):
     sync_transposed(net)
 
 
-@inline
+@compiled_only
 def polyak(target, source, tau):
     n = target.spec[N_PARAMS]
     t, s = target.weights, source.weights  # params | wt: linear, so the transposed copies follow the same way
@@ -340,7 +340,7 @@ def polyak(target, source, tau):
 # ---------------------------------------------------------------- pieces of actor-critic updates
 
 
-@inline
+@compiled_only
 def values(net, x, n, out):
     """out[s] = net(x[s]) for a network of one output (a critic's values)."""
     q = forward(net, x, n)
@@ -348,7 +348,7 @@ def values(net, x, n, out):
         out[s] = q[s, 0]
 
 
-@inline
+@compiled_only
 def regress(critic, x, y, n, scale, lr, step, dq):
     """One Adam step of critic towards y on loss scale/2 * mean((critic(x) - y)^2)."""
     q = forward(critic, x, n)
@@ -358,7 +358,7 @@ def regress(critic, x, y, n, scale, lr, step, dq):
     adam(critic, lr, step)
 
 
-@inline
+@compiled_only
 def copy_columns(src, dst, start):
     """dst[:, :] = src[:, start:start + dst.shape[1]] (observations out of a critic's input rows
     and back)."""
@@ -385,7 +385,7 @@ def rows_of(net, batch):
     return own._replace(weights=net.weights)
 
 
-@inline
+@compiled_only
 def greedy_action(net, obs, squash, out):
     """Deterministic action in [-1, 1] for one observation: the network's first len(out) outputs,
     through tanh when squash (SAC's mean head) or clipped (TD3's tanh output)."""

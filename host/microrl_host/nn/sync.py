@@ -16,7 +16,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from .jit import inline
+from .jit import compiled_only
 
 # sync[...]: jobs requested so far (main thread), jobs done (worker), the current job, whether
 # a worker serves, and whether it has started
@@ -112,7 +112,7 @@ def spin_while(typingctx, array, index, value):
     return sig, codegen
 
 
-@inline
+@compiled_only
 def hand_over(sync, job):
     """Give job's second half to the worker, if one serves; returns whether it was given."""
     if sync[SERVING] == 0:
@@ -122,7 +122,7 @@ def hand_over(sync, job):
     return True
 
 
-@inline
+@compiled_only
 def wait_worker(sync):
     """Until the worker has done every job handed to it (yielding the CPU after PATIENCE: on a
     busy machine the worker may be waiting for one; algos/twin.py's Threads then goes back to
@@ -130,13 +130,13 @@ def wait_worker(sync):
     spin_while(sync, DONE, sync[REQUESTED] - 1)
 
 
-@inline
+@compiled_only
 def next_job(sync):
     """The worker's side: wait until a job is requested and return it (QUIT ends the loop)."""
     spin_while(sync, REQUESTED, sync[DONE])
     return sync[JOB]
 
 
-@inline
+@compiled_only
 def job_done(sync):
     store_release(sync, DONE, sync[DONE] + 1)
