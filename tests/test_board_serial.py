@@ -277,12 +277,19 @@ def test_a_late_answer_is_not_taken_for_a_later_request(board):
     other tries, arriving afterwards, are not taken for the next requests' answers."""
     from microrl_host.board.serial_link import SerialLink
 
+    import time
+
     with SerialLink(board.port, policy_path="policy.mrlp") as link:
+        # the longest rollout the board takes (200 episodes), and a request timeout a quarter of
+        # the time it keeps the board busy, timed here (30 episodes took 34 ms on one machine)
+        start = time.perf_counter()
+        link.rollout(3, 4)
+        busy = (time.perf_counter() - start) / 4 * 200
         link.seq = 10
-        link.write(P.encode(P.ROLLOUT, 200, P.pack_rollout(3, 30)))  # 30 episodes: the board is busy for a while (about 1 s with the native kernels)
+        link.write(P.encode(P.ROLLOUT, 200, P.pack_rollout(3, 200)))
         before = link.retried
         obs = [0.5, -0.5, 1.0]
-        action, _ = P.unpack_action(link.request(P.INFER, P.pack_observation(obs), timeout=0.05, retries=10000))
+        action, _ = P.unpack_action(link.request(P.INFER, P.pack_observation(obs), timeout=min(0.05, busy / 4), retries=10000))
         assert link.retried > before  # sent again while the board was busy
         assert abs(action[0] - board.policy(obs)[0]) < 1e-5
         link.timeout = 60.0
