@@ -395,10 +395,17 @@ class Algorithm:
             folder = os.path.dirname(os.path.abspath(out))
             os.makedirs(folder, exist_ok=True)
             save(out, policy)
+        import numba
+        import scipy
+
+        used = (np, numba, scipy)
+        if not env.compiled:
+            import gymnasium
+
+            used += (gymnasium,)
         stats = run_result(
             self.name, env.name, seed, steps, start if resume else None, wall_s=time.perf_counter() - wall0, train_s=train_s, train_cpu_s=train_cpu_s,
-            compile_s=compile_s, eval_s=eval_s, evals=evals, policy=out, run_dir=run_dir,
-            used=("numpy", "numba", "scipy") + (() if env.compiled else ("gymnasium",)),
+            compile_s=compile_s, eval_s=eval_s, evals=evals, policy=out, run_dir=run_dir, used=used,
         )
         stats.update(self.flight_stats)  # quadrotor: success rate, position error, crash rate
         return Run(policy, evals, stats, state)

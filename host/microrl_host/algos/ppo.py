@@ -631,10 +631,12 @@ def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_epi
         if out:
             os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
             policy_file.save(out, learner.to_policy())
+        import gymnasium
+        import mujoco
+
         learner.result = run_result(
             "ppo", task, c.seed, step, resumed_from, wall_s=time.perf_counter() - wall0, train_s=train_s, train_cpu_s=train_cpu_s,
-            compile_s=compile_s, eval_s=eval_s, evals=evals, policy=out, run_dir=run_dir,
-            used=("numpy", "mujoco", "gymnasium"),
+            compile_s=compile_s, eval_s=eval_s, evals=evals, policy=out, run_dir=run_dir, used=(np, mujoco, gymnasium),
         )
         return learner, evals
     finally:

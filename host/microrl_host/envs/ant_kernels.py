@@ -12,7 +12,9 @@ keyword arguments are honoured.
 import numpy as np
 from numba import njit
 
-jit = njit(cache=True, error_model="numpy")
+from ..nn.cache_load import cached
+
+jit = cached(njit(cache=True, error_model="numpy"))
 
 
 @jit

@@ -1,12 +1,11 @@
 """Pendulum-v1 compiled into the host's training loops, from the device core's own definition
 (microrl.pendulum): the dynamics are numba-compiled unchanged, the state is a float64[4] array."""
 import numpy as np
-from numba import njit
 from numba.extending import register_jitable
 
 from microrl import pendulum
 
-from ..nn.jit import inline, jit
+from ..nn.jit import device, inline, jit
 from ..nn.mlp import greedy_action
 from ..nn.rng import uniform
 
@@ -15,8 +14,8 @@ PENDULUM = "pendulum"
 # ---------------------------------------------------------------- Pendulum, from the device core
 # dynamics() calls angle_normalize(); registering it lets numba compile dynamics() unchanged.
 register_jitable(pendulum.angle_normalize)
-pendulum_dynamics = njit(cache=True)(pendulum.dynamics)
-pendulum_observe = njit(cache=True)(pendulum.observe)
+pendulum_dynamics = device(pendulum.dynamics)
+pendulum_observe = device(pendulum.observe)
 PENDULUM_STEPS = pendulum.EPISODE_STEPS
 RESET_THETA = pendulum.RESET_HIGH_THETA
 RESET_THETADOT = pendulum.RESET_HIGH_THETADOT

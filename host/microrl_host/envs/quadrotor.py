@@ -6,12 +6,11 @@ The whole environment lives in one float64 array (the trainer state's `env` fiel
 checkpoint holds it as it is), at the offsets below.
 """
 import numpy as np
-from numba import njit
 from numba.extending import register_jitable
 
 from microrl import quadrotor as Q
 
-from ..nn.jit import jit
+from ..nn.jit import device, jit
 from ..nn.mlp import greedy_action
 from ..nn.mlp import sizes as mlp_sizes
 from ..nn.rng import uniform
@@ -19,10 +18,10 @@ from ..nn.rng import uniform
 # device functions that call each other: registering them lets numba compile the callers unchanged
 for _f in (Q.hover_rpm, Q.hover_action, Q.rpm_setpoint, Q.derivative, Q._axpy, Q.step_state, Q.terminated, Q.initial_state, Q.observe, Q.success):
     register_jitable(_f)
-q_step = njit(cache=True)(Q.step)
-q_initial_state = njit(cache=True)(Q.initial_state)
-q_observe = njit(cache=True)(Q.observe)
-q_success = njit(cache=True)(Q.success)
+q_step = device(Q.step)
+q_initial_state = device(Q.initial_state)
+q_observe = device(Q.observe)
+q_success = device(Q.success)
 
 QUADROTOR = NAME = "quadrotor"
 OBS_DIM = Q.OBS_DIM

@@ -16,14 +16,17 @@ from numba import njit
 from numba.core.registry import CPUDispatcher
 
 from . import link_only
+from .cache_load import cached, fast_loading
 
 NO_REFCOUNT = {"error_model": "numpy", "_nrt": False}
-jit = njit(cache=True, error_model="numpy")  # allocates (evaluations), or called from Python only
-jit_nogil = njit(cache=True, nogil=True, **NO_REFCOUNT)  # the training loops, on two threads
+# every function cached on disk loads from it without numba's compiler registries (cache_load.py)
+jit = cached(njit(cache=True, error_model="numpy"))  # allocates (evaluations), or called from Python only
+jit_nogil = cached(njit(cache=True, nogil=True, **NO_REFCOUNT))  # the training loops, on two threads
+device = cached(njit(cache=True))  # the device core's own functions (pendulum, quadrotor), compiled unchanged
 # Wrappers and steps with one call site are inlined into their callers' numba IR (numba
 # compiled each function on its own with everything it calls, so every level of wrappers repeated
 # the work of the levels below). Same arithmetic.
-inline = njit(cache=True, inline="always", **NO_REFCOUNT)
+inline = cached(njit(cache=True, inline="always", **NO_REFCOUNT))
 # Functions called from compiled code (forward, backward, Adam; an algorithm's update and
 # explore, algos/loop.py; accessors and random numbers called from many places) get no wrapper
 # for Python callers (a wrapper converts every argument from Python objects: for an algorithm's
@@ -47,7 +50,7 @@ class CompiledOnlyDispatcher(CPUDispatcher):
             copy = FunctionType(f.__code__, f.__globals__, f.__name__, f.__defaults__, f.__closure__)
             copy.__qualname__ = f.__qualname__ + "_from_python"
             copy.__module__, copy.__doc__ = f.__module__, f.__doc__
-            twin = self._from_python = njit(cache=True, error_model="numpy")(copy)
+            twin = self._from_python = fast_loading(njit(cache=True, error_model="numpy")(copy))
         return twin(*args, **kwargs)
 
 
@@ -55,7 +58,7 @@ def _compiled_only(options):
     decorate = njit(cache=link_only.CACHE, **options)
 
     def compiled_only(f):
-        dispatcher = decorate(f)
+        dispatcher = fast_loading(decorate(f))
         if type(dispatcher) is CPUDispatcher:  # not under NUMBA_DISABLE_JIT=1
             dispatcher.__class__ = CompiledOnlyDispatcher
         return dispatcher

@@ -18,7 +18,8 @@ import numba
 
 TESTED = ((0, 68),)  # numba (major, minor) versions this was checked with
 _version = tuple(int(p) for p in numba.__version__.split(".")[:2] if p.isdigit())
-ENABLED = os.environ.get("MICRORL_LINK_ONLY", "1") != "0" and _version in TESTED
+NUMBA_TESTED = _version in TESTED  # cache_load.py reaches into numba too, for the same versions
+ENABLED = os.environ.get("MICRORL_LINK_ONLY", "1") != "0" and NUMBA_TESTED
 
 JIT_OPTIONS = {}
 CACHE = True  # without link-only libraries, compiled-only functions keep numba's disk cache
