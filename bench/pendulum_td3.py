@@ -167,14 +167,37 @@ def run_sb3(algo, seed, steps):
     return {"wall_s": wall, "cpu_s": cpu, "compile_s": 0.0, "return": mean, "return_std": std}
 
 
+def blas_in_use():
+    """The BLAS libraries this process loaded and the kernels each runs ("openblas SkylakeX
+    libscipy_openblas...so", "mkl ..."): OpenBLAS picks its kernels per CPU, and
+    OPENBLAS_CORETYPE can force another CPU's."""
+    found = set()
+    try:
+        from threadpoolctl import threadpool_info
+
+        found.update("%s %s %s" % (i.get("internal_api"), i.get("architecture") or "", os.path.basename(i.get("filepath", ""))) for i in threadpool_info()
+                     if i.get("user_api") == "blas")
+    except ImportError:
+        pass
+    try:  # MKL linked as libmkl_core (the RLtools wrapper's module), which threadpoolctl does not list
+        with open("/proc/self/maps") as maps:
+            found.update("mkl %s" % os.path.basename(line.split()[-1]) for line in maps if "libmkl_core" in line)
+    except OSError:
+        pass
+    return sorted(found)
+
+
 def worker(peer, seed, steps):
     if peer.startswith("microrl-"):
-        return run_microrl(peer.split("-")[1], seed, steps)
-    if peer == "rltools-td3":
-        return run_rltools(seed, steps)
-    if peer == "rltools-td3-process":  # the whole process: import, build, train, exit (no evaluation)
+        r = run_microrl(peer.split("-")[1], seed, steps)
+    elif peer == "rltools-td3":
+        r = run_rltools(seed, steps)
+    elif peer == "rltools-td3-process":  # the whole process: import, build, train, exit (no evaluation)
         return run_rltools(seed, steps, evaluate=False)
-    return run_sb3(peer.split("-")[1], seed, steps)
+    else:
+        r = run_sb3(peer.split("-")[1], seed, steps)
+    r["blas"] = blas_in_use()
+    return r
 
 
 # ------------------------------------------------------------------ the driver
@@ -265,6 +288,7 @@ def summarise(runs):
         "return_mean": statistics.fmean(r["return"] for r in ok),
         "returns": [round(r["return"], 1) for r in ok],
         "solved": sum(r["return"] >= SOLVED for r in ok),
+        "blas": ok[0].get("blas"),
     }
 
 
@@ -289,7 +313,8 @@ def main(argv=None):
     our_seeds = 1 if args.quick else max(args.our_seeds, args.seeds)
     log = (lambda *a: None) if args.json else (lambda *a: print(*a, file=sys.stderr, flush=True))
     result = {"steps": args.steps, "eval": "%s, %d episodes, seeds %d.." % (EVAL_ENV, EVAL_EPISODES, EVAL_SEED),
-              "threads": {"microrl-<algo>": 2, "microrl-<algo>-1thread": 1, "peers": 1}, "load_before": os.getloadavg()[0], "peers": {}}
+              "threads": {"microrl-<algo>": 2, "microrl-<algo>-1thread": 1, "peers": 1}, "load_before": os.getloadavg()[0], "peers": {},
+              "openblas_env": {k: os.environ.get(k) for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}}
     algos = [a.strip() for a in args.algos.split(",") if a.strip()]
     for algo in algos:
         for peer in PEERS[algo]:
@@ -366,6 +391,10 @@ def main(argv=None):
             print("%-14s all runs failed: %s" % (peer, s["runs"][0].get("error", "")[:200]))
             continue
         print("%-14s %6d %10.2f %10.2f %12.1f %5d/%-2d   %s" % (peer, s["seeds"], s["wall_s_median"], s["cpu_s_median"], s["return_mean"], s["solved"], s["seeds"], s["returns"]))
+    for peer, s in result["peers"].items():
+        if s.get("blas"):
+            print("%-14s BLAS: %s" % (peer, "; ".join(s["blas"])))
+    print("OPENBLAS_CORETYPE=%s OPENBLAS_L2_SIZE=%s" % (result["openblas_env"]["OPENBLAS_CORETYPE"], result["openblas_env"]["OPENBLAS_L2_SIZE"]))
     for algo in algos:
         s = result["peers"].get("microrl-" + algo, {})
         if "cold_compile_s" in s:
