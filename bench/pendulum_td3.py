@@ -29,6 +29,18 @@ import tempfile
 import time
 
 ONE_THREAD = {k: "1" for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")}
+
+
+def peer_env(peer, extra=None):
+    """A peer's process environment: one BLAS/OpenMP thread, microrl's threads, this checkout on
+    the path, and Python's bytecode cache written and used, as an installed package has it
+    (PYTHONDONTWRITEBYTECODE, set in some shells, made every process compile its modules
+    again: 45 ms of ours here)."""
+    env = dict(os.environ, **ONE_THREAD, **threads_env(peer))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "host"), os.path.join(ROOT, "device")] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env.update(extra or {})
+    return env
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STEPS = 10000
 EVAL_ENV = "Pendulum-v1"
@@ -204,9 +216,7 @@ def worker(peer, seed, steps):
 
 
 def spawn(peer, seed, steps, extra_env=None, timeout=1800):
-    env = dict(os.environ, **ONE_THREAD, **threads_env(peer))
-    env["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "host"), os.path.join(ROOT, "device")] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-    env.update(extra_env or {})
+    env = peer_env(peer, extra_env)
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", peer, "--seed", str(seed), "--steps", str(steps)]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
     for line in proc.stdout.splitlines()[::-1]:
@@ -220,8 +230,7 @@ def process_run(peer, seed, steps):
     """One whole process, timed from its start to its exit, with the training-loop time it
     reports: ours is the `microrl train pendulum` command (no evaluation, checkpoint at the end),
     the wrapper's a process that imports it, builds the trainer (from its cache), trains, exits."""
-    env = dict(os.environ, **ONE_THREAD, **threads_env(peer))
-    env["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "host"), os.path.join(ROOT, "device")] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env = peer_env(peer)
     with tempfile.TemporaryDirectory() as folder:
         if peer.startswith("microrl-"):
             cmd = [sys.executable, "-m", "microrl_host.cli", "train", "pendulum", "--algo", peer.split("-")[1], "--steps", str(steps), "--seed", str(seed),
