@@ -22,6 +22,11 @@ from microrl_host.nn.jit import jit
 @jit
 def product(a, b):
     return np.dot(a, b).sum() + np.tanh(a[0, 0])
+
+
+@jit
+def text_hash(n):  # links against the hash secret that numba registers with LLVM at a refresh
+    return hash(str(n))
 '''
 
 # a module that only numba's registry refresh imports: its presence says a refresh happened
@@ -31,6 +36,7 @@ SCRIPT = '''
 import json, sys
 import numpy as np
 import cached_module
+text_hash = cached_module.text_hash(1234)  # first: nothing has refreshed numba's registries yet
 a = np.arange(6, dtype=np.float32).reshape(2, 3) / 7
 b = np.ones((3, 2), np.float32)
 value = float(cached_module.product(a, b))
@@ -41,7 +47,7 @@ from numba import njit
 def caller(a, b):  # compiled here, after the load: numba refreshes its registries for it
     return cached_module.product(a, b) * 2.0
 
-print(json.dumps({"value": value, "hits": sum(cached_module.product.stats.cache_hits.values()),
+print(json.dumps({"text_hash": text_hash, "python_hash": hash("1234"), "value": value, "hits": sum(cached_module.product.stats.cache_hits.values()),
                   "refreshed_by_load": refreshed, "caller": float(caller(a, b))}))
 ''' % PROBE
 
@@ -64,12 +70,13 @@ def test_a_cached_function_loads_without_the_registries_and_computes_the_same(tm
     assert not warm["refreshed_by_load"]  # loading did not
     assert plain["refreshed_by_load"]  # numba's own load does: the probe tells them apart
     assert cold["value"] == warm["value"] == plain["value"]
+    assert warm["text_hash"] == warm["python_hash"] and cold["text_hash"] == cold["python_hash"]
     assert cold["caller"] == warm["caller"] == plain["caller"] == 2.0 * cold["value"]
 
 
 def test_a_warm_run_writes_the_cold_runs_policy(tmp_path):
     cache = tmp_path / "cache"
-    policies = []
+    policies, compile_s = [], []
     for run in ("cold", "warm"):
         out = tmp_path / (run + ".mrlp")
         proc = subprocess.run([sys.executable, "-m", "microrl_host.cli", "train", "pendulum", "--steps", "600", "--seed", "3", "--eval-every", "0",
@@ -77,4 +84,6 @@ def test_a_warm_run_writes_the_cold_runs_policy(tmp_path):
                               capture_output=True, text=True, timeout=600, cwd=tmp_path, env=repo_env(NUMBA_CACHE_DIR=str(cache)))
         assert proc.returncode == 0, proc.stderr[-3000:]
         policies.append(out.read_bytes())
+        compile_s.append(json.loads(proc.stdout.strip().splitlines()[-1])["compile_s"])
+    assert compile_s[1] < compile_s[0] / 10  # the warm run loaded the loop (0.06 s here) that the cold one compiled (5-6 s)
     assert policies[0] == policies[1]

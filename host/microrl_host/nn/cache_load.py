@@ -4,8 +4,11 @@ Before it loads a function from its disk cache, numba refreshes its target conte
 and installs every typing and lowering registry it has (its numpy, math, random, typed
 containers, cffi, ...), about 0.05 s of a warm `microrl train pendulum` process here (0.11 s of
 cache load became 0.06 s), for machine code that needs none of them. Loading needs only numba's
-runtime (NRT), whose functions the loaded code links against. Every compile refreshes both
-contexts itself (numba's CompilerBase), so a cache miss compiles exactly as before.
+runtime (NRT), whose functions the loaded code links against; numba's other symbols come with
+its target context (its C helpers) or with the modules that rebuilding the cached environments
+imports (the hash secret of numba's string hashing: tests/test_cache_load.py loads a function
+that hashes a string first thing). Every compile refreshes both contexts itself (numba's
+CompilerBase), so a cache miss compiles exactly as before.
 
 Like link_only.py this reaches into numba's internals (Cache.load_overload), so it is on for the
 numba versions it was tested with only; MICRORL_FAST_CACHE_LOAD=0 turns it off.
