@@ -1,5 +1,5 @@
 """Pendulum, 10,000 steps: microrl's numba TD3 against Stable-Baselines3's TD3 and RLtools' Python
-wrapper (`rltools` on PyPI, with MKL), and microrl's SAC against Stable-Baselines3's SAC.
+wrapper (`rltools` on PyPI, with MKL), and microrl's SAC against the same two's SAC.
 
 Same hyperparameters for all (the TD3 paper's: 64-64 ReLU, batch 100, Adam 1e-3, gamma .99,
 tau .005, policy delay 2, target noise .2 clipped at .5, exploration noise .1, and the device
@@ -14,10 +14,14 @@ Then whole processes, ours and the wrapper's interleaved (--process-runs): `micr
 pendulum` against a process that imports the wrapper, builds and runs its trainer; each reports
 its training loop, so the time outside the loop (start-up, imports, cache loads) shows too, in
 wall and CPU seconds (under load, CPU time is the steadier figure). Ratios: ours / the wrapper's.
+Every run reports the BLAS it loaded and the kernels OpenBLAS runs (`blas`): OPENBLAS_CORETYPE
+forces another CPU's kernels (some hosts set it for every process), which the wrapper's MKL does
+not read; unset it (and OPENBLAS_L2_SIZE) for the command to measure the CPU's own.
 
     pip install torch==2.13.0 && pip install -e .[bench]    # peers (a CPU torch wheel)
     nice -n 5 python bench/pendulum_td3.py            # 10 seeds of ours, 3 of each peer
     python bench/pendulum_td3.py --quick --json        # one seed each, one JSON object
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python bench/pendulum_td3.py --seeds 3 --our-seeds 3 --process-runs 3
 """
 import argparse
 import json
@@ -51,7 +55,7 @@ SOLVED = -300.0
 # half of each update on a worker thread), microrl-<algo>-1thread on one; the peers on one
 PEERS = {
     "td3": ("microrl-td3", "microrl-td3-1thread", "rltools-td3", "sb3-td3"),
-    "sac": ("microrl-sac", "microrl-sac-1thread", "sb3-sac"),
+    "sac": ("microrl-sac", "microrl-sac-1thread", "rltools-sac", "sb3-sac"),
 }
 
 
@@ -103,20 +107,21 @@ def _gym_pendulum(rescale):
     return env
 
 
-def run_rltools(seed, steps, evaluate=True):
+def run_rltools(seed, steps, evaluate=True, algo="td3"):
+    """The wrapper's TD3 or SAC with our settings (its one learning rate serves the actor, the
+    critics and, for SAC, the entropy temperature, as ours do: 1e-3)."""
     import numpy as np
-    from rltools import TD3
+    from rltools import SAC, TD3
 
-    c, _ = _settings()
+    td3_config, sac_config = _settings()
+    c = td3_config if algo == "td3" else sac_config
 
     def env_factory():
         env = _gym_pendulum(rescale=True)
         env.reset(seed=seed)
         return env
 
-    t0 = time.perf_counter()
-    trainer = TD3(
-        env_factory,
+    shared = dict(
         enable_evaluation=False,
         STEP_LIMIT=steps,
         N_WARMUP_STEPS=c.warmup,
@@ -129,11 +134,15 @@ def run_rltools(seed, steps, evaluate=True):
         GAMMA=c.gamma,
         ACTOR_POLYAK=1.0 - c.tau,
         CRITIC_POLYAK=1.0 - c.tau,
-        EXPLORATION_NOISE=c.exploration_noise,
-        TARGET_NEXT_ACTION_NOISE_STD=c.target_noise,
-        TARGET_NEXT_ACTION_NOISE_CLIP=c.target_noise_clip,
         OPTIMIZER_ALPHA=c.actor_lr,
     )
+    t0 = time.perf_counter()
+    if algo == "td3":
+        trainer = TD3(env_factory, EXPLORATION_NOISE=c.exploration_noise, TARGET_NEXT_ACTION_NOISE_STD=c.target_noise,
+                      TARGET_NEXT_ACTION_NOISE_CLIP=c.target_noise_clip, **shared)
+    else:  # automatic entropy tuning from alpha 1 towards -action_dim, log std clamped to [-20, 2], as ours
+        assert c.actor_lr == c.critic_lr == c.alpha_lr and c.target_entropy is None
+        trainer = SAC(env_factory, ALPHA=c.initial_alpha, ADAPTIVE_ALPHA=True, **shared)
     compile_s = time.perf_counter() - t0
     t0, c0 = time.perf_counter(), time.process_time()
     state = trainer.State(seed)
@@ -202,10 +211,10 @@ def blas_in_use():
 def worker(peer, seed, steps):
     if peer.startswith("microrl-"):
         r = run_microrl(peer.split("-")[1], seed, steps)
-    elif peer == "rltools-td3":
-        r = run_rltools(seed, steps)
-    elif peer == "rltools-td3-process":  # the whole process: import, build, train, exit (no evaluation)
-        return run_rltools(seed, steps, evaluate=False)
+    elif peer in ("rltools-td3", "rltools-sac"):
+        r = run_rltools(seed, steps, algo=peer.split("-")[1])
+    elif peer.startswith("rltools-") and peer.endswith("-process"):  # the whole process: import, build, train, exit (no evaluation)
+        return run_rltools(seed, steps, evaluate=False, algo=peer.split("-")[1])
     else:
         r = run_sb3(peer.split("-")[1], seed, steps)
     r["blas"] = blas_in_use()
@@ -236,7 +245,7 @@ def process_run(peer, seed, steps):
             cmd = [sys.executable, "-m", "microrl_host.cli", "train", "pendulum", "--algo", peer.split("-")[1], "--steps", str(steps), "--seed", str(seed),
                    "--eval-every", "0", "--eval-episodes", "0", "--checkpoint-every", "0", "--out", os.path.join(folder, "p.mrlp"), "--json"]
         else:
-            cmd = [sys.executable, os.path.abspath(__file__), "--worker", "rltools-td3-process", "--seed", str(seed), "--steps", str(steps)]
+            cmd = [sys.executable, os.path.abspath(__file__), "--worker", peer + "-process", "--seed", str(seed), "--steps", str(steps)]
         t0 = time.perf_counter()
         with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
             child = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, env=env, cwd=folder)
@@ -277,7 +286,7 @@ def measure_processes(peers, runs, steps, log):
 
 
 def available(peer):
-    mods = {"rltools-td3": ("rltools",), "sb3-td3": ("stable_baselines3", "torch"), "sb3-sac": ("stable_baselines3", "torch")}
+    mods = {"rltools-td3": ("rltools",), "rltools-sac": ("rltools",), "sb3-td3": ("stable_baselines3", "torch"), "sb3-sac": ("stable_baselines3", "torch")}
     import importlib.util
 
     missing = [m for m in mods.get(peer, ()) if importlib.util.find_spec(m) is None]
@@ -356,8 +365,7 @@ def main(argv=None):
     # whole processes: ours (the CLI) and the wrapper interleaved, for start-up and end-to-end ratios
     if args.process_runs:
         peers = [p for a in algos for p in ("microrl-" + a, "microrl-%s-1thread" % a)]
-        if "td3" in algos and "seeds" in result["peers"].get("rltools-td3", {}):  # the wrapper is installed and ran
-            peers.append("rltools-td3")
+        peers += ["rltools-" + a for a in algos if "seeds" in result["peers"].get("rltools-" + a, {})]  # the wrapper is installed and ran
         log("whole processes, interleaved, %d runs each..." % (1 if args.quick else args.process_runs))
         result["processes"] = measure_processes(peers, 1 if args.quick else args.process_runs, args.steps, log)
     # ratios: peer time / ours, on medians
@@ -371,20 +379,21 @@ def main(argv=None):
     result["ratios"] = ratios
     # ours / the wrapper's (the issue's target: at most 0.5), same run
     procs = result.get("processes", {})
-    ours, theirs = result["peers"].get("microrl-td3", {}), result["peers"].get("rltools-td3", {})
-    versus = {}
-    one = result["peers"].get("microrl-td3-1thread", {})
-    if "wall_s_median" in ours and "wall_s_median" in theirs:
-        versus["training_loop"] = ours["wall_s_median"] / theirs["wall_s_median"]
-        versus["training_loop_cpu"] = ours["cpu_s_median"] / theirs["cpu_s_median"]
-    if "wall_s_median" in one and "wall_s_median" in theirs:
-        versus["training_loop_one_thread"] = one["wall_s_median"] / theirs["wall_s_median"]
-    po, pt = procs.get("microrl-td3", {}), procs.get("rltools-td3", {})
-    if "process_s_median" in po and "process_s_median" in pt:
-        versus["whole_process"] = po["process_s_median"] / pt["process_s_median"]
-        versus["training_loop_in_process_runs"] = po["loop_s_median"] / pt["loop_s_median"]
-        versus["whole_process_cpu"] = po["process_cpu_s_median"] / pt["process_cpu_s_median"]
-    result["microrl_td3_over_rltools"] = versus
+    for algo in algos:
+        ours, theirs = result["peers"].get("microrl-" + algo, {}), result["peers"].get("rltools-" + algo, {})
+        versus = {}
+        one = result["peers"].get("microrl-%s-1thread" % algo, {})
+        if "wall_s_median" in ours and "wall_s_median" in theirs:
+            versus["training_loop"] = ours["wall_s_median"] / theirs["wall_s_median"]
+            versus["training_loop_cpu"] = ours["cpu_s_median"] / theirs["cpu_s_median"]
+        if "wall_s_median" in one and "wall_s_median" in theirs:
+            versus["training_loop_one_thread"] = one["wall_s_median"] / theirs["wall_s_median"]
+        po, pt = procs.get("microrl-" + algo, {}), procs.get("rltools-" + algo, {})
+        if "process_s_median" in po and "process_s_median" in pt:
+            versus["whole_process"] = po["process_s_median"] / pt["process_s_median"]
+            versus["training_loop_in_process_runs"] = po["loop_s_median"] / pt["loop_s_median"]
+            versus["whole_process_cpu"] = po["process_cpu_s_median"] / pt["process_cpu_s_median"]
+        result["microrl_%s_over_rltools" % algo] = versus
     result["load_after"] = os.getloadavg()[0]
     if args.json:
         print(json.dumps(result, sort_keys=True))
@@ -416,8 +425,9 @@ def main(argv=None):
             print("whole process %-14s %.2f s, training loop %.2f s, outside the loop %.2f s; CPU %.2f, %.2f, %.2f s (medians of %d, interleaved)" % (
                 peer, s["process_s_median"], s["loop_s_median"], s["outside_loop_s_median"], s["process_cpu_s_median"], s["loop_cpu_s_median"],
                 s["outside_loop_cpu_s_median"], sum("error" not in r for r in s["runs"])))
-    for k, v in versus.items():
-        print("microrl-td3 / rltools-td3, %-30s %.2f" % (k, v))
+    for algo in algos:
+        for k, v in result["microrl_%s_over_rltools" % algo].items():
+            print("microrl-%s / rltools-%s, %-30s %.2f" % (algo, algo, k, v))
     return 0
 
 
