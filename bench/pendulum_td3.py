@@ -34,17 +34,6 @@ import time
 
 ONE_THREAD = {k: "1" for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")}
 
-
-def peer_env(peer, extra=None):
-    """A peer's process environment: one BLAS/OpenMP thread, microrl's threads, this checkout on
-    the path, and Python's bytecode cache written and used, as an installed package has it
-    (PYTHONDONTWRITEBYTECODE, set in some shells, made every process compile its modules
-    again: 45 ms of ours here)."""
-    env = dict(os.environ, **ONE_THREAD, **threads_env(peer))
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    env["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "host"), os.path.join(ROOT, "device")] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-    env.update(extra or {})
-    return env
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STEPS = 10000
 EVAL_ENV = "Pendulum-v1"
@@ -64,6 +53,18 @@ def threads_env(peer):
     if not peer.startswith("microrl-"):
         return {}
     return {"MICRORL_THREADS": "1" if peer.endswith("-1thread") else "2"}
+
+
+def peer_env(peer, extra=None):
+    """A peer's process environment: one BLAS/OpenMP thread, microrl's threads, this checkout on
+    the path, and Python's bytecode cache written and used, as an installed package has it
+    (PYTHONDONTWRITEBYTECODE, set in some shells, made every process compile its modules
+    again: 45 ms of ours here)."""
+    env = dict(os.environ, **ONE_THREAD, **threads_env(peer))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "host"), os.path.join(ROOT, "device")] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env.update(extra or {})
+    return env
 
 
 # ------------------------------------------------------------------ one run (in a subprocess)

@@ -3,6 +3,7 @@ function loaded in a new process skips them, computes what the compiled one did,
 compiled afterwards in that process (which loads them) can call it; a warm training run writes
 the same policy as the cold one that filled the cache."""
 import json
+import os
 import subprocess
 import sys
 
@@ -54,7 +55,7 @@ print(json.dumps({"text_hash": text_hash, "python_hash": hash("1234"), "value": 
 
 def _run(folder, cache, **env):
     proc = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=300, cwd=folder,
-                          env=repo_env(NUMBA_CACHE_DIR=str(cache), PYTHONPATH=repo_env()["PYTHONPATH"] + ":" + str(folder), **env))
+                          env=repo_env(NUMBA_CACHE_DIR=str(cache), PYTHONPATH=os.pathsep.join([repo_env()["PYTHONPATH"], str(folder)]), **env))
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 

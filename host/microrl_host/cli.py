@@ -45,7 +45,7 @@ def main(argv=None):
 # Collect young objects every 10,000 allocations rather than every 700: a command's start-up
 # (numba's import and its cache loads) makes some hundreds of thousands of objects that all
 # live on, and the default ran about 160 collections over them, 25-30 ms of a warm `microrl
-# train pendulum` here; at 10,000, ten collections and 11-12 ms (larger thresholds made each
+# train pendulum` here (exploratory, gc.callbacks); at 10,000, ten collections and 11-12 ms (larger thresholds made each
 # collection dearer: 22 ms at 50,000).
 YOUNG_COLLECTION_THRESHOLD = 10000
 

@@ -10,11 +10,8 @@ memory out of the process); the parameters come from gymnasium's own environment
 keyword arguments are honoured.
 """
 import numpy as np
-from numba import njit
 
-from ..nn.cache_load import cached
-
-jit = cached(njit(cache=True, error_model="numpy"))
+from ..nn.jit import jit
 
 
 @jit

@@ -3,7 +3,7 @@
 Before it loads a function from its disk cache, numba refreshes its target context: it imports
 and installs every typing and lowering registry it has (its numpy, math, random, typed
 containers, cffi, ...), about 0.05 s of a warm `microrl train pendulum` process here (0.11 s of
-cache load became 0.06 s), for machine code that needs none of them. Loading needs only numba's
+cache load became 0.06 s in exploratory runs), for machine code that needs none of them. Loading needs only numba's
 runtime (NRT), whose functions the loaded code links against; numba's other symbols come with
 its target context (its C helpers) or with the modules that rebuilding the cached environments
 imports (the hash secret of numba's string hashing: tests/test_cache_load.py loads a function
