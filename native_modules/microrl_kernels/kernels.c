@@ -9,6 +9,7 @@
 #define TANH mrl_tanhf
 #define NORMAL_CDF mrl_normal_cdff
 #define SQRT mrl_sqrtf
+#define DIV mrl_divf
 #include "kernels_body.h"
 #undef REAL
 #undef SFX
@@ -16,6 +17,7 @@
 #undef TANH
 #undef NORMAL_CDF
 #undef SQRT
+#undef DIV
 
 #if MICRORL_KERNELS_DOUBLE
 #define REAL double
@@ -24,5 +26,6 @@
 #define TANH mrl_tanh
 #define NORMAL_CDF mrl_normal_cdf
 #define SQRT mrl_sqrt
+#define DIV mrl_div
 #include "kernels_body.h"
 #endif

@@ -21,6 +21,15 @@
 #define MICRORL_KERNELS_DOUBLE 0
 #endif
 
+/* Hyperparameters (lr, betas, eps, tau) and Adam's bias corrections: double, as the plain path
+ * computes them in Python floats; float where the module links no double arithmetic
+ * (MRL_HYPER_FLOAT: the ESP32 build, whose MicroPython floats are float32 anyway). */
+#if MRL_HYPER_FLOAT
+typedef float mrl_hyper_t;
+#else
+typedef double mrl_hyper_t;
+#endif
+
 #define MRL_DECLARE(REAL, SFX)                                                                      \
     /* y[:n] = act(x[:n] @ W.T + b); z (may be NULL) gets the pre-activation */                     \
     void mrl_dense_##SFX(const REAL *W, const REAL *b, const REAL *x, REAL *y, REAL *z,             \
@@ -31,9 +40,10 @@
                                   REAL *dW, REAL *db, REAL *dx);                                    \
     /* torch.optim.Adam (no weight decay, no amsgrad); step counts from 1 */                       \
     void mrl_adam_##SFX(REAL *p, const REAL *g, REAL *m, REAL *v, int n,                            \
-                        double lr, double beta1, double beta2, double eps, int step);               \
+                        mrl_hyper_t lr, mrl_hyper_t beta1, mrl_hyper_t beta2, mrl_hyper_t eps,      \
+                        int step);                                                                  \
     /* target = (1 - tau) * target + tau * source */                                                \
-    void mrl_polyak_##SFX(REAL *target, const REAL *source, int n, double tau);                     \
+    void mrl_polyak_##SFX(REAL *target, const REAL *source, int n, mrl_hyper_t tau);                \
     void mrl_copy_##SFX(REAL *target, const REAL *source, int n);
 
 MRL_DECLARE(float, f)

@@ -1,5 +1,5 @@
 /* The kernel bodies, included by kernels.c once per element type with REAL, SFX and the math
- * functions (EXP, TANH, NORMAL_CDF, SQRT) defined. */
+ * functions (EXP, TANH, NORMAL_CDF, SQRT, DIV) defined. */
 #define MRL_CAT_(a, b) a##b
 #define MRL_CAT(a, b) MRL_CAT_(a, b)
 #define MRL_FN(name) MRL_CAT(name, SFX)
@@ -12,10 +12,10 @@ static REAL MRL_FN(act_value_)(int act, REAL v) {
             return TANH(v);
         case MRL_SIGMOID:
             if (v >= (REAL)0) {
-                return (REAL)1 / ((REAL)1 + EXP(-v));
+                return DIV((REAL)1, (REAL)1 + EXP(-v));
             } else {
                 REAL e = EXP(v);
-                return e / ((REAL)1 + e);
+                return DIV(e, (REAL)1 + e);
             }
         case MRL_GELU:
             return v * NORMAL_CDF(v);
@@ -143,12 +143,13 @@ void MRL_FN(mrl_dense_backward_)(const REAL *W, const REAL *x, const REAL *y, co
 }
 
 void MRL_FN(mrl_adam_)(REAL *p, const REAL *g, REAL *m, REAL *v, int n,
-                        double lr, double beta1, double beta2, double eps, int step) {
-    /* bias corrections in double, as the plain path does them in Python floats */
-    double b1t = mrl_powi(beta1, step), b2t = mrl_powi(beta2, step);
-    REAL step_size = (REAL)(lr / (1.0 - b1t));
-    REAL inv_bc2_sqrt = (REAL)(1.0 / mrl_sqrt(1.0 - b2t));
-    REAL b1 = (REAL)beta1, b2 = (REAL)beta2, c1 = (REAL)(1.0 - beta1), c2 = (REAL)(1.0 - beta2);
+                        mrl_hyper_t lr, mrl_hyper_t beta1, mrl_hyper_t beta2, mrl_hyper_t eps, int step) {
+    /* bias corrections in mrl_hyper_t (double but on the ESP32), as the plain path does them in
+     * Python floats */
+    mrl_hyper_t b1t = mrl_hyper_powi(beta1, step), b2t = mrl_hyper_powi(beta2, step);
+    REAL step_size = (REAL)mrl_hyper_div(lr, 1 - b1t);
+    REAL inv_bc2_sqrt = (REAL)mrl_hyper_div(1, mrl_hyper_sqrt(1 - b2t));
+    REAL b1 = (REAL)beta1, b2 = (REAL)beta2, c1 = (REAL)(1 - beta1), c2 = (REAL)(1 - beta2);
     REAL e = (REAL)eps;
     for (int k = 0; k < n; k++) {
         REAL gk = g[k];
@@ -156,12 +157,12 @@ void MRL_FN(mrl_adam_)(REAL *p, const REAL *g, REAL *m, REAL *v, int n,
         REAL vk = b2 * v[k] + c2 * gk * gk;
         m[k] = mk;
         v[k] = vk;
-        p[k] -= step_size * mk / (SQRT(vk) * inv_bc2_sqrt + e);
+        p[k] -= DIV(step_size * mk, SQRT(vk) * inv_bc2_sqrt + e);
     }
 }
 
-void MRL_FN(mrl_polyak_)(REAL *target, const REAL *source, int n, double tau) {
-    REAL t = (REAL)tau, keep = (REAL)(1.0 - tau);
+void MRL_FN(mrl_polyak_)(REAL *target, const REAL *source, int n, mrl_hyper_t tau) {
+    REAL t = (REAL)tau, keep = (REAL)(1 - tau);
     for (int k = 0; k < n; k++) {
         target[k] = keep * target[k] + t * source[k];
     }

@@ -240,10 +240,10 @@ static mp_obj_t adam(size_t n_args, const mp_obj_t *args) {
     static const char *const names[] = {"p", "g", "m", "v"};
     view_t vs[4];
     get_vectors(args, 4, "adam", names, vs);
-    double lr = mp_obj_get_float(args[4]);
-    double beta1 = mp_obj_get_float(args[5]);
-    double beta2 = mp_obj_get_float(args[6]);
-    double eps = mp_obj_get_float(args[7]);
+    mrl_hyper_t lr = mp_obj_get_float(args[4]);
+    mrl_hyper_t beta1 = mp_obj_get_float(args[5]);
+    mrl_hyper_t beta2 = mp_obj_get_float(args[6]);
+    mrl_hyper_t eps = mp_obj_get_float(args[7]);
     mp_int_t step = mp_obj_get_int(args[8]);
     if (step < 1) {
         view_error(&mp_type_ValueError, "adam", "step", "must count from 1");
@@ -265,7 +265,7 @@ static mp_obj_t polyak(mp_obj_t target, mp_obj_t source, mp_obj_t tau_obj) {
     mp_obj_t args[2] = {target, source};
     view_t vs[2];
     get_vectors(args, 2, "polyak", target_source, vs);
-    double tau = mp_obj_get_float(tau_obj);
+    mrl_hyper_t tau = mp_obj_get_float(tau_obj);
     #if MICRORL_KERNELS_DOUBLE
     if (vs[0].typecode == 'd') {
         mrl_polyak_d(vs[0].data, vs[1].data, vs[0].cols, tau);
