@@ -211,3 +211,60 @@ def test_kernels_compile_for_cortex_m4f_hard_float(tmp_path):
     assert not [u for u in names if not u.startswith("__aeabi_") and u not in ("memset", "memcpy", "memmove")], names
     # the float math runs on the FPU: single-precision soft-float helpers would be a mistake
     assert not [u for u in names if u.startswith("__aeabi_f")], names
+
+
+FMA_CHECK = r"""
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#define MRL_FMA_DIV_SQRT 1
+#include "mrl_math.h"
+static uint64_t s = 88172645463325252ull;
+static uint32_t rnd(void) { s ^= s << 13; s ^= s >> 7; s ^= s << 17; return (uint32_t)s; }
+static float u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static long bad, n;
+static void check(float got, volatile float ref) {
+    n++;
+    if (f2u(got) != f2u(ref) && !(got != got && ref != ref)) {
+        if (bad++ < 5) printf("differs: got %08x, IEEE %08x\n", f2u(got), f2u(ref));
+    }
+}
+int main(void) {
+    for (long i = 0; i < 2000000; i++) {                 /* random bit patterns: every exponent */
+        float a = u2f(rnd()), b = u2f(rnd());
+        check(mrl_divf(a, b), a / b);
+    }
+    for (uint32_t m = 0; m < (1u << 23); m += 61) {      /* divisor significands, quotients near 1 */
+        float b = u2f(0x3f800000u | m), a = u2f(0x3f800000u | (rnd() & 0x7fffffu));
+        check(mrl_divf(a, b), a / b);
+        check(mrl_divf(1.0f, b), 1.0f / b);
+    }
+    for (long i = 0; i < 500000; i++) {                  /* subnormal quotients */
+        float a = u2f(rnd() & 0x80ffffffu), b = u2f((rnd() & 0x807fffffu) | ((120u + rnd() % 40u) << 23));
+        check(mrl_divf(a, b), a / b);
+    }
+    for (uint64_t u = 0; u < (1ull << 32); u += 1021) {  /* sqrt: every 1021st float */
+        float x = u2f((uint32_t)u);
+        check(mrl_sqrtf(x), sqrtf(x));
+    }
+    printf("%ld of %ld differ\n", bad, n);
+    return bad != 0;
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not found")
+def test_fma_division_and_sqrt_are_ieee_correctly_rounded(tmp_path):
+    """mrl_math.h's division and sqrt for FPUs without either (the ESP32's: MRL_FMA_DIV_SQRT),
+    built for this host, against its own IEEE division and sqrtf: the same floats bit for bit
+    (tests/test_native_xtensa.py checks the ESP32 build on an emulated core)."""
+    src = tmp_path / "fma_check.c"
+    src.write_text(FMA_CHECK)
+    has_fma = "fma" in open("/proc/cpuinfo").read().split() if os.path.exists("/proc/cpuinfo") else False
+    exe = str(tmp_path / "fma_check")
+    cmd = ["gcc", "-std=c99", "-O2", "-ffp-contract=off", "-fno-math-errno", "-I" + native_build.SOURCE_DIR] + (["-mfma"] if has_fma else []) + [str(src), "-o", exe, "-lm"]
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    out = subprocess.run([exe], capture_output=True, text=True, timeout=600)
+    print(out.stdout)
+    assert out.returncode == 0 and out.stdout.strip().endswith(" differ") and out.stdout.split()[-4] == "0", out.stdout

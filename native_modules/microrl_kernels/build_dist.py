@@ -24,9 +24,11 @@ sys.path.insert(0, os.path.join(ROOT, "host"))
 from microrl_host.board import native  # noqa: E402  (the one definition of the source hash and layout)
 
 RELEASE = "v1.28.0"  # .mpy 6.3, like every release from v1.23.0 on
-ARCHS = ("x64", "x86", "armv6m", "armv7m", "armv7emsp", "rv32imc", "xtensa")
+ARCHS = ("x64", "x86", "armv6m", "armv7m", "armv7emsp", "rv32imc", "xtensa", "xtensawin")
+# the gcc each architecture is built with; xtensawin: Debian sid's clang/LLVM 22 through
+# xtensa/cc.py (xtensa/toolchain.sh sets it up; the Makefile points dynruntime.mk at it)
 CROSS = {"x64": "", "x86": "", "armv6m": "arm-none-eabi-", "armv7m": "arm-none-eabi-", "armv7emsp": "arm-none-eabi-",
-         "rv32imc": "riscv64-unknown-elf-", "xtensa": "xtensa-lx106-elf-", "xtensawin": "xtensa-esp32-elf-"}
+         "rv32imc": "riscv64-unknown-elf-", "xtensa": "xtensa-lx106-elf-", "xtensawin": os.path.join(HERE, "xtensa", "clang-as-")}
 
 
 def _git_describe(mpy_dir):
@@ -39,7 +41,35 @@ def _compiler(arch):
         out = subprocess.run([CROSS[arch] + "gcc", "--version"], capture_output=True, text=True).stdout
     except OSError:
         return None
-    return out.splitlines()[0] if out else None
+    first = out.splitlines()[0] if out else None
+    if arch == "xtensawin" and first:
+        sys.path.insert(0, os.path.join(HERE, "xtensa"))
+        import cc
+
+        # the Debian packages it came from, as xtensa/toolchain.sh recorded them
+        versions = os.path.join(cc.toolchain_dir(), "VERSIONS")
+        if os.path.isfile(versions):
+            with open(versions) as f:
+                packages = [line.strip() for line in f if line.startswith(("clang-", "llvm-"))]
+            first += " (Debian sid %s; llc -mcpu=esp32)" % ", ".join(packages)
+    return first
+
+
+def _check_toolchain(archs):
+    """Exit with one line per missing compiler, saying how to install it."""
+    problems = []
+    for arch in archs:
+        if arch == "xtensawin":
+            sys.path.insert(0, os.path.join(HERE, "xtensa"))
+            import cc
+
+            if not os.path.isfile(os.path.join(cc.toolchain_dir(), "bin", "llc")):
+                problems.append("xtensawin: Debian's LLVM 22 not found in %s: run native_modules/microrl_kernels/xtensa/toolchain.sh "
+                                "(or set MICRORL_XTENSA_LLVM), or leave it out with --arch" % cc.toolchain_dir())
+        elif shutil.which(CROSS[arch] + "gcc") is None:
+            problems.append("%s: %sgcc not found (README.md, Rebuilding, names the Debian packages)" % (arch, CROSS[arch]))
+    if problems:
+        sys.exit("\n".join(problems))
 
 
 def build(mpy_dir, arch, source_hash, work):
@@ -68,6 +98,7 @@ def main(argv=None):
     if release != RELEASE and not args.any_release:
         parser.error("%s is at %s, not %s: `git -C %s checkout %s`, or pass --any-release" % (mpy_dir, release, RELEASE, mpy_dir, RELEASE))
     archs = args.arch or list(ARCHS)
+    _check_toolchain(archs)
     source_hash = native.source_hash(HERE)
     built = {}
     with tempfile.TemporaryDirectory() as work:
