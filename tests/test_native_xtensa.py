@@ -17,19 +17,17 @@ import sys
 import numpy as np
 import pytest
 
-from microrl.activations import GELU, NAMES, RELU, SIGMOID, TANH
+from microrl.activations import NAMES, RELU, SIGMOID, TANH
 from microrl_host.board.native import build as native_build
+from test_native_kernels import SIZES, _act_grad_ref, _act_ref, _problem, _ptr
 
 sys.path.insert(0, os.path.join(native_build.SOURCE_DIR, "xtensa"))
 import cc  # noqa: E402
 import harness  # noqa: E402
 
 ACTS = list(range(len(NAMES)))
-SIZES = [(1, 1, 1), (3, 5, 7), (2, 13, 64), (5, 17, 3)]  # (n, n_in, n_out), odd on purpose
 MISSING = harness.missing_tools()
 pytestmark = pytest.mark.skipif(bool(MISSING), reason="xtensa harness needs: " + "; ".join(MISSING))
-_erf = np.vectorize(math.erf)
-_erfc = np.vectorize(math.erfc)
 
 
 @pytest.fixture(scope="module")
@@ -44,44 +42,17 @@ def host(tmp_path_factory):
     return native_build.load_host_library(native_build.build_host_library(str(tmp_path_factory.mktemp("host"))))
 
 
-def _ptr(a):
-    import ctypes
-
-    return None if a is None else a.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
-
-
-def _act_ref(act, z):
+def _dz_ref(act, z, y, dy):
+    """dL/dz as the device core defines it: relu and tanh/sigmoid from the stored output."""
     if act == RELU:
-        return np.maximum(z, 0.0)
-    if act == TANH:
-        return np.tanh(z)
-    if act == SIGMOID:
-        return 1.0 / (1.0 + np.exp(-z))
-    if act == GELU:
-        return 0.5 * z * _erfc(-z / math.sqrt(2.0))
-    return z
-
-
-def _act_grad_ref(act, z, y):
-    if act == RELU:
-        return (y > 0).astype(np.float64)
-    if act == TANH:
-        return 1.0 - y * y
-    if act == SIGMOID:
-        return y * (1.0 - y)
-    if act == GELU:
-        return 0.5 * (1.0 + _erf(z / math.sqrt(2.0))) + z * np.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
-    return np.ones_like(z)
+        return dy * (y > 0)
+    if act in (TANH, SIGMOID):
+        yd = y.astype(np.float64)
+        return dy * ((1.0 - yd * yd) if act == TANH else yd * (1.0 - yd))
+    return dy * _act_grad_ref(act, z.astype(np.float64))
 
 
 TOL = dict(rtol=2e-5, atol=2e-6)
-
-
-def _problem(rng, n, n_in, n_out):
-    W = rng.uniform(-1, 1, (n_out, n_in)).astype(np.float32)
-    b = rng.uniform(-1, 1, n_out).astype(np.float32)
-    x = rng.uniform(-2, 2, (n, n_in)).astype(np.float32)
-    return W, b, x
 
 
 def test_forward_every_activation_matches_numpy_and_the_host_build(elf, host):
@@ -90,7 +61,7 @@ def test_forward_every_activation_matches_numpy_and_the_host_build(elf, host):
     for act in ACTS:
         for n, n_in, n_out in SIZES:
             rng = np.random.default_rng(n * 1000 + n_in * 10 + n_out + act)
-            W, b, x = _problem(rng, n, n_in, n_out)
+            W, b, x = _problem(rng, n, n_in, n_out, np.float32)
             h = [job.array(W), job.array(b), job.array(x), job.zeros(n, n_out), job.zeros(n, n_out)]
             job.dense(*h, n, n_out, n_in, act)
             cases.append((act, W, b, x, h))
@@ -133,7 +104,7 @@ def test_backward_every_activation_matches_numpy_and_the_host_build(elf, host):
     for act in ACTS:
         for n, n_in, n_out in SIZES:
             rng = np.random.default_rng(7 + n * 1000 + n_in * 10 + n_out + act)
-            W, b, x = _problem(rng, n, n_in, n_out)
+            W, b, x = _problem(rng, n, n_in, n_out, np.float32)
             z = (x.astype(np.float64) @ W.astype(np.float64).T + b).astype(np.float32)
             y = _act_ref(act, z.astype(np.float64)).astype(np.float32)
             dy = rng.normal(size=(n, n_out)).astype(np.float32)
@@ -143,7 +114,7 @@ def test_backward_every_activation_matches_numpy_and_the_host_build(elf, host):
     out = job.run(elf)
     for act, W, x, y, z, dy, h in cases:
         n, n_out = dy.shape
-        dz_ref = dy * _act_grad_ref(act, z.astype(np.float64), y.astype(np.float64))
+        dz_ref = _dz_ref(act, z, y, dy)
         np.testing.assert_allclose(out[h[4]], dz_ref, **TOL)
         np.testing.assert_allclose(out[h[5]], dz_ref.T @ x.astype(np.float64), rtol=1e-4, atol=2e-6 * n)
         np.testing.assert_allclose(out[h[6]], dz_ref.sum(axis=0), rtol=1e-4, atol=2e-6 * n)

@@ -383,30 +383,21 @@ static inline double mrl_sqrt(double x) {
     #endif
 }
 
-/* base^n for n >= 0 by squaring (Adam's bias corrections: no libm pow) */
-static inline double mrl_powi(double base, long n) {
-    double result = 1.0;
-    while (n > 0) {
-        if (n & 1) {
-            result *= base;
-        }
-        base *= base;
-        n >>= 1;
+/* base^n for n >= 0 by squaring (Adam's bias corrections: no libm pow), double and float */
+#define MRL_DEFINE_POWI(NAME, T)                \
+    static inline T NAME(T base, long n) {      \
+        T result = 1;                           \
+        while (n > 0) {                         \
+            if (n & 1) {                        \
+                result *= base;                 \
+            }                                   \
+            base *= base;                       \
+            n >>= 1;                            \
+        }                                       \
+        return result;                          \
     }
-    return result;
-}
-
-static inline float mrl_powif(float base, long n) {
-    float result = 1.0f;
-    while (n > 0) {
-        if (n & 1) {
-            result *= base;
-        }
-        base *= base;
-        n >>= 1;
-    }
-    return result;
-}
+MRL_DEFINE_POWI(mrl_powi, double)
+MRL_DEFINE_POWI(mrl_powif, float)
 
 /* arithmetic on mrl_hyper_t (kernels.h): hyperparameters and Adam's bias corrections */
 #if MRL_HYPER_FLOAT

@@ -9,7 +9,7 @@ arrays and kernel calls; run() returns the arrays as the kernels left them and t
 each call took (qemu -icount: instructions, not ESP32 cycles).
 
     job = Job()
-    W = job.array(np.ones((4, 3), np.float32)) ...
+    W = job.array(np.ones((4, 3))) ...
     job.dense(W, b, x, y, None, n=1, n_out=4, n_in=3, act=2)
     out = job.run(build(workdir))
     out[y], out.instructions[0]
@@ -90,26 +90,30 @@ class Result:
         self.instructions = instructions
 
     def __getitem__(self, handle):
-        offset, shape = handle
-        count = int(np.prod(shape)) if shape else 1
-        return np.frombuffer(bytes(self.data[offset:offset + 4 * count]), dtype=np.float32).reshape(shape)
+        """The array a handle of Job.array names, as the kernels left it."""
+        offset, shape, dtype = handle
+        size = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        return np.frombuffer(bytes(self.data[offset:offset + size]), dtype=dtype).reshape(shape)
 
 
 class Job:
-    """Arrays (float32) and kernel calls; the kernels' arguments as in kernels.h."""
+    """Arrays and kernel calls; the kernels' arguments as in kernels.h. Arrays are float32 unless
+    a dtype is given (int16 or int32 for integer kernels: little-endian, as on the ESP32)."""
 
     def __init__(self):
         self.data = bytearray()
         self.words = []
 
-    def array(self, values):
-        values = np.ascontiguousarray(values, dtype=np.float32)
+    def array(self, values, dtype=np.float32):
+        """Copy values into the job; returns the handle kernel calls and Result take."""
+        values = np.ascontiguousarray(values, dtype=np.dtype(dtype).newbyteorder("<"))
         offset = len(self.data)
         self.data += values.tobytes()
-        return offset, values.shape
+        self.data += b"\0" * (-len(self.data) % 4)  # every array 4-byte aligned
+        return offset, values.shape, values.dtype
 
-    def zeros(self, *shape):
-        return self.array(np.zeros(shape, np.float32))
+    def zeros(self, *shape, dtype=np.float32):
+        return self.array(np.zeros(shape), dtype)
 
     def _op(self, name, *args):
         self.words.append(OPS[name])
