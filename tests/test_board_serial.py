@@ -220,6 +220,39 @@ def test_board_out_of_memory_is_an_error_frame_not_a_crash(board, tmp_path):
 
 
 @needs_board
+def test_non_finite_observations_are_refused_over_the_link(board, tmp_path):
+    """INFER with a NaN or an infinity, to a float and an int16 policy on the board's native
+    kernels: an E_PAYLOAD error frame naming the index (the native backend used to answer with a
+    finite action, the int16 policy with "can't convert NaN to int"); the policy keeps serving."""
+    import shutil
+
+    from microrl import fixedpoint as fp
+    from microrl_host.board.serial_link import DeviceError, SerialLink
+
+    from boardkit import mpremote
+
+    paths = mpremote(board.port, "resume", "exec", "import microrl\nfrom microrl import fixedpoint\nprint(microrl.backend_name(), fixedpoint.implementation())")
+    assert paths.stdout.split() == ["native", "native"], paths.stdout + paths.stderr
+    q = fp.quantise(board.policy, [[0.3 * k - 3.0, 0.05 * k - 0.5, 0.4 * k - 4.0] for k in range(20)])
+    fp.save(str(tmp_path / "q.mrlq"), q)
+    shutil.copy(tmp_path / "q.mrlq", board_file(board, "q.mrlq"))
+    ok = [0.5, -0.5, 1.0]
+    nan, inf = float("nan"), float("inf")
+    with SerialLink(board.port) as link:
+        for name, local in (("policy.mrlp", board.policy), ("q.mrlq", q)):
+            link.load(name)
+            good, _ = link.infer(ok)
+            assert abs(good[0] - local(ok)[0]) < 1e-5, name
+            for k, bad in ((0, nan), (2, inf), (1, -inf)):
+                obs = list(ok)
+                obs[k] = bad
+                with pytest.raises(DeviceError) as e:
+                    link.infer(obs)
+                assert e.value.code == P.E_PAYLOAD and "observation[%d] is %s" % (k, "nan" if bad != bad else repr(bad)) in str(e.value), (name, str(e.value))
+            assert link.infer(ok)[0] == good, name
+
+
+@needs_board
 def test_board_without_microrl_is_named(tmp_path):
     from microrl_host.board.virtual import VirtualBoard
 

@@ -144,7 +144,10 @@ class Server:
         for i in range(n_in):
             obs[i] = values[i]
         t0 = ticks_us()
-        action = policy(obs)
+        try:
+            action = policy(obs)
+        except ValueError as e:  # a NaN or infinite observation, refused by name
+            return self.error(seq, P.E_PAYLOAD, str(e))
         dt = ticks_diff(ticks_us(), t0)
         self.send(P.INFER | P.REPLY, seq, P.pack_action(dt, action))
 
