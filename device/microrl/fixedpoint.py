@@ -37,13 +37,24 @@ _ACC_LIMIT = 2**31 - 1
 _INT16_MAX = 32767
 MAX_SHIFT = 31  # every rescaling shift stays within a 32-bit word
 
-# the native module's C kernel where microrl_kernels.mpy is installed (a module built before it
-# had dense_int16 is passed over)
-try:
-    from microrl_kernels import dense_int16 as layer_native
-    from microrl_kernels import load_input as _load_input_native
-except Exception:  # ImportError; ValueError: a module of another architecture or .mpy version
-    layer_native = _load_input_native = None
+# the native module's C kernel where microrl_kernels.mpy is installed, imported when a policy is
+# first built (as policy.py's backend: on a board, load() takes the weights' blocks while the
+# heap is whole); None where it is missing or was built before it had dense_int16
+layer_native = _load_input_native = None
+_native_tried = False
+
+
+def _find_native():
+    global layer_native, _load_input_native, _native_tried
+    if not _native_tried:
+        _native_tried = True
+        try:
+            from microrl_kernels import dense_int16, load_input
+
+            layer_native, _load_input_native = dense_int16, load_input
+        except Exception:  # ImportError; ValueError: a module of another architecture or .mpy version
+            pass
+    return layer_native
 
 # @micropython.viper kernels where the port has the viper emitter
 try:
@@ -56,7 +67,7 @@ _chosen = None  # use()'s choice; None: the fastest here
 
 def available():
     """The integer kernels present here, fastest first: 'native', 'viper', 'plain'."""
-    return [name for name, ok in (("native", layer_native is not None), ("viper", _viper is not None), ("plain", True)) if ok]
+    return [name for name, ok in (("native", _find_native() is not None), ("viper", _viper is not None), ("plain", True)) if ok]
 
 
 def use(name=None):

@@ -23,6 +23,31 @@ BOARDS = {
 }
 
 
+def firmware_arch(path):
+    """The BOARDS architecture a firmware.elf is built for, from its ELF header (32-bit ARM:
+    armv7m, 32-bit RISC-V: rv32imc), or None for anything else."""
+    with open(path, "rb") as f:
+        head = f.read(20)
+    if len(head) < 20 or head[:4] != b"\x7fELF" or head[4] != 1:  # 32-bit ELF only
+        return None
+    machine = int.from_bytes(head[18:20], "little")
+    return {40: "armv7m", 243: "rv32imc"}.get(machine)
+
+
+def firmwares(value=None):
+    """{arch: firmware path} from MICRORL_QEMU_FIRMWARE (or value): one or more firmware.elf
+    paths separated by os.pathsep, each board's architecture read from its file; the first for
+    an architecture wins. Paths that are missing or not a known board's are left out."""
+    value = os.environ.get("MICRORL_QEMU_FIRMWARE", "") if value is None else value
+    found = {}
+    for path in value.split(os.pathsep):
+        if path and os.path.isfile(path):
+            arch = firmware_arch(path)
+            if arch and arch not in found:
+                found[arch] = path
+    return found
+
+
 def board_mpy(arch):
     """The sys.implementation._mpy of a board of this arch running .mpy 6.3 firmware."""
     return 6 | (3 << 8) | (native.MPY_ARCHS.index(arch) << 10)
