@@ -219,6 +219,40 @@ def test_board_out_of_memory_is_an_error_frame_not_a_crash(board, tmp_path):
     assert board.restarts == restarts
 
 
+@pytest.mark.parametrize("backend_name", ["plain", "numpy"])
+def test_infer_refuses_non_finite_observations_with_cpython_backends(backend_name, tmp_path):
+    """The server's INFER on CPython's backends (the board test below: native): a NaN or infinite
+    observation gets an E_PAYLOAD error frame naming the index, for float and int16 policies."""
+    import io
+    import os
+
+    from microrl import backend
+    from microrl import fixedpoint as fp
+    from microrl.server import Server
+
+    backend.use(backend_name)
+    r, w = os.pipe()
+    try:
+        policy = make_policy(tmp_path / "p.mrlp")
+        fp.save(str(tmp_path / "q.mrlq"), fp.quantise(policy, [[0.1 * k, -0.2 * k, 0.3] for k in range(10)]))
+        out = io.BytesIO()
+        with os.fdopen(r, "rb") as inp:
+            server = Server(inp, out)
+            for name in ("p.mrlp", "q.mrlq"):
+                server.handle(P.LOAD, 1, str(tmp_path / name).encode())
+                server.handle(P.INFER, 2, P.pack_observation([float("nan"), 0.0, 0.0]))
+                server.handle(P.INFER, 3, P.pack_observation([0.0, 0.0, float("-inf")]))
+                server.handle(P.INFER, 4, P.pack_observation([0.5, -0.5, 1.0]))
+        frames = P.Decoder().feed_bytes(out.getvalue())
+        assert [(t, seq) for t, seq, _ in frames] == [(P.LOAD | P.REPLY, 1), (P.ERROR, 2), (P.ERROR, 3), (P.INFER | P.REPLY, 4)] * 2
+        errors = [P.parse_error(payload) for t, _, payload in frames if t == P.ERROR]
+        assert [code for code, _ in errors] == [P.E_PAYLOAD] * 4
+        assert [m.split(":")[0] for _, m in errors] == ["observation[0] is nan", "observation[2] is -inf"] * 2, errors
+    finally:
+        os.close(w)
+        backend.use(None)
+
+
 @needs_board
 def test_non_finite_observations_are_refused_over_the_link(board, tmp_path):
     """INFER with a NaN or an infinity, to a float and an int16 policy on the board's native
