@@ -265,7 +265,7 @@ def test_non_finite_observations_are_refused_over_the_link(board, tmp_path):
 
     from boardkit import mpremote
 
-    paths = mpremote(board.port, "resume", "exec", "import microrl\nfrom microrl import fixedpoint\nprint(microrl.backend_name(), fixedpoint.implementation())")
+    paths = mpremote(board.port, "resume", "exec", "import gc\ngc.collect()\nimport microrl\nfrom microrl import fixedpoint\nprint(microrl.backend_name(), fixedpoint.implementation())")
     assert paths.stdout.split() == ["native", "native"], paths.stdout + paths.stderr
     q = fp.quantise(board.policy, [[0.3 * k - 3.0, 0.05 * k - 0.5, 0.4 * k - 4.0] for k in range(20)])
     fp.save(str(tmp_path / "q.mrlq"), q)

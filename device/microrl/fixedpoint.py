@@ -190,6 +190,27 @@ def layer_plain(W, b, x, y, n_in, n_out, act, s_out, s_14, s_14_out, T, P):
         y[o] = v
 
 
+def load_input(obs, xq, n, mean, std, scale):
+    """xq[:n] = obs normalised ((obs - mean) / std when mean is not None), times scale, rounded
+    half away from zero and saturated at +-32767; returns -1, or the index of the first value
+    that is NaN, infinite or beyond float32 once normalised: microrl_kernels.load_input for
+    array('h'), in Python, the same numbers."""
+    lo, hi = NEG_FLOAT32_MAX, FLOAT32_MAX
+    for i in range(n):
+        v = obs[i] if mean is None else (obs[i] - mean[i]) / std[i]
+        if not lo <= v <= hi:  # NaN fails both
+            return i
+        v = v * scale
+        # no int() of a huge float
+        if v >= _INT16_MAX:
+            xq[i] = _INT16_MAX
+        elif v <= -_INT16_MAX:
+            xq[i] = -_INT16_MAX
+        else:
+            xq[i] = int(v + 0.5) if v >= 0 else -int(0.5 - v)
+    return -1
+
+
 class QuantisedPolicy:
     """A policy with int16 weights: obs -> action like Policy, with integer arithmetic inside.
 
@@ -230,7 +251,7 @@ class QuantisedPolicy:
         self.kernel = implementation()
         self._layer = _kernel(self.kernel)
         # the native module also quantises the observation (and checks it) in C
-        self._load_input = _load_input_native if self.kernel == "native" else None
+        self._load_input = _load_input_native if self.kernel == "native" else load_input
         self._in_scale = float(1 << self.fx[0])
         self._out_scale = 1.0 / (1 << self.fx[L])
         self.n_params = sum(len(w) + len(b) for w, b in zip(self.W, self.b))
@@ -263,28 +284,11 @@ class QuantisedPolicy:
         xq = self._b
         scale = self._in_scale
         mean, std = self.obs_mean, self.obs_std
-        if self._load_input is not None:  # the same numbers, in C
-            i = self._load_input(obs, xq, n_in, mean, std, scale)
-            if i >= 0:
-                from .refusals import non_finite_observation
+        i = self._load_input(obs, xq, n_in, mean, std, scale)
+        if i >= 0:
+            from .refusals import non_finite_observation
 
-                raise non_finite_observation(obs, i)
-        else:
-            lo, hi = NEG_FLOAT32_MAX, FLOAT32_MAX
-            for i in range(n_in):
-                v = obs[i] if mean is None else (obs[i] - mean[i]) / std[i]
-                if not lo <= v <= hi:  # NaN fails both
-                    from .refusals import non_finite_observation
-
-                    raise non_finite_observation(obs, i)
-                v = v * scale
-                # rounded half away from zero, saturated (no int() of a huge float)
-                if v >= _INT16_MAX:
-                    xq[i] = _INT16_MAX
-                elif v <= -_INT16_MAX:
-                    xq[i] = -_INT16_MAX
-                else:
-                    xq[i] = int(v + 0.5) if v >= 0 else -int(0.5 - v)
+            raise non_finite_observation(obs, i)
         y = self.forward_int(xq)
         if out is None:
             out = self.out

@@ -14,7 +14,7 @@ from array import array
 from .activations import GELU, NAMES, code
 from .compat import zeros
 from .fileformat import FIXED as _FIXED
-from .fileformat import FLAG_ACT_SCALE, FLAG_OBS_NORM, FLOAT32_MAX, NEG_FLOAT32_MAX
+from .fileformat import FLAG_ACT_SCALE, FLAG_OBS_NORM
 from .fileformat import ChecksumError, CorruptPolicyError, InvalidValueError, NotAPolicyError, PolicyFileError, TruncatedPolicyError, UnsupportedVersionError  # noqa: F401
 from .fileformat import check_header as _check_header
 from .fileformat import checksum_file as _checksum_file
@@ -55,8 +55,8 @@ class Policy:
         # one row through each layer: (W, b, x, y, activation, z) views, made once
         B = backend.impl()
         self._dense = B.dense
-        # the native module copies, normalises and checks the observation in C
-        self._load_input = getattr(B, "load_input", None)
+        # the observation copied, normalised and checked (in C by the native module)
+        self._load_input = B.load_input
         self.input_buf = zeros(sizes[0])
         x = B.matrix(self.input_buf, 0, 1, sizes[0])
         self.layers = []
@@ -105,24 +105,11 @@ class Policy:
         n_in = self.sizes[0]
         if len(obs) != n_in:
             raise ValueError("observation has %d values, the policy takes %d" % (len(obs), n_in))
-        mean = self.obs_mean
-        load = self._load_input
-        if load is not None:
-            i = load(obs, x, n_in, mean, self.obs_std, 1.0)
-            if i >= 0:
-                from .refusals import non_finite_observation
+        i = self._load_input(obs, x, n_in, self.obs_mean, self.obs_std, 1.0)
+        if i >= 0:
+            from .refusals import non_finite_observation
 
-                raise non_finite_observation(obs, i)
-        else:
-            lo, hi = NEG_FLOAT32_MAX, FLOAT32_MAX
-            std = self.obs_std
-            for i in range(n_in):
-                v = obs[i] if mean is None else (obs[i] - mean[i]) / std[i]
-                if not lo <= v <= hi:  # NaN fails both; no allocation on a board
-                    from .refusals import non_finite_observation
-
-                    raise non_finite_observation(obs, i)
-                x[i] = v
+            raise non_finite_observation(obs, i)
         dense = self._dense
         for W, b, xin, yout, act, z in self.layers:
             dense(W, b, xin, yout, 1, act, z)

@@ -35,11 +35,12 @@
 #define MRL_INT16_MAX 32767
 #define MRL_X14_LIMIT (1 << 21) /* table activations' argument clamp, Q14 */
 
-/* v * 2^-s rounded half up (s > 0; 64-bit: v + 2^(s-1) cannot wrap), or v * 2^-s saturated at
- * +-limit (s < 0): Python's arithmetic on the values the loader allows, whatever the word size */
+/* v * 2^-s rounded half up (s > 0), or v * 2^-s saturated at +-limit (s < 0), s in [-31, 31]:
+ * Python's exact arithmetic on the values the loader allows (there v + 2^(s-1) < 2^31); outside
+ * them it wraps as 32-bit viper does (unsigned: defined), and no 64-bit helper is needed */
 static inline int32_t mrl_shift_round(int32_t v, int s, int32_t limit) {
     if (s > 0) {
-        return (int32_t)(((int64_t)v + ((int64_t)1 << (s - 1))) >> s);
+        return (int32_t)((uint32_t)v + ((uint32_t)1 << (s - 1))) >> s;
     }
     if (s < 0) {
         int32_t m = limit >> -s;

@@ -27,6 +27,15 @@
 #include "py/dynruntime.h"
 
 #include "kernels.h"
+#include "mrl_math.h"
+
+/* the port's float division: mrl_divf is a / b, correctly rounded also where the FPU has no divide
+ * (the ESP32 build computes it with fused multiply-add) */
+#if MICROPY_FLOAT_IMPL == MICROPY_FLOAT_IMPL_FLOAT
+#define MRL_FLOAT_DIV mrl_divf
+#else
+#define MRL_FLOAT_DIV mrl_div
+#endif
 
 #ifndef MICRORL_SOURCE_HASH
 #define MICRORL_SOURCE_HASH "dev"
@@ -302,8 +311,17 @@ static mp_obj_t copy(mp_obj_t target, mp_obj_t source) {
 }
 static MP_DEFINE_CONST_FUN_OBJ_2(copy_obj, copy);
 
+/* Argument checking and a policy's input (a dozen values): compiled for size, not speed. Each
+ * byte of a native module costs a byte of heap on the ports that load it into RAM (the unix port
+ * too: the 13-64-64-4 policy must still run in a 52K heap there) */
+#if defined(__GNUC__) && !defined(__clang__)
+#define MRL_SMALL __attribute__((optimize("Os")))
+#else
+#define MRL_SMALL
+#endif
+
 /* The buffer of an array of this typecode with at least min_len items (writable if asked). */
-static void *get_typed(mp_obj_t obj, char typecode, size_t itemsize, size_t min_len, int writable, const char *fn, const char *arg) {
+MRL_SMALL static void *get_typed(mp_obj_t obj, char typecode, size_t itemsize, size_t min_len, int writable, const char *fn, const char *arg) {
     mp_buffer_info_t info;
     if (!mp_get_buffer(obj, &info, writable ? MP_BUFFER_RW : MP_BUFFER_READ) || info.typecode != typecode) {
         view_error(&mp_type_TypeError, fn, arg, typecode == 'h' ? "must be an array('h')" : typecode == 'i' ? "must be an array('i')" : "must be an array('f')");
@@ -323,7 +341,7 @@ static int get_shift(mp_obj_t obj, const char *fn, const char *arg) {
 }
 
 /* dense_int16(W, b, x, y, n_in, n_out, act, s_out, s_14, s_14_out, T, P) */
-static mp_obj_t dense_int16(size_t n_args, const mp_obj_t *args) {
+MRL_SMALL static mp_obj_t dense_int16(size_t n_args, const mp_obj_t *args) {
     static const char fn[] = "dense_int16";
     (void)n_args;
     mp_int_t n_in = mp_obj_get_int(args[4]);
@@ -352,7 +370,7 @@ static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(dense_int16_obj, 12, 12, dense_int16)
 #define MRL_FLOAT32_MAX ((mp_float_t)3.40282346638528859812e+38)
 
 /* load_input(obs, x, n, mean, std, scale) -> -1 or the index of the first non-finite value */
-static mp_obj_t load_input(size_t n_args, const mp_obj_t *args) {
+MRL_SMALL static mp_obj_t load_input(size_t n_args, const mp_obj_t *args) {
     static const char fn[] = "load_input";
     (void)n_args;
     mp_obj_t obs = args[0];
@@ -413,7 +431,7 @@ static mp_obj_t load_input(size_t n_args, const mp_obj_t *args) {
             v = mp_obj_get_float(mp_obj_subscr(obs, MP_OBJ_NEW_SMALL_INT(i), MP_OBJ_SENTINEL));
         }
         if (mean) {
-            v = (v - (mp_float_t)mean[i]) / (mp_float_t)std[i];
+            v = MRL_FLOAT_DIV(v - (mp_float_t)mean[i], (mp_float_t)std[i]);
         }
         if (!(v >= -MRL_FLOAT32_MAX && v <= MRL_FLOAT32_MAX)) { /* NaN fails both */
             return MP_OBJ_NEW_SMALL_INT(i);
