@@ -50,14 +50,17 @@ class BoardError(Exception):
     pass
 
 
-def micropython_command():
-    """The command line that starts the unix port, or raise BoardError saying how to get it.
-    The wheel's port runs inside CPython: confine.py launches it (then FOLDER MODE go first)."""
+def micropython_command(folder=None, confine="none"):
+    """The command line that starts the unix port (in folder, held there by confine: confine.py),
+    or raise BoardError saying how to get it. The wheel's port runs inside CPython, which
+    confine.py launches; another port (on PATH) is never confined. Without folder: the launcher
+    alone, FOLDER and MODE still to add."""
     import importlib.util
     import sys
 
     if importlib.util.find_spec("micropython_run") is not None:
-        return [sys.executable, "-I", CONFINE]  # -I: nothing of the folder or the environment on its path
+        # -I: nothing of the folder or the environment on CPython's path
+        return [sys.executable, "-I", CONFINE] + ([folder, confine] if folder else [])
     return [find_micropython()]
 
 
