@@ -179,3 +179,26 @@ def test_a_policy_too_big_for_the_heap_names_the_step_and_the_bytes(tmp_path):
     assert "it needs about %d bytes of heap" % os.path.getsize(big) in message
     free = int(message.split(", ")[-1].split()[0])
     assert 0 < free < 160 * 1024
+
+
+def test_deploy_to_a_64K_board_checks_the_policy_as_the_board_would_run_it(tmp_path):
+    """Issue 30 (5): deploy --mpy to a 64K board said MemoryError (allocating the weights' 17,924
+    bytes) though after a soft reset the board loads and runs that policy: deploy's own earlier
+    programs (hashes, copies, the backend check) had fragmented the heap it checked the policy
+    in. The checks now run after a soft reset, on the heap the board's own programs get. From .py
+    files (compiled on the board) the board truly cannot load it: the error says what helps."""
+    from microrl_host.board.deploy import DeployError, deploy
+    from microrl_host.board.virtual import VirtualBoard
+
+    policy = tmp_path / "p.mrlp"
+    make_policy(policy)  # 3-64-64-1: 17,964 bytes
+    with VirtualBoard(str(tmp_path / "fs"), heap="64K") as b:
+        report = deploy(b.port, str(policy), mpy=True)
+        assert report["policy_max_diff"] < 1e-5 and report["backend"] == "native"
+        again = deploy(b.port, str(policy), mpy=True)  # nothing copied: the same answer
+        assert again["copied"] == [] and again["policy_max_diff"] < 1e-5
+        r = mpremote(b.port, "exec", "import microrl\np = microrl.load('policy.mrlp')\nprint(p([0.1, 0.2, 0.3])[0])")
+        assert abs(float(r.stdout.split()[-1]) - make_policy(tmp_path / "q.mrlp")([0.1, 0.2, 0.3])[0]) < 1e-5, r.stderr
+        with pytest.raises(DeployError) as e:
+            deploy(b.port, str(policy))  # .py files: compiling them on the board leaves no 18 kB block
+        assert "MemoryError" in str(e.value) and "--mpy" in str(e.value), str(e.value)

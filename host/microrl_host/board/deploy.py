@@ -69,6 +69,15 @@ def _heap_note(text, need, free):
     return " (%s)" % ", ".join(parts) if parts else ""
 
 
+def fresh_heap(transport, timeout=10):
+    """Soft-reset the board (in the raw REPL): what deploy's earlier programs left on the heap,
+    alive or as holes between live objects, is gone, as when the board runs its own program."""
+    try:
+        transport.enter_raw_repl(soft_reset=True, timeout_overall=timeout)
+    except Exception as e:
+        raise DeployError("lost the board while soft-resetting it: %s" % (str(e).strip() or type(e).__name__)) from None
+
+
 def _exec(transport, code, timeout):
     try:
         transport.exec_raw_no_follow(code)
@@ -226,15 +235,23 @@ def copy_files(transport, files, stale=(), fs_free=-1, log=None, mem_free=None):
     return changed
 
 
-def check_policy(transport, board_path, policy, policy_bytes=None, mem_free=None):
+def check_policy(transport, board_path, policy, policy_bytes=None, mem_free=None, mpy=True):
     """Run the policy on the board on a few observations; return the largest difference from
-    the host's actions (raise DeployError if it is not close)."""
+    the host's actions (raise DeployError if it is not close). mpy=False: microrl is .py files
+    on the board, and a MemoryError says that --mpy leaves more of the heap whole."""
     from microrl.rng import Rng
 
     rng = Rng(7)
     obs = [[rng.uniform(-1.0, 1.0) for _ in range(policy.obs_dim)] for _ in range(4)]
-    board = ast.literal_eval(board_exec(transport, board_program("check_policy", POLICY_PATH=board_path, OBSERVATIONS=obs), timeout=120,
-                                        step="loading the policy %s" % board_path, need=policy_bytes, free=mem_free).strip())
+    try:
+        out = board_exec(transport, board_program("check_policy", POLICY_PATH=board_path, OBSERVATIONS=obs), timeout=120,
+                         step="loading the policy %s" % board_path, need=policy_bytes, free=mem_free)
+    except DeployError as e:
+        if not mpy and "MemoryError" in str(e) and policy_bytes and mem_free and policy_bytes < mem_free:
+            raise DeployError("%s; the heap has the room, but microrl's .py files compiled on the board split it: deploy with --mpy "
+                              "(compiled on the host)" % e) from None
+        raise
+    board = ast.literal_eval(out.strip())
     worst = 0.0
     for o, b in zip(obs, board):
         host = list(policy(o))
@@ -302,6 +319,8 @@ def deploy(port=None, policy_path=None, mpy=False, transport=None, log=None, tim
             size = len(files.pop(BOARD_NATIVE))
             native_path, native_note = None, "no room for the native kernels (%d bytes) on the board's filesystem: using plain; free some space, or deploy with --mpy" % size
             copied = copy_files(transport, files, stale + [BOARD_NATIVE], info["fs_free"], log, info["mem_free"])
+        # the checks on a fresh heap: the copies' and hashes' leftovers fragment a small one
+        fresh_heap(transport, timeout)
         check = board_exec(transport, board_program("backend"), step="importing microrl" + ("" if mpy else " (compiling .py files on the board: --mpy needs less heap)"),
                            free=info["mem_free"]).split(None, 2)
         backend = check[1] if len(check) > 1 else "?"
@@ -325,7 +344,7 @@ def deploy(port=None, policy_path=None, mpy=False, transport=None, log=None, tim
         }
         if policy is not None:
             report["policy"] = policy.describe()
-            report["policy_max_diff"] = check_policy(transport, BOARD_POLICY, policy, len(files[BOARD_POLICY]), info["mem_free"])
+            report["policy_max_diff"] = check_policy(transport, BOARD_POLICY, policy, len(files[BOARD_POLICY]), info["mem_free"], mpy)
         return report
     finally:
         if own:

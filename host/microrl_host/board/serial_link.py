@@ -121,6 +121,8 @@ class SerialLink:
     how often a request without an answer is sent again (see request())."""
 
     def __init__(self, port, policy_path=None, timeout=5.0, transport=None, soft_reset=True, retries=1):
+        if not 0.0 < timeout < float("inf"):  # refused before the board starts serving
+            raise ValueError("timeout must be a positive number of seconds, got %r" % (timeout,))
         self.port = port
         self.timeout = timeout
         self.retries = retries
