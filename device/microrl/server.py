@@ -56,6 +56,31 @@ def _out_of_memory(step, path):
         return MemoryError("%s: out of memory (it needs about %d bytes of heap)" % (step, need))
 
 
+def _file_mark(path):
+    """(size, CRC-32 trailer) of the file at path, or None: whether the policy loaded from it
+    can be loaded again as it was."""
+    try:
+        import os
+
+        size = os.stat(path)[6]
+        with open(path, "rb") as f:
+            f.seek(max(0, size - 4))
+            return size, f.read(4)
+    except (OSError, ValueError):
+        return None
+
+
+def _load(load, path):
+    """load(path), its OSError naming the file (the board's own says only ENOENT)."""
+    try:
+        return load(path)
+    except OSError as e:
+        code = e.args[0] if e.args and isinstance(e.args[0], int) else None
+        if code == 2:
+            raise OSError("no such file on the board: %s" % path)
+        raise OSError("cannot read %s: %s" % (path, e))
+
+
 def _describe_board():
     impl = sys.implementation
     version = ".".join(str(v) for v in impl.version[:3])
@@ -77,6 +102,7 @@ class Server:
         self.decoder = P.Decoder(zero_copy=True)
         self.policy = None
         self.policy_path = None
+        self.policy_mark = None
         self.obs = None
         self.running = True
 
@@ -117,16 +143,16 @@ class Server:
 
         try:
             try:
-                policy = load(path)
+                policy = _load(load, path)
             except MemoryError:
-                if self.policy is None:
-                    raise
-                # no room for two policies: free the old one and try again; if that fails too,
-                # reload the old one (it fitted before) and report the failure
                 old = self.policy_path
+                if self.policy is None or _file_mark(old) != self.policy_mark:
+                    raise  # no old policy, or its file is gone or changed: it cannot make room
+                # no room for two policies: free the old one and try again; if that fails too,
+                # reload the old one from its file (unchanged: it fitted before) and report
                 self.policy = self.obs = None
                 try:
-                    policy = load(path)
+                    policy = _load(load, path)
                 except Exception:
                     self._install(load(old), old)
                     raise
@@ -138,6 +164,7 @@ class Server:
     def _install(self, policy, path):
         from .compat import zeros
 
+        self.policy_mark = _file_mark(path)
         self.policy = policy
         self.policy_path = path
         self.obs = zeros(policy.obs_dim)
