@@ -135,6 +135,9 @@ def test_full_filesystem(tmp_path):
         make_policy(big, sizes=(13, 128, 128, 4))  # 70 kB
         r = cli("deploy", "--port", small.port, "--mpy", "--policy", big)
         assert r.returncode == 2 and "filesystem is full" in r.stderr and "bytes to copy" in r.stderr
+        # issue 30 (9): --mpy does not help a policy bigger than the room: say what does
+        assert "the policy alone" in r.stderr and "export --int16" in r.stderr and "deploy with --mpy" not in r.stderr, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1
 
 
 def test_too_old_micropython_is_named():
@@ -163,6 +166,14 @@ def test_bad_policy_file_is_named(board, tmp_path):
     bad.write_bytes(b"not a policy at all")
     r = cli("deploy", "--port", board.port, "--policy", bad)
     assert r.returncode == 2 and "not a microrl policy" in r.stderr
+    # issue 30 (9): a folder, a symlink loop and a missing file are each named for what they are
+    os.symlink(str(tmp_path / "loop-b"), str(tmp_path / "loop-a"))
+    os.symlink(str(tmp_path / "loop-a"), str(tmp_path / "loop-b"))
+    for path, said in ((tmp_path, "is a folder"), (tmp_path / "loop-a", "symlink loop"), (tmp_path / "none.mrlp", "no policy file")):
+        for command in (("deploy", "--port", board.port), ("bench", "serial", "--port", board.port, "-n", "1")):
+            r = cli(*command, "--policy", path)
+            assert r.returncode == 2 and said in r.stderr and "Traceback" not in r.stderr, (command, path, r.stderr)
+            assert len(r.stderr.strip().splitlines()) == 1, r.stderr
 
 
 def test_a_policy_too_big_for_the_heap_names_the_step_and_the_bytes(tmp_path):

