@@ -63,6 +63,27 @@ def request_item(rng, seq, obs_dim):
     return P.encode(P.INFER, seq, bytes(n)), ("error", P.E_PAYLOAD)
 
 
+def batch_stream(rng, n, obs_dim, noise_per_request, kinds):
+    """The bytes of one batch: n good requests (seqs 1..n), each after noise items (on average
+    noise_per_request), perhaps noise at the end. Returns (stream, {seq: expected}); counts the
+    noise items per kind into kinds."""
+    stream = bytearray()
+    expected = {}
+    for i in range(n):
+        while rng.random() < noise_per_request / (1.0 + noise_per_request):  # geometric, mean noise_per_request
+            kind, data = noise_item(rng, obs_dim)
+            kinds[kind] = kinds.get(kind, 0) + 1
+            stream += data
+        frame, want = request_item(rng, i + 1, obs_dim)
+        expected[i + 1] = want
+        stream += frame
+    if rng.random() < 0.5:  # the batch may end inside a cut frame: the board's timeout ends it
+        kind, data = noise_item(rng, obs_dim)
+        kinds[kind] = kinds.get(kind, 0) + 1
+        stream += data
+    return bytes(stream), expected
+
+
 def _correct(frame, expected, policy, tolerance):
     type_, seq, payload = frame
     if expected[0] == "error":
@@ -101,22 +122,7 @@ def fuzz(link, policy, requests, seed=0, batch=200, noise_per_request=1.0, toler
     done_requests = 0
     while done_requests < requests:
         n = min(batch, requests - done_requests, SENTINEL_SEQS[0] - 1)
-        stream = bytearray()
-        expected = {}
-        for i in range(n):
-            k = 0
-            while rng.random() < noise_per_request / (1.0 + noise_per_request):  # geometric, mean noise_per_request
-                kind, data = noise_item(rng, obs_dim)
-                kinds[kind] = kinds.get(kind, 0) + 1
-                stream += data
-                k += 1
-            frame, want = request_item(rng, i + 1, obs_dim)
-            expected[i + 1] = want
-            stream += frame
-        if rng.random() < 0.5:  # the batch may end inside a cut frame: the board's timeout ends it
-            kind, data = noise_item(rng, obs_dim)
-            kinds[kind] = kinds.get(kind, 0) + 1
-            stream += data
+        stream, expected = batch_stream(rng, n, obs_dim, noise_per_request, kinds)
         answered = set()
         write_failed = []  # the writer's LinkError (a board that stopped reading), raised below
         writer = threading.Thread(target=_write, args=(link, bytes(stream), write_failed))
