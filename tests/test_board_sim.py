@@ -139,3 +139,15 @@ def test_without_micropython_the_virtual_board_says_so(tmp_path):
 
     with pytest.raises(BoardError, match="cannot start MicroPython"):
         VirtualBoard(str(tmp_path / "fs"), micropython=os.path.join(str(tmp_path), "no-micropython")).start()
+
+
+def test_flash_larger_than_the_heap(tmp_path):
+    """`board sim --flash 1M` (the README's example) on the default 160K heap: the boot code made
+    the image in one bytes object as large as the flash, a MemoryError, so the board started
+    without its flash (files in the folder instead, nothing filling up)."""
+    from microrl_host.board.virtual import VirtualBoard
+
+    with VirtualBoard(str(tmp_path / "fs"), flash="1M") as b:
+        r = mpremote(b.port, "exec", "import os; print(os.getcwd(), os.statvfs('.')[0] * os.statvfs('.')[2])")
+    assert r.stdout.split() == ["/flash", str(1024 * 1024)], r.stdout + r.stderr
+    assert os.path.getsize(tmp_path / "fs" / "flash.img") == 1024 * 1024

@@ -246,7 +246,10 @@ class VirtualBoard:
         the kernel did not make it the process's root, the flash image, `machine`."""
         root = self.folder if self.confinement in ("landlock", "none") else None
         with open(os.path.join(SUPPORT, "boot.py")) as f:
-            return "ROOT = %r\nFLASH_BLOCKS = %r\n" % (root, self.flash_blocks) + f.read()
+            code = f.read()
+        if not self.flash_blocks:
+            code = code.split("# --- flash")[0]
+        return "ROOT = %r\nFLASH_BLOCKS = %r\n%s\nimport gc\ngc.collect()\ndel gc\n" % (root, self.flash_blocks, code)
 
     def _kill(self):
         proc = self._proc

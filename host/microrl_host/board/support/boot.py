@@ -1,26 +1,27 @@
-# Run by the virtual board's MicroPython each time it starts (support/../virtual.py passes this
-# text with -c, after the lines that set ROOT and FLASH_BLOCKS), then the REPL:
+# Run by the virtual board's MicroPython each time it starts (virtual.py passes this text with
+# -c, after the lines that set ROOT and FLASH_BLOCKS, and without the flash part when there is
+# no flash: compiled code takes heap), then the REPL:
 # - ROOT: the board folder's host path when the kernel did not make it the process's `/` already
 #   (confine.py's "landlock" and "none"): the host's root is unmounted and the folder mounted at
 #   `/` in its place, so that `/` on the board is its folder as on a board.
+# - `machine` gets what boards have and the unix port lacks (reset, unique_id, freq).
 # - FLASH_BLOCKS: the filesystem is a littlefs image (flash.img in the folder) of that many
 #   512-byte blocks, mounted at /flash as on a board, so a full filesystem fails as it does on
 #   one (ENOSPC).
-# - `machine` gets what boards have and the unix port lacks (reset, unique_id, freq).
-import os
 import sys
-import vfs
 
 if ROOT:
+    import os
+    import vfs
+
     vfs.umount("/")
     vfs.mount(vfs.VfsPosix(ROOT), "/")
     os.chdir("/")
 
 
 class _Machine:
-    """The unix port's `machine` module, plus reset() (exit code 109: the virtual board
-    restarts the process as a hard reset), unique_id() and freq()."""
-
+    # the unix port's `machine`, plus reset() (exit code 109: the virtual board restarts the
+    # process as a hard reset), unique_id() and freq()
     def __getattr__(self, name):
         import umachine
 
@@ -37,6 +38,10 @@ class _Machine:
 
 
 sys.modules["machine"] = _Machine()
+del sys, _Machine, ROOT
+# --- flash: only when FLASH_BLOCKS
+import os  # noqa: E402
+import vfs  # noqa: E402
 
 
 class _Flash:
@@ -66,8 +71,10 @@ def _mount_flash(blocks):
         open("/flash.img", "rb").close()
         fresh = False
     except OSError:
+        erased = b"\xff" * 512  # block by block: the image may be larger than the heap
         with open("/flash.img", "wb") as f:
-            f.write(b"\xff" * (blocks * 512))
+            for _ in range(blocks):
+                f.write(erased)
         fresh = True
     dev = _Flash("/flash.img", blocks)
     if fresh:
@@ -76,6 +83,5 @@ def _mount_flash(blocks):
     os.chdir("/flash")
 
 
-if FLASH_BLOCKS:
-    _mount_flash(FLASH_BLOCKS)
-del os, sys, vfs, ROOT, FLASH_BLOCKS, _Machine, _Flash, _mount_flash
+_mount_flash(FLASH_BLOCKS)
+del os, vfs, _Flash, _mount_flash, FLASH_BLOCKS
