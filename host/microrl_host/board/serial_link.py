@@ -45,7 +45,7 @@ def connect(port, timeout=10, soft_reset=False):
         # a read timeout, so that no read in mpremote's transport can block for ever
         transport = SerialTransport(port, baudrate=115200, timeout=timeout)
     except TransportError as e:
-        raise LinkError("cannot open %s: %s (in use by another program, or no permission?)" % (port, e)) from None
+        raise LinkError("cannot open %s: %s (not a serial port, in use by another program, or no permission?)" % (port, e)) from None
     except Exception as e:  # serial.SerialException and the like
         raise LinkError("cannot open %s: %s" % (port, e)) from None
     try:

@@ -90,9 +90,9 @@ def find_micropython():
     return path
 
 
-def parse_size(text, what="heap size", minimum=8 * 1024, why="MicroPython needs at least 8K"):
-    """'160K', '2M', '65536' -> bytes; BoardError naming `what` when it is not a size or below
-    minimum."""
+def parse_size(text, what="heap size", minimum=8 * 1024, why="MicroPython needs at least 8K", maximum=1 << 30):
+    """'160K', '2M', '65536' -> bytes; BoardError naming `what` when it is not a size, or out of
+    minimum..maximum."""
     s = str(text).strip().upper()
     mult = 1
     if s.endswith("K"):
@@ -107,6 +107,8 @@ def parse_size(text, what="heap size", minimum=8 * 1024, why="MicroPython needs 
         raise BoardError("%s %r: give bytes, or a number with K or M (e.g. 160K)" % (what, text))
     if n < minimum:
         raise BoardError("%s %r is too small: %s" % (what, text, why))
+    if n > maximum:
+        raise BoardError("%s %r is too large: at most %dM (a virtual board is a microcontroller)" % (what, text, maximum >> 20))
     return n
 
 
@@ -132,7 +134,7 @@ class VirtualBoard:
         self.heap = parse_size(heap) if heap else None
         # flash: a size (e.g. "64K") makes the filesystem a littlefs image of that size in the folder
         # (flash.img, mounted at /flash), which fills up as a board's does; None: the folder itself
-        self.flash_blocks = parse_size(flash, "flash size", why="littlefs needs at least 8K") // 512 if flash else None
+        self.flash_blocks = parse_size(flash, "flash size", why="littlefs needs at least 8K", maximum=64 << 20) // 512 if flash else None
         self.command = [micropython] if micropython else micropython_command()
         # how the process is held in its folder (confine.py): "auto" takes the first that works;
         # a port other than the wheel's (micropython=..., or on PATH) cannot be: "none"
