@@ -171,7 +171,7 @@ def probe(folder):
 
 def main(argv):
     if argv[:1] == ["--probe"]:
-        print(probe(argv[1]))
+        sys.stdout.write(probe(argv[1]) + "\n")
         return 0
     folder, mode, args = argv[0], argv[1], argv[2:]
     import signal
