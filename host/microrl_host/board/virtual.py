@@ -416,4 +416,5 @@ def board_port(port=None, heap=None, log=None, folder=None):
         else:
             where = "files in %s" % os.path.abspath(folder)
         board = stack.enter_context(VirtualBoard(folder, heap=heap or DEFAULT_HEAP, log=log))
-        yield board.port, "virtual MicroPython board (unix port, heap %s) on %s; %s" % (heap or DEFAULT_HEAP, board.port, where)
+        held = "confined by %s" % board.confinement if board.confinement != "none" else "NOT confined to its folder: docs/virtual-board.md"
+        yield board.port, "virtual MicroPython board (unix port, heap %s) on %s; %s, %s" % (heap or DEFAULT_HEAP, board.port, where, held)
