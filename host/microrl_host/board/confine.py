@@ -12,7 +12,7 @@ process is confined by the first way this machine allows:
 - "userns": the same for any user, inside a user namespace (where the kernel allows them).
 - "landlock": Linux's Landlock (5.13+, any user): the process may read and write files beneath
   the folder and nothing else, and execute nothing (its TCP is refused on kernels with Landlock
-  ABI 4, signals to outside processes from ABI 6). The board's `/` is the folder by a VfsPosix
+  ABI 4, signals to outside processes from ABI 6); capabilities as under "chroot". The board's `/` is the folder by a VfsPosix
   mount (support/boot.py); a path leading out fails with EACCES.
 - "none": a machine with none of these. The board's `/` is still the folder (the same mount), but
   code on the board can reach the host (`..`, symlinks, os.system): say so to the user.
@@ -79,9 +79,11 @@ def drop_privileges(libc):
     for cap in range(64):
         if cap not in KEPT_CAPS and libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == -1 and ctypes.get_errno() == 22:
             break  # EINVAL: past the last capability this kernel knows
-    kept = sum(1 << c for c in KEPT_CAPS)
     header = (ctypes.c_uint32 * 2)(_LINUX_CAPABILITY_VERSION_3, 0)
-    data = (ctypes.c_uint32 * 6)(kept, kept, 0, 0, 0, 0)  # effective, permitted, inheritable (x2 words)
+    data = (ctypes.c_uint32 * 6)()  # (effective, permitted, inheritable) for capabilities 0-31, then 32-63
+    _check(libc.capget(header, data), "capget")
+    kept = sum(1 << c for c in KEPT_CAPS) & data[1]  # of those it has (none for a user)
+    data[0], data[1], data[2], data[3], data[4], data[5] = kept, kept, 0, 0, 0, 0
     _check(libc.capset(header, data), "capset")
 
 
@@ -136,7 +138,7 @@ def landlock(folder):
         _check(libc.syscall(SYS_LANDLOCK_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(LANDLOCK_RULE_PATH_BENEATH), rule, ctypes.c_uint32(0)), "landlock rule")
     finally:
         os.close(fd)
-    _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    drop_privileges(libc)  # no_new_privs (Landlock wants it), and root's other powers
     _check(libc.syscall(SYS_LANDLOCK_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0)), "landlock")
     os.close(ruleset)
 
