@@ -103,7 +103,7 @@ def bench_pipe(n, folder):
         shutil.copy(src, os.path.join(board, "lib", "microrl"))
     make_policy(os.path.join(board, "policy.mrlp"), NETWORKS[0][1])
     env = dict(os.environ, MICROPYPATH=os.pathsep.join(["", "lib"]))
-    cmd = micropython_command() + ["-X", "heapsize=160K", "-c", "from microrl.server import serve; serve('policy.mrlp')"]
+    cmd = micropython_command(board) + ["-X", "heapsize=160K", "-c", "from microrl.server import serve; serve('policy.mrlp')"]
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=board, bufsize=0)
     decoder = P.Decoder()
 

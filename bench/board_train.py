@@ -164,7 +164,7 @@ def margin(steps=60):
 
         def run(heap, hidden, batch, replay):
             code = _MARGIN_CODE % dict(hidden=tuple(hidden), batch=batch, replay=replay, steps=steps, probe=USABLE_PROBE)
-            text = subprocess.run(micropython_command() + ["-X", "heapsize=%d" % heap, "-c", code], capture_output=True, text=True, env=env, cwd=tmp).stdout
+            text = subprocess.run(micropython_command(tmp) + ["-X", "heapsize=%d" % heap, "-c", code], capture_output=True, text=True, env=env, cwd=tmp).stdout
             free = int(text.split("F ")[1].split()[0]) if "F " in text else 0
             return "OK" in text, free
 

@@ -216,6 +216,11 @@ def test_board_out_of_memory_is_an_error_frame_not_a_crash(board, tmp_path):
                 link.load(name)
             action, _ = link.infer([0.5, -0.5, 1.0])
             assert abs(action[0] - expected) < 1e-5, name
+        # issue 30 (9): the board's error names the file it could not open
+        with pytest.raises(DeviceError, match="no such file on the board: missing.mrlp"):
+            link.load("missing.mrlp")
+        with pytest.raises(DeviceError, match="lib: not a regular file"):
+            link.load("lib")
     assert board.restarts == restarts
 
 
@@ -284,6 +289,38 @@ def test_non_finite_observations_are_refused_over_the_link(board, tmp_path):
                     link.infer(obs)
                 assert e.value.code == P.E_PAYLOAD and "observation[%d] is %s" % (k, "nan" if bad != bad else repr(bad)) in str(e.value), (name, str(e.value))
             assert link.infer(ok)[0] == good, name
+
+
+@needs_board
+def test_a_failed_load_keeps_the_policy_whose_file_is_gone(board, tmp_path):
+    """Issue 30 (10): `load a; rm a; load big`: big does not fit beside a, so the server used to
+    free a, fail on big, and reload a from its file, which was gone: the next INFER got "no
+    policy loaded". The policy in service now stays unless its file is there as it was loaded."""
+    import os
+    import shutil
+
+    from microrl_host.board.serial_link import DeviceError, SerialLink
+
+    big = tmp_path / "big.mrlp"
+    make_policy(big, sizes=(13, 256, 256, 4))
+    shutil.copy(big, board_file(board, "big.mrlp"))
+    other = tmp_path / "other.mrlp"
+    policy_b = make_policy(other, seed=9)
+    expected = board.policy([0.5, -0.5, 1.0])[0]
+    with SerialLink(board.port) as link:
+        for change in ("removed", "replaced"):
+            shutil.copy(board.policy_path, board_file(board, "a.mrlp"))
+            link.load("a.mrlp")
+            if change == "removed":
+                os.remove(board_file(board, "a.mrlp"))
+            else:  # another policy now at the path: reloading it would serve the wrong one
+                shutil.copy(other, board_file(board, "a.mrlp"))
+            with pytest.raises(DeviceError, match="out of memory"):
+                link.load("big.mrlp")
+            action, _ = link.infer([0.5, -0.5, 1.0])
+            assert abs(action[0] - expected) < 1e-5, change
+            assert abs(action[0] - policy_b([0.5, -0.5, 1.0])[0]) > 1e-3
+        link.load("policy.mrlp")
 
 
 @needs_board
