@@ -17,12 +17,13 @@ import json, time
 import microrl
 from microrl import fixedpoint
 from microrl.evaluate import evaluate
-from microrl.pendulum import Pendulum
+from microrl.task import Env
+from microrl.tasks import pendulum
 out = {"impl": fixedpoint.implementation(), "backend": microrl.backend_name()}
 for key, path in (("float", FLOAT), ("int16", INT16)):
     p = microrl.load(path)
     t = time.ticks_ms()
-    mean, std, returns = evaluate(p, Pendulum(), EPISODES, SEED)
+    mean, std, returns = evaluate(p, Env(pendulum), EPISODES, SEED)
     out[key] = {"mean": mean, "std": std, "returns": returns, "s": time.ticks_diff(time.ticks_ms(), t) / 1000.0}
 print(json.dumps(out))
 """

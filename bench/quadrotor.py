@@ -51,7 +51,7 @@ def run_seed(algo, seed, steps):
     _path()
     import numpy as np
 
-    from microrl import quadrotor as Q
+    from microrl.tasks import quadrotor as Q
     from microrl_host.algos import sac, td3
     from microrl_host.algos.callbacks import EachChunk
     from microrl_host.envs import quadrotor as quadrotor_env
@@ -104,7 +104,7 @@ def foundation_policy_reference(episodes=EVAL_EPISODES):
         return {"available": False, "why": "foundation-policy is not installed (pip install foundation-policy): %s" % e}
     import numpy as np
 
-    from microrl import quadrotor as Q
+    from microrl.tasks import quadrotor as Q
     from microrl_host.envs.quadrotor_render import rotation
 
     policy = QuadrotorPolicy()
@@ -112,7 +112,9 @@ def foundation_policy_reference(episodes=EVAL_EPISODES):
     from microrl.rng import Rng
 
     rng = Rng(EVAL_SEED)
-    env = Q.Quadrotor(rng, evaluation=True)
+    from microrl.task import Env
+
+    env = Env(Q, rng=rng, evaluation=True)
     t0 = time.perf_counter()
     for _ in range(episodes):
         env.reset()
@@ -128,7 +130,7 @@ def foundation_policy_reference(episodes=EVAL_EPISODES):
             previous = action
             total += r
         s = env.s
-        rows.append((total, 1.0 if (not done) and Q.success(s) else 0.0, float(np.linalg.norm(list(s)[0:3])), env.t))
+        rows.append((total, 1.0 if (not done) and Q.success(env.P, s) else 0.0, float(np.linalg.norm(list(s)[0:3])), env.t))
     rows = np.array(rows)
     return {
         "available": True,

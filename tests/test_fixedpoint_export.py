@@ -62,10 +62,10 @@ def test_micropython_runs_the_same_integers_and_returns(exported):
     exactly, and the closed-loop return matches."""
     out, _ = exported
     code = (
-        "import microrl\nfrom microrl import fixedpoint\nfrom microrl.evaluate import evaluate\nfrom microrl.pendulum import Pendulum\n"
+        "import microrl\nfrom microrl import fixedpoint\nfrom microrl.evaluate import evaluate\nfrom microrl.task import Env\nfrom microrl.tasks import pendulum\n"
         "q = microrl.load(%r)\nprint(fixedpoint.implementation())\n"
         "for k in range(20):\n    o = [0.3 * k - 3.0, 0.05 * k - 0.5, 0.4 * k - 4.0]\n    print(repr(q(o)[0]))\n"
-        "print(repr(evaluate(q, Pendulum(), 3, 4242)[0]))\n" % out
+        "print(repr(evaluate(q, Env(pendulum), 3, 4242)[0]))\n" % out
     )
     lines = run_micropython_code(code).split()
     assert lines[0] == "viper"
@@ -74,9 +74,10 @@ def test_micropython_runs_the_same_integers_and_returns(exported):
     ours = [q([0.3 * k - 3.0, 0.05 * k - 0.5, 0.4 * k - 4.0])[0] for k in range(20)]
     assert [float(v) for v in lines[1:21]] == ours
     from microrl.evaluate import evaluate
-    from microrl.pendulum import Pendulum
+    from microrl.task import Env
+    from microrl.tasks import pendulum
 
-    assert abs(float(lines[21]) - evaluate(q, Pendulum(), 3, 4242)[0]) < 1e-3
+    assert abs(float(lines[21]) - evaluate(q, Env(pendulum), 3, 4242)[0]) < 1e-3
 
 
 def test_every_truncation_and_random_bit_flips_refused(tmp_path):

@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 from numba import njit
 
-from microrl import backend, pendulum
+from microrl import backend
+from microrl.tasks import pendulum
+from microrl.task import Env
 from microrl.nn import MLP
 
 from microrl_host.algos import loop, replay
@@ -113,8 +115,8 @@ def test_polyak_and_layout_match_device_core():
 
 
 def test_compiled_pendulum_is_the_device_core_pendulum():
-    env = pendulum.Pendulum()
-    env.set_state(2.5, -0.3)
+    env = Env(pendulum)
+    env.set_state([2.5, -0.3])
     state = np.array([2.5, -0.3, 0.0, 0.0])
     obs = np.zeros(3, np.float32)
     for t in range(300):
@@ -122,7 +124,7 @@ def test_compiled_pendulum_is_the_device_core_pendulum():
         ref_obs, ref_r, _, _ = env.step(u)
         r, _ = compiled_pendulum.pendulum_step(state, u, obs)
         assert r == ref_r
-        assert (state[0], state[1]) == (env.th, env.thdot)
+        assert (state[0], state[1]) == (env.s[0], env.s[1])
         np.testing.assert_array_equal(obs, np.array(ref_obs, np.float32))
 
 
@@ -200,7 +202,7 @@ def test_host_trainers_follow_lr_end_as_the_device_core_does():
     from microrl_host.algos.offpolicy import learning_rate_share
 
     c = td3.config(lr_end=0.25)
-    device = TD3(pendulum.Pendulum(), TD3Config(lr_end=0.25, steps=1000, replay_capacity=100))
+    device = TD3(Env(pendulum), TD3Config(lr_end=0.25, steps=1000, replay_capacity=100))
     for step in (0, 250, 999, 1000):
         device.steps = step
         assert math.isclose(learning_rate_share(c, step, 1000), device.lr_scale())

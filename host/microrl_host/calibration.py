@@ -2,12 +2,13 @@
 closed-loop comparison of an int16 policy against its float original on Pendulum (returns, not
 only action differences). Used by `microrl export --int16`, the tests and bench/."""
 from microrl.evaluate import evaluate
-from microrl.pendulum import Pendulum
+from microrl.task import Env
+from microrl.tasks import pendulum
 from microrl.rng import Rng
 
 
 def fits_pendulum(policy):
-    return policy.obs_dim == Pendulum.obs_dim and policy.act_dim == Pendulum.act_dim
+    return policy.obs_dim == pendulum.OBS_DIM and policy.act_dim == pendulum.ACT_DIM
 
 
 def calibration_observations(policy, episodes=5, seed=1, obs_range=None, samples=2000):
@@ -16,7 +17,7 @@ def calibration_observations(policy, episodes=5, seed=1, obs_range=None, samples
     samples in +-obs_range per observation (in the units the policy receives)."""
     rng = Rng(seed)
     if obs_range is None and fits_pendulum(policy):
-        env = Pendulum()
+        env = Env(pendulum)
         seen = []
         for _ in range(episodes):
             obs = env.reset(rng)
@@ -49,7 +50,7 @@ def action_error(policy, quantised, observations):
 def closed_loop(policy, quantised, episodes=10, seed=12345):
     """Pendulum returns of both policies from the same initial states: a dict with the means,
     standard deviations, per-episode returns and the largest per-episode difference."""
-    env = Pendulum()
+    env = Env(pendulum)
     f_mean, f_std, f_returns = evaluate(policy, env, episodes, seed)
     q_mean, q_std, q_returns = evaluate(quantised, env, episodes, seed)
     return {

@@ -78,7 +78,8 @@ def run_demo(port=None, steps=10000, seed=0, episodes=5, requests=200, out="demo
     None: a temporary folder)."""
     import microrl
     from microrl.evaluate import evaluate
-    from microrl.pendulum import Pendulum
+    from microrl.task import Env
+    from microrl.tasks import pendulum
 
     from ..algos import td3
     from ..board.deploy import BOARD_POLICY, deploy
@@ -96,7 +97,7 @@ def run_demo(port=None, steps=10000, seed=0, episodes=5, requests=200, out="demo
     result["train_seconds"] = time.perf_counter() - t0
     microrl.save(out, policy)
     eval_seed = 10007 + seed
-    mean, std, host_returns = evaluate(policy, Pendulum(), episodes, seed=eval_seed)
+    mean, std, host_returns = evaluate(policy, Env(pendulum), episodes, seed=eval_seed)
     result["host_return_mean"] = mean
     result["host_return_std"] = std
     result["policy"] = os.path.abspath(out)
@@ -135,8 +136,9 @@ def run_quadrotor_demo(port=None, steps=None, seed=0, episodes=5, requests=200, 
     quadrotor simulation, then fly the host's simulation with the policy answering over the
     serial line. Returns a dict of results."""
     import microrl
-    from microrl import quadrotor as Q
     from microrl.rng import Rng
+    from microrl.task import Env
+    from microrl.tasks import quadrotor as Q
 
     from ..algos.offpolicy import QUADROTOR_EVAL_EPISODES, QUADROTOR_EVERY
     from ..algos.td3 import ALGO
@@ -185,7 +187,7 @@ def run_quadrotor_demo(port=None, steps=None, seed=0, episodes=5, requests=200, 
                 % (sum(int(r[1]) for r in rows), episodes, board["position_error_m"], host["position_error_m"], per_step, result["board_control_rate_hz"], sim_step))
             # the simulation on the host, the policy on the board, one request per control step
             rng = Rng(eval_seed)
-            env = Q.Quadrotor(rng, evaluation=True)
+            env = Env(Q, rng=rng, evaluation=True)
             latencies = []
             flights = []
             compute = 0
@@ -200,7 +202,7 @@ def run_quadrotor_demo(port=None, steps=None, seed=0, episodes=5, requests=200, 
                     compute += us
                     obs, r, done, truncated = env.step(action)
                     total += r
-                flights.append((total, 1 if (not done) and Q.success(env.s) else 0, float(np.linalg.norm(list(env.s)[0:3])), env.t))
+                flights.append((total, 1 if (not done) and Q.success(env.P, env.s) else 0, float(np.linalg.norm(list(env.s)[0:3])), env.t))
             lat = np.array(latencies) * 1e6
             serial = flight_summary(np.array(flights, dtype=np.float64))
             result.update({"serial_" + k: v for k, v in serial.items()})

@@ -42,9 +42,9 @@ def load_policy(path):
 
 def pick_env(policy, env):
     """'pendulum' or the gymnasium id to run policy on; CommandError when it does not fit."""
-    from microrl import pendulum
+    from microrl.tasks import pendulum
 
-    from microrl import quadrotor
+    from microrl.tasks import quadrotor
 
     pendulum_shaped = policy.obs_dim == pendulum.OBS_DIM and policy.act_dim == pendulum.ACT_DIM
     quadrotor_shaped = policy.obs_dim == quadrotor.OBS_DIM and policy.act_dim == quadrotor.ACT_DIM
@@ -78,9 +78,10 @@ def run(args):
         return run_quadrotor(args, policy)
     if env_id == PENDULUM:
         from microrl.evaluate import evaluate
-        from microrl.pendulum import Pendulum
+        from microrl.task import Env
+        from microrl.tasks import pendulum
 
-        mean, std, returns = evaluate(policy, Pendulum(), episodes=args.episodes, seed=args.seed)
+        mean, std, returns = evaluate(policy, Env(pendulum), episodes=args.episodes, seed=args.seed)
     else:
         try:
             env = make_gym_env(env_id)

@@ -22,7 +22,7 @@ def draw(th, u, t, total, size):
     """One frame: theta = 0 is upright (as in gymnasium); the arc shows the torque."""
     from PIL import Image, ImageDraw
 
-    from microrl.pendulum import MAX_TORQUE
+    from microrl.tasks.pendulum import ACTION_HIGH
 
     img = Image.new("RGB", (size, size), (255, 255, 255))
     d = ImageDraw.Draw(img)
@@ -34,7 +34,7 @@ def draw(th, u, t, total, size):
     d.line([(c, c), (x, y)], fill=(204, 77, 77), width=w)
     d.ellipse([x - w / 2, y - w / 2, x + w / 2, y + w / 2], fill=(204, 77, 77))
     if abs(u) > 1e-3:  # torque arc, length proportional to |u|
-        span = 150.0 * min(1.0, abs(u) / MAX_TORQUE)
+        span = 150.0 * min(1.0, abs(u) / ACTION_HIGH[0])
         a0 = -90.0
         box = [c - r * 0.35, c - r * 0.35, c + r * 0.35, c + r * 0.35]
         if u > 0:  # counter-clockwise
@@ -48,7 +48,9 @@ def draw(th, u, t, total, size):
 
 
 def run(args):
-    from microrl.pendulum import DT, Pendulum
+    from microrl.task import Env
+    from microrl.tasks import pendulum
+    from microrl.tasks.pendulum import DT, THETA
     from microrl.rng import Rng
 
     from .eval import load_policy, pick_env
@@ -57,20 +59,20 @@ def run(args):
         raise CommandError("need --episodes >= 1 and --size >= 32")
     check_output(args.out, "--out")
     policy = load_policy(args.policy)
-    from microrl import quadrotor
+    from microrl.tasks import quadrotor
 
     if policy.obs_dim == quadrotor.OBS_DIM and policy.act_dim == quadrotor.ACT_DIM:
         return run_quadrotor(args, policy)
     if pick_env(policy, "pendulum") != "pendulum":  # raises for other shapes
         raise CommandError("render draws Pendulum and quadrotor policies only")
-    env = Pendulum()
+    env = Env(pendulum)
     rng = Rng(args.seed)
     frames = []
     returns = []
     for _ in range(args.episodes):
         obs = env.reset(rng)
         total = 0.0
-        frames.append(draw(env.th, 0.0, 0, total, args.size))
+        frames.append(draw(env.s[THETA], 0.0, 0, total, args.size))
         done = False
         t = 0
         while not done:
@@ -78,7 +80,7 @@ def run(args):
             obs, reward, terminated, truncated = env.step(u)
             total += reward
             t += 1
-            frames.append(draw(env.th, u, t, total, args.size))
+            frames.append(draw(env.s[THETA], u, t, total, args.size))
             done = terminated or truncated
         returns.append(total)
     import io
@@ -95,7 +97,7 @@ def run(args):
 def run_quadrotor(args, policy):
     import io
 
-    from microrl.quadrotor import CRAZYFLIE, DT
+    from microrl.tasks.quadrotor import CRAZYFLIE, DT
 
     from .. import atomic
     from ..envs.quadrotor_render import frames

@@ -1,9 +1,9 @@
 """Pendulum-v1 compiled into the host's training loops, from the device core's own definition
-(microrl.pendulum): the dynamics are numba-compiled unchanged, the state is a float64[4] array."""
+(microrl.tasks.pendulum): the dynamics are numba-compiled unchanged, the state is a float64[4] array."""
 import numpy as np
 from numba.extending import register_jitable
 
-from microrl import pendulum
+from microrl.tasks import pendulum
 
 from ..nn.jit import device, inline, jit
 from ..nn.mlp import greedy_action
@@ -14,12 +14,13 @@ PENDULUM = "pendulum"
 # ---------------------------------------------------------------- Pendulum, from the device core
 # dynamics() calls angle_normalize(); registering it lets numba compile dynamics() unchanged.
 register_jitable(pendulum.angle_normalize)
+register_jitable(pendulum.observe)
 pendulum_dynamics = device(pendulum.dynamics)
-pendulum_observe = device(pendulum.observe)
+PARAMS = pendulum.PARAMETERS
 PENDULUM_STEPS = pendulum.EPISODE_STEPS
-RESET_THETA = pendulum.RESET_HIGH_THETA
-RESET_THETADOT = pendulum.RESET_HIGH_THETADOT
-MAX_TORQUE = pendulum.MAX_TORQUE
+RESET_THETA = PARAMS[pendulum.START_ANGLE]
+RESET_THETADOT = PARAMS[pendulum.START_SPEED]
+MAX_TORQUE = PARAMS[pendulum.MAX_TORQUE]
 
 
 # ---------------------------------------------------------------- Pendulum state for compiled loops
@@ -32,18 +33,18 @@ def pendulum_reset(env, rng, obs):
     env[1] = uniform(rng, -RESET_THETADOT, RESET_THETADOT)
     env[2] = 0.0
     env[3] = 0.0
-    pendulum_observe(env[0], env[1], obs, 0)
+    pendulum.observe(PARAMS, env, obs)
 
 
 @inline
 def pendulum_step(env, torque, next_obs):
     """Advance one step; returns (reward, truncated). next_obs gets the new observation."""
-    th, thdot, reward = pendulum_dynamics(env[0], env[1], torque)
+    th, thdot, reward = pendulum_dynamics(PARAMS, env[0], env[1], torque)
     env[0] = th
     env[1] = thdot
     env[2] += 1.0
     env[3] += reward
-    pendulum_observe(th, thdot, next_obs, 0)
+    pendulum.observe(PARAMS, env, next_obs)
     return reward, env[2] >= PENDULUM_STEPS
 
 
@@ -67,11 +68,11 @@ def evaluate_pendulum(net, squash, episodes, seed):
 
 
 class CompiledPendulum:
-    """Pendulum-v1 from microrl.pendulum, simulated inside the compiled training loop."""
+    """Pendulum-v1 from microrl.tasks.pendulum, simulated inside the compiled training loop."""
 
     name = PENDULUM
     obs_dim = pendulum.OBS_DIM
     act_dim = pendulum.ACT_DIM
-    low = np.array([-pendulum.MAX_TORQUE], np.float32)
-    high = np.array([pendulum.MAX_TORQUE], np.float32)
+    low = np.array(pendulum.ACTION_LOW, np.float32)
+    high = np.array(pendulum.ACTION_HIGH, np.float32)
     compiled = True

@@ -1,4 +1,4 @@
-"""The quadrotor hover task (microrl.quadrotor) compiled with numba for the host trainers: the
+"""The quadrotor hover task (microrl.tasks.quadrotor) compiled with numba for the host trainers: the
 device core's own scalar functions, compiled unchanged, plus the episode bookkeeping of a
 training loop and a compiled evaluation ("does it fly").
 
@@ -8,7 +8,7 @@ checkpoint holds it as it is), at the offsets below.
 import numpy as np
 from numba.extending import register_jitable
 
-from microrl import quadrotor as Q
+from microrl.tasks import quadrotor as Q
 
 from ..nn.jit import device, jit
 from ..nn.mlp import greedy_action
@@ -18,7 +18,7 @@ from ..nn.rng import uniform
 # device functions that call each other: registering them lets numba compile the callers unchanged
 for _f in (Q.hover_rpm, Q.hover_action, Q.rpm_setpoint, Q.derivative, Q._axpy, Q.step_state, Q.terminated, Q.initial_state, Q.observe, Q.success):
     register_jitable(_f)
-q_step = device(Q.step)
+q_step = device(Q.advance)
 q_initial_state = device(Q.initial_state)
 q_observe = device(Q.observe)
 q_success = device(Q.success)
@@ -31,9 +31,9 @@ ACT_DIM = Q.ACT_DIM
 T, RETURN, CURRICULUM = 0, 1, 2  # steps into the episode, return so far, curriculum level in [0, 1]
 S0 = 4
 W0 = S0 + Q.STATE_DIM
-SP0 = W0 + Q.WORK_DIM
-U0 = SP0 + 4
-A0 = U0 + Q.INIT_DRAWS
+SP0 = W0
+U0 = W0
+A0 = U0 + Q.RESET_DRAWS
 P0 = A0 + Q.ACT_DIM
 ENV_DIM = P0 + Q.PARAM_DIM
 
@@ -73,7 +73,7 @@ def reset(env, rng, obs):
 
 @jit
 def observe(env, obs):
-    q_observe(env[P0:], env[S0:W0], obs, 0)
+    q_observe(env[P0:], env[S0:W0], obs)
 
 
 @jit
@@ -82,7 +82,7 @@ def step(env, action, next_obs):
     s, w, sp, u, a, P = _parts(env)
     for i in range(a.shape[0]):
         a[i] = action[i]
-    r, done = q_step(P, s, a, sp, w)
+    r, done = q_step(P, s, a)
     env[T] += 1.0
     env[RETURN] += r
     observe(env, next_obs)
@@ -121,7 +121,7 @@ def evaluate(net, squash, episodes, seed, params):
             r, done, truncated = step(env, act, obs)
         s = env[S0:W0]
         out[e, 0] = env[RETURN]
-        out[e, 1] = 1.0 if (not done) and q_success(s) else 0.0
+        out[e, 1] = 1.0 if (not done) and q_success(env[P0:], s) else 0.0
         out[e, 2] = np.sqrt(s[0] * s[0] + s[1] * s[1] + s[2] * s[2])
         out[e, 3] = env[T]
     return out
