@@ -54,10 +54,12 @@ def run_seed(algo, seed, steps):
     from microrl.tasks import quadrotor as Q
     from microrl_host.algos import sac, td3
     from microrl_host.algos.callbacks import EachChunk
-    from microrl_host.envs import quadrotor as quadrotor_env
+    from microrl_host import tasks
+    from microrl_host.envs.task import CompiledTask
 
     module = td3 if algo == "td3" else sac
     params = np.array(Q.CRAZYFLIE, np.float64)
+    task = CompiledTask(Q)
     curve = []
     clock = {"train": 0.0, "last": None, "first_90": None}
 
@@ -65,8 +67,8 @@ def run_seed(algo, seed, steps):
         now = time.perf_counter()
         clock["train"] += now - clock["last"]
         if step % EVAL_EVERY == 0 or step == steps:
-            rows = quadrotor_env.evaluate(state.actor, module.SQUASH, EVAL_EPISODES, EVAL_SEED, params)
-            s = quadrotor_env.flight_summary(rows)
+            rows = task.evaluate(state.actor, module.SQUASH, EVAL_EPISODES, EVAL_SEED, params)
+            s = tasks.summary(Q, rows)
             curve.append((step, round(clock["train"], 3), s["success_rate"], s["position_error_m"]))
             if clock["first_90"] is None and s["success_rate"] >= TARGET:
                 clock["first_90"] = (step, clock["train"])
@@ -164,9 +166,9 @@ def main():
     ap.add_argument("--foundation", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     _path()
-    from microrl_host.algos.config import QUADROTOR_STEPS
+    from microrl.tasks import quadrotor as Q
 
-    steps = a.steps or QUADROTOR_STEPS
+    steps = a.steps or Q.TRAINING["steps"]
     if a.one:
         print(json.dumps(run_seed(a.one[0], int(a.one[1]), steps)))
         return 0

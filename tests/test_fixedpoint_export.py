@@ -9,6 +9,7 @@ import pytest
 
 import microrl
 from microrl import fixedpoint as fp
+from microrl.tasks import pendulum
 from microrl_host import calibration as Q
 from helpers import needs_micropython, run_cpython, run_micropython_code, trained_pendulum_policy
 
@@ -51,7 +52,7 @@ def test_closed_loop_returns_on_more_episodes(exported, pendulum_policy):
     float_policy = microrl.load(pendulum_policy)
     q = microrl.load(exported[0])
     assert isinstance(q, fp.QuantisedPolicy)
-    loop = Q.closed_loop(float_policy, q, episodes=20, seed=777)
+    loop = Q.closed_loop(float_policy, q, episodes=20, seed=777, task=pendulum)
     assert abs(loop["mean_difference"]) <= 0.01 * abs(loop["float_mean"]) + 1.0, loop
     assert loop["worst_episode_difference"] < 0.05 * abs(loop["float_mean"]) + 5.0, loop
 
@@ -88,7 +89,7 @@ def test_every_truncation_and_random_bit_flips_refused(tmp_path):
 
     net = MLP([3, 16, 16, 1], ("relu", "tanh"), trainable=False).init(Rng(8))
     float_policy = microrl.Policy([3, 16, 16, 1], ("relu", "tanh"), params=net.params, obs_mean=[0.0] * 3, obs_std=[1.0] * 3, act_scale=[2.0], act_offset=[0.0])
-    data = fp.to_bytes(fp.quantise(float_policy, Q.calibration_observations(float_policy)))
+    data = fp.to_bytes(fp.quantise(float_policy, Q.calibration_observations(float_policy, task=pendulum)))
     path = str(tmp_path / "bad.mrlq")
     with open(path, "wb") as f:
         f.write(data)

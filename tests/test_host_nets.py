@@ -1,6 +1,6 @@
 """The host's numba networks against the device core's MLP (numpy backend): one forward,
-backward and Adam step agree to float32 tolerance; Pendulum compiled from the device core steps
-identically; SAC's hand-derived actor gradient matches finite differences."""
+backward and Adam step agree to float32 tolerance; SAC's hand-derived actor gradient matches
+finite differences. (The tasks compiled from the device core: tests/test_tasks.py.)"""
 import math
 
 import numpy as np
@@ -13,7 +13,6 @@ from microrl.task import Env
 from microrl.nn import MLP
 
 from microrl_host.algos import loop, replay
-from microrl_host.envs import pendulum as compiled_pendulum
 from microrl_host.nn import mlp
 from microrl_host.nn import rng as compiled_rng
 
@@ -112,20 +111,6 @@ def test_polyak_and_layout_match_device_core():
     np.testing.assert_allclose(mlp.view(a).params, expect, rtol=1e-6)
     assert [tuple(o) for o in mlp.view(a).offsets] == layout(sizes)[0]
     assert mlp.view(a).params.size == layout(sizes)[1]
-
-
-def test_compiled_pendulum_is_the_device_core_pendulum():
-    env = Env(pendulum)
-    env.set_state([2.5, -0.3])
-    state = np.array([2.5, -0.3, 0.0, 0.0])
-    obs = np.zeros(3, np.float32)
-    for t in range(300):
-        u = 2.5 * math.sin(0.1 * t)  # includes torques beyond the limit
-        ref_obs, ref_r, _, _ = env.step(u)
-        r, _ = compiled_pendulum.pendulum_step(state, u, obs)
-        assert r == ref_r
-        assert (state[0], state[1]) == (env.s[0], env.s[1])
-        np.testing.assert_array_equal(obs, np.array(ref_obs, np.float32))
 
 
 def test_random_numbers_are_uniform_and_normal():
