@@ -1,4 +1,4 @@
-"""Learning to fly: microrl's numba TD3 on the quadrotor hover task (microrl.quadrotor, L2F's
+"""Learning to fly: microrl's numba TD3 on the quadrotor hover task (microrl.tasks.quadrotor, L2F's
 Crazyflie), over seeds. Per seed: training wall time until the success rate first reaches 90%
 (100 episodes from +-0.5 m and 30 deg of tilt, at rest: within 0.1 m of the target and below
 0.5 rad/s after 5 s, no crash), and the success rate after the fixed budget (`microrl train quadrotor`'s 500,000 steps; L2F's is 300,000).
