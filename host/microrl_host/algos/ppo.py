@@ -1,4 +1,5 @@
-"""PPO for MuJoCo tasks, on numpy float32 (BLAS) networks, with the two additions of the paper
+"""PPO for MuJoCo tasks (compiled copies: envs/mujoco.py) and any gymnasium environment with Box
+spaces (copies stepped from Python: envs/gym.py's GymVectorEnv), on numpy float32 (BLAS) networks, with the two additions of the paper
 (BackpropTools, section 4.2 and Appendix G) over plain PPO: observation normalisation and the
 KL-adaptive learning rate. Each can be switched off for ablation.
 
@@ -441,12 +442,50 @@ def gae(rewards, values, dones, last_value, gamma, lam):
     return adv, adv + values
 
 
-def evaluate_policy(policy, task, episodes=10, seed=12345, max_steps=None):
-    """Deterministic returns of a device core Policy on gymnasium's own environment: (mean, std, returns).
-    Episode k starts from reset(seed=seed + k); actions are clipped to the bounds."""
-    from ..envs.mujoco import make_gymnasium_env  # MuJoCo and gymnasium load only when used
+def resolve_env(task):
+    """What PPO trains on: ("mujoco", gymnasium id) where a compiled MuJoCo family serves the task
+    ("ant", "Hopper-v5"), else ("gym", a gymnasium id, `module:Id` or Env with Box spaces).
+    Raises TaskError for a microrl task module (compiled for TD3 and SAC) or an unknown name."""
+    from ..envs.mujoco import UnknownTaskError, resolve_task, task_names
+    from ..tasks import TaskError, resolve
 
-    env = make_gymnasium_env(task, max_episode_steps=max_steps) if max_steps else make_gymnasium_env(task)
+    if isinstance(task, str):
+        try:
+            return "mujoco", resolve_task(task)
+        except UnknownTaskError:
+            pass
+    found = resolve(task)
+    if found.module is not None:
+        raise TaskError("%s is a microrl task, compiled into the TD3 and SAC loop (--algo td3 or sac); PPO trains MuJoCo tasks (%s) and "
+                        "gymnasium environments with Box spaces, e.g. Pendulum-v1" % (found.name, ", ".join(task_names())))
+    return "gym", found.gym_env if found.gym_env is not None else found.gym_id
+
+
+def _env_name(env):
+    from ..envs.gym import _name
+
+    return _name(env)
+
+
+def evaluate_policy(policy, task, episodes=10, seed=12345, max_steps=None):
+    """Deterministic returns of a device core Policy on gymnasium's own environment (a MuJoCo task
+    or any gymnasium id or Env, resolve_env): (mean, std, returns). Episode k starts from
+    reset(seed=seed + k); actions are clipped to the bounds."""
+    kind, source = resolve_env(task)
+    kwargs = {"max_episode_steps": max_steps} if max_steps else {}
+    if kind == "mujoco":
+        from ..envs.mujoco import make_gymnasium_env  # MuJoCo and gymnasium load only when used
+
+        env = make_gymnasium_env(source, **kwargs)
+    else:
+        from ..envs.gym import _name, make_gym_env
+        from ..tasks import TaskError
+
+        if not isinstance(source, str):  # a user's Env: a fresh copy from its spec
+            if getattr(source, "spec", None) is None:
+                raise TaskError("%s has no spec to make copies from; register it (gymnasium.register) and give its id" % _name(source))
+            source = source.spec
+        env = make_gym_env(source, **kwargs)
     try:
         return rollout_returns(policy, env, episodes, seed, clip=True)
     finally:
@@ -454,7 +493,8 @@ def evaluate_policy(policy, task, episodes=10, seed=12345, max_steps=None):
 
 
 def train(config, env, callbacks=None, run_dir=None, out=None, resume=False, checkpoint_every=None, eval_every=None, eval_episodes=10, max_episode_steps=None):
-    """Train PPO on a MuJoCo task (env: a name resolve_task knows, e.g. "ant" or "Ant-v5").
+    """Train PPO on a MuJoCo task (env: a name resolve_task knows, e.g. "ant" or "Ant-v5"), or on any
+    gymnasium environment with Box spaces (an id, `module:Id`, or an Env: copies made from its spec).
     Writes into run_dir (if given): run.json, progress.csv, checkpoint.npz (atomically, every
     checkpoint_every steps and at the end) and policy.mrlp; out: another path for the final
     policy. resume: continue from run_dir's checkpoint. callbacks: a Callbacks, told of every
@@ -493,12 +533,18 @@ class _DeferredInterrupt:
 
 
 def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_episodes, callbacks, max_episode_steps):
-    from ..envs.mujoco import MujocoVectorEnv, resolve_task  # MuJoCo and gymnasium load only when used
-
     wall0 = time.perf_counter()
     callbacks.on_compile("building the environments (a first run also compiles their kernels)")
-    task = resolve_task(task)
-    envs = MujocoVectorEnv(task, c.envs, threads=c.threads, max_episode_steps=max_episode_steps)
+    kind, source = resolve_env(task)
+    task = source if isinstance(source, str) else _env_name(source)
+    if kind == "mujoco":
+        from ..envs.mujoco import MujocoVectorEnv  # MuJoCo and gymnasium load only when used
+
+        envs = MujocoVectorEnv(source, c.envs, threads=c.threads, max_episode_steps=max_episode_steps)
+    else:  # no compiled family: gymnasium's own copies, stepped in turn
+        from ..envs.gym import GymVectorEnv
+
+        envs = GymVectorEnv(source, c.envs, max_episode_steps=max_episode_steps)
     try:
         learner = PPO(envs.obs_dim, envs.act_dim, envs.single_action_space.low, envs.single_action_space.high, c)
         step, iteration, elapsed_before, evals = 0, 0, 0.0, []
@@ -600,7 +646,7 @@ def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_epi
                 recent = []
                 if next_eval and step >= next_eval:
                     t0 = time.perf_counter()
-                    mean_r, std_r, _ = evaluate_policy(learner.to_policy(), task, eval_episodes, seed=12345)
+                    mean_r, std_r, _ = evaluate_policy(learner.to_policy(), source, eval_episodes, seed=12345)
                     eval_s += time.perf_counter() - t0
                     evals.append((step, mean_r, std_r))
                     if log:
@@ -632,11 +678,15 @@ def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_epi
             os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
             policy_file.save(out, learner.to_policy())
         import gymnasium
-        import mujoco
 
+        used = (np, gymnasium)
+        if kind == "mujoco":
+            import mujoco
+
+            used = (np, mujoco, gymnasium)
         learner.result = run_result(
             "ppo", task, c.seed, step, resumed_from, wall_s=time.perf_counter() - wall0, train_s=train_s, train_cpu_s=train_cpu_s,
-            compile_s=compile_s, eval_s=eval_s, evals=evals, policy=out, run_dir=run_dir, used=(np, mujoco, gymnasium),
+            compile_s=compile_s, eval_s=eval_s, evals=evals, policy=out, run_dir=run_dir, used=used,
         )
         return learner, evals
     finally:

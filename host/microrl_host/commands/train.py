@@ -170,18 +170,26 @@ class PPOCommand:
         return ppo.PPOConfig(**given)
 
     def check(self, args):
+        """The settings, and the task: a MuJoCo family's, else a gymnasium environment made once
+        here (an unknown id, discrete or unbounded spaces: one line before anything is written)."""
+        from ..algos import ppo
+        from ..envs.gym import make_gym_env
+
         try:
             self.config(args)
-        except (ValueError, CheckpointError) as e:
+            kind, source = ppo.resolve_env(args.task)
+            if kind == "gym":
+                make_gym_env(source).close()
+        except (ValueError, CheckpointError) as e:  # TaskError is a ValueError
             raise CommandError(str(e)) from None
 
     def run(self, args, callbacks):
         from ..algos import ppo
-        from ..envs.mujoco import MujocoMissingError, UnknownTaskError, resolve_task
+        from ..envs.mujoco import MujocoMissingError, UnknownTaskError
 
         try:
             config = self.config(args)
-            task = resolve_task(args.task)
+            _, task = ppo.resolve_env(args.task)
         except (ValueError, MujocoMissingError, CheckpointError) as e:
             raise CommandError(str(e)) from None
         run_dir = args.run_dir
@@ -195,7 +203,7 @@ class PPOCommand:
                 config, task, callbacks, run_dir=run_dir, out=args.out, resume=args.resume,
                 checkpoint_every=args.checkpoint_every or 100_000, eval_every=eval_every or None, eval_episodes=args.eval_episodes or 10,
             )
-        except (MujocoMissingError, UnknownTaskError, CheckpointError, ppo.TrainingDiverged) as e:
+        except (MujocoMissingError, UnknownTaskError, TaskError, CheckpointError, ppo.TrainingDiverged) as e:
             raise CommandError(str(e)) from None
         return learner.result
 
@@ -236,13 +244,13 @@ def register(sub):
 
     p = sub.add_parser(
         "train",
-        help="train a policy (TD3/SAC on the host, Pendulum compiled in the loop; PPO on MuJoCo) and save it",
+        help="train a policy (TD3/SAC on the host, Pendulum compiled in the loop; PPO on MuJoCo or gymnasium) and save it",
         description="Train a policy and save the actor as a microrl policy file, which the device core loads as it is. "
         "A run folder keeps run.json, progress.csv (for microrl plot) and checkpoint.npz (for --resume).",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("task", help=tasks.describe() + "; for --algo ppo a MuJoCo task such as 'ant'")
+    p.add_argument("task", help=tasks.describe() + "; for --algo ppo a MuJoCo task such as 'ant' (compiled copies) or any gymnasium id with Box spaces, e.g. Pendulum-v1")
     p.add_argument("--algo", default=DEFAULT_ALGO, metavar="NAME", help="algorithm: %s (default %s)" % (", ".join(ALGOS), DEFAULT_ALGO))
     p.add_argument("--steps", type=whole(1), default=None, help="environment steps in total, counting those before a --resume (default %d, or the task's suggestion: %s)" % (DEFAULT_STEPS, suggested_steps()))
     p.add_argument("--seed", type=whole(0), default=None, help="random seed (default 0; on --resume the checkpoint's): the same seed repeats a run bit for bit on the same machine and library versions; another CPU's BLAS/SIMD kernels give another run of the same quality (docs/training.md, Reproducibility)")
