@@ -457,6 +457,8 @@ def _summary(runs, impls, targets):
             for t in targets:
                 a, b = entry["median_wall_s_to_%g" % t], ref["median_wall_s_to_%g" % t]
                 ratios["wall_s_to_%g" % t] = a / b if b not in (0.0, float("inf")) else None
+                a, b = entry["median_steps_to_%g" % t], ref["median_steps_to_%g" % t]
+                ratios["steps_to_%g" % t] = a / b if b not in (0.0, float("inf")) else None
             entry["vs_" + peer] = ratios
     return summary
 
@@ -466,17 +468,18 @@ def _print_summary(summary, targets, skipped):
         return "-" if v is None else ("never" if v == float("inf") else pattern % v)
 
     print("\nmedians over seeds")
-    head = "%-13s %5s %9s %9s %9s %9s" % ("impl", "seeds", "steps/s", "CPU-s/1M", "peak MB", "return") + "".join(" %12s" % ("s to %g" % t) for t in targets)
+    head = "%-13s %5s %9s %9s %9s %9s" % ("impl", "seeds", "steps/s", "CPU-s/1M", "peak MB", "return") + "".join(" %12s %12s" % ("s to %g" % t, "M steps to %g" % t) for t in targets)
     print(head)
     for name, e in summary.items():
         print("%-13s %5d %9.0f %9.0f %9s %9s" % (name, e["seeds"], e["median_steps_per_s"], e["median_cpu_s_per_million"], fmt(e.get("median_peak_rss_mb")), fmt(e["median_final_return"]))
-              + "".join(" %12s" % ("%s (%d)" % (fmt(e["median_wall_s_to_%g" % t]), e["reached_to_%g" % t])) for t in targets))
+              + "".join(" %12s %12s" % ("%s (%d)" % (fmt(e["median_wall_s_to_%g" % t]), e["reached_to_%g" % t]), fmt(e["median_steps_to_%g" % t] / 1e6 if e["median_steps_to_%g" % t] != float("inf") else float("inf"), "%.2f"))
+                        for t in targets))
     for name, e in summary.items():
         for key in sorted(k for k in e if k.startswith("vs_")):
             r = e[key]
             print("%s over %s: steps/s %s, CPU-s per 1M steps %s, peak RSS %s, %s  (steps/s: above 1 is faster; the others: below 1 is better)" % (
                 name, key[3:], fmt(r["steps_per_s"], "%.2f"), fmt(r["cpu_s_per_million"], "%.2f"), fmt(r.get("peak_rss_mb"), "%.2f"),
-                ", ".join("wall to %g %s" % (t, fmt(r["wall_s_to_%g" % t], "%.2f")) for t in targets)))
+                ", ".join("wall to %g %s, steps to %g %s" % (t, fmt(r["wall_s_to_%g" % t], "%.2f"), t, fmt(r["steps_to_%g" % t], "%.2f")) for t in targets)))
     for name, why in skipped.items():
         print("%s skipped: %s" % (name, why))
 
