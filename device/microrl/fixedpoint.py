@@ -25,7 +25,7 @@ from array import array
 from .activations import GELU, IDENTITY, NAMES, RELU, SIGMOID, TANH
 from .fileformat import FIXED as _FIXED
 from .fileformat import FLOAT32_MAX, NEG_FLOAT32_MAX
-from .fileformat import CorruptPolicyError, TruncatedPolicyError, check_header, check_values, checksum_file, crc32, file_size, flags_of, pack_fixed, replace
+from .fileformat import CorruptPolicyError, TruncatedPolicyError, check_header, check_shape, check_values, checksum_file, crc32, file_size, flags_of, pack_fixed, write_atomic
 from .layout import layout
 
 MAGIC = b"MRLQ"
@@ -412,6 +412,7 @@ def quantise(policy, observations, headroom=1.25):
 
 
 def _header(q):
+    check_shape(q.sizes)
     L = len(q.acts)
     flags = flags_of(q)
     body = struct.pack("<%dH%dB%db%db" % (L + 1, L, L + 1, L), *(list(q.sizes) + list(q.acts) + list(q.fx) + list(q.fw)))
@@ -461,11 +462,7 @@ def to_bytes(q):
 
 def save(path, q):
     """Write a quantised policy atomically (the float policy file's way)."""
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(to_bytes(q))
-    replace(tmp, path)
-    return path
+    return write_atomic(path, (to_bytes(q),))
 
 
 def load(path):

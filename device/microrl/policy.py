@@ -18,7 +18,7 @@ from .fileformat import FLAG_ACT_SCALE, FLAG_OBS_NORM
 from .fileformat import ChecksumError, CorruptPolicyError, InvalidValueError, NotAPolicyError, PolicyFileError, TruncatedPolicyError, UnsupportedVersionError  # noqa: F401
 from .fileformat import check_header as _check_header
 from .fileformat import checksum_file as _checksum_file
-from .fileformat import check_values, crc32, file_size, flags_of, pack_fixed, replace
+from .fileformat import check_shape, check_values, crc32, file_size, flags_of, pack_fixed, write_atomic
 from .layout import layout, param_count, shape
 
 # The backend is imported only when a Policy is built: on a board, load() takes the weights'
@@ -146,6 +146,7 @@ def _floats(values, n, what):
 
 
 def _header(policy):
+    check_shape(policy.sizes)
     L = len(policy.acts)
     flags = flags_of(policy)
     body = struct.pack("<%dH%dB" % (L + 1, L), *(list(policy.sizes) + list(policy.acts)))
@@ -187,28 +188,21 @@ def _le_bytes(block):
 
 def save(path, policy):
     """Write policy to path, atomically: a reader sees the old file or the new one, never half.
-    A policy with non-finite numbers is refused (InvalidValueError) and nothing is written."""
+    A policy with non-finite numbers is refused (InvalidValueError), so is a path that is not a
+    regular file (NotAPolicyError); nothing is written then, and no temporary is left."""
     check_values(policy, "%s not written" % path)
-    tmp = path + ".tmp"
-    crc = 0
-    with open(tmp, "wb") as f:
-        head = _header(policy)
-        f.write(head)
-        crc = crc32(head, crc)
+    head = _header(policy)  # a shape the format cannot hold fails here, before any file is made
+
+    def parts():
+        crc = crc32(head)
+        yield head
         for block in _blocks(policy):
             data = _le_bytes(block)
-            f.write(data)
             crc = crc32(data, crc)
-        f.write(struct.pack("<I", crc & 0xFFFFFFFF))
-        try:
-            f.flush()
-            import os
+            yield data
+        yield struct.pack("<I", crc & 0xFFFFFFFF)
 
-            os.fsync(f.fileno())
-        except (AttributeError, ImportError, OSError):
-            pass  # MicroPython: close() commits
-    replace(tmp, path)
-    return path
+    return write_atomic(path, parts())
 
 
 def to_bytes(policy):

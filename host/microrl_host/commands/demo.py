@@ -8,7 +8,7 @@ import time
 
 from ..algos.config import QUADROTOR_STEPS
 from . import CommandError
-from .options import check_output
+from .options import FOLDER_HELP, OUTPUT_HELP, check_output
 
 
 def register(sub):
@@ -27,9 +27,9 @@ def register(sub):
     p.add_argument("--seed", type=int, default=0, help="seed of training and evaluation (default 0)")
     p.add_argument("--episodes", type=int, default=5, help="evaluation episodes, on the host and on the board (default 5)")
     p.add_argument("--requests", type=int, default=200, help="serial inference requests timed (default 200)")
-    p.add_argument("--out", default=None, help="where to save the trained policy (default demo-policy.mrlp; quadrotor-policy.mrlp)")
+    p.add_argument("--out", default=None, help="where to save the trained policy (default demo-policy.mrlp; quadrotor-policy.mrlp)" + OUTPUT_HELP)
     p.add_argument("--heap", help="the virtual board's RAM, e.g. 160K (default: a typical ESP32's)")
-    p.add_argument("--board-dir", metavar="DIR", help="keep the virtual board's filesystem in DIR (default: a temporary folder, removed afterwards)")
+    p.add_argument("--board-dir", metavar="DIR", help="keep the virtual board's filesystem in DIR (default: a temporary folder, removed afterwards)" + FOLDER_HELP)
     p.add_argument("--mpy", action="store_true", help="deploy .mpy files (compiled with mpy-cross for the board)")
     p.add_argument("--json", action="store_true", help="print the results as one JSON object")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -45,8 +45,6 @@ def run(args):
 
     if args.board_dir and args.port:
         raise CommandError("--board-dir is the virtual board's folder; a real board (--port) keeps its own files")
-    if args.board_dir and os.path.exists(args.board_dir) and not os.path.isdir(args.board_dir):
-        raise CommandError("--board-dir %s is a file, not a folder" % args.board_dir)
     quadrotor = args.task == "quadrotor"
     if args.steps is None and not quadrotor:
         args.steps = 10000
@@ -59,6 +57,8 @@ def run(args):
     if args.episodes > 200:
         raise CommandError("--episodes must be at most 200")
     check_output(args.out, "--out")
+    if args.board_dir:
+        check_output(args.board_dir, "--board-dir", folder=True)
     say = (lambda text: print(text, file=sys.stderr)) if args.json else (lambda text: print(text, flush=True))
     try:
         if quadrotor:

@@ -3,7 +3,7 @@ import json
 import os
 
 from . import CommandError
-from .options import check_output
+from .options import OUTPUT_HELP, check_output
 
 
 def register(sub):
@@ -19,7 +19,7 @@ def register(sub):
     )
     p.add_argument("policy", help="a float policy file (.mrlp), e.g. from microrl train")
     p.add_argument("--int16", action="store_true", help="quantise to int16 fixed point (the one export format so far)")
-    p.add_argument("--out", help="output file (default: POLICY with the extension .mrlq)")
+    p.add_argument("--out", help="output file (default: POLICY with the extension .mrlq)" + OUTPUT_HELP)
     p.add_argument("--obs-range", type=float, default=None, help="calibrate on uniform observations in +-OBS_RANGE instead of Pendulum rollouts")
     p.add_argument("--calibration-episodes", type=int, default=5, help="Pendulum episodes for calibration (default 5)")
     p.add_argument("--eval-episodes", type=int, default=10, help="Pendulum episodes comparing the returns (default 10; 0 skips)")

@@ -3,14 +3,14 @@ import json
 import os
 
 from . import CommandError
-from .options import check_output
+from .options import OUTPUT_HELP, check_output
 
 
 def register(sub):
     p = sub.add_parser("plot", help="plot a run's learning curve (PNG) from its progress.csv",
                        description="Plot episode returns and evaluation returns (mean +- std) against steps from a run folder written by microrl train.")
     p.add_argument("run", metavar="RUN", help="run folder (or its progress.csv)")
-    p.add_argument("--out", metavar="FILE", help="PNG to write (default RUN/learning_curve.png)")
+    p.add_argument("--out", metavar="FILE", help="PNG to write (default RUN/learning_curve.png)" + OUTPUT_HELP)
     p.set_defaults(func=run)
 
 

@@ -2,7 +2,7 @@
 import math
 
 from . import CommandError
-from .options import check_output
+from .options import OUTPUT_HELP, check_output
 
 
 def register(sub):
@@ -11,7 +11,7 @@ def register(sub):
                        "(one frame per 50 ms control step, so it plays in real time); a quadrotor policy (22 observations, "
                        "4 motor commands) flies from random starts and is drawn in 3D with its four arms and the target.")
     p.add_argument("policy", metavar="POLICY", help="a Pendulum (3 observations, 1 action) or quadrotor (22, 4) policy file")
-    p.add_argument("--out", default="pendulum.gif", metavar="FILE", help="GIF to write (default pendulum.gif)")
+    p.add_argument("--out", default="pendulum.gif", metavar="FILE", help="GIF to write (default pendulum.gif)" + OUTPUT_HELP)
     p.add_argument("--episodes", type=int, default=1, help="episodes to show one after the other (default 1)")
     p.add_argument("--seed", type=int, default=12345, help="seed of the start states (default 12345)")
     p.add_argument("--size", type=int, default=240, help="frame width and height in pixels (default 240)")

@@ -13,6 +13,7 @@ import time
 
 from .. import atomic
 from . import CommandError
+from .options import FOLDER_HELP, check_output
 
 # how a job runs `microrl train ARGS...`; tests may point it at a stand-in
 DEFAULT_TRAIN_COMMAND = [sys.executable, "-m", "microrl_host.cli", "train"]
@@ -33,7 +34,7 @@ def register(sub):
     p.add_argument("--seeds", default="0-2", help="seeds: a list '1,2,5' or a range '0-4' (default 0-2)")
     p.add_argument("--grid", action="append", default=[], metavar="OPTION=V1,V2", help="a train option and its values, e.g. lr=1e-4,3e-4 (repeat for a grid: every combination runs)")
     p.add_argument("--steps", type=int, default=None, help="environment steps per run (default: train's)")
-    p.add_argument("--run-dir", default=None, help="folder of the sweep (default sweeps/TASK-ALGO-TIME)")
+    p.add_argument("--run-dir", default=None, help="folder of the sweep (default sweeps/TASK-ALGO-TIME)" + FOLDER_HELP)
     p.add_argument("--workers", type=int, default=None, help="local runs at once (default: one per CPU)")
     p.add_argument("--ray", metavar="ADDRESS", default=None, help="run the jobs on a Ray cluster: 'auto', 'ray://HOST:10001', or 'local' to start Ray here (pip install 'microrl[ray]')")
     p.add_argument("--dry-run", action="store_true", help="print the jobs' commands and stop")
@@ -158,6 +159,7 @@ def run(args):
         for job in jobs:
             print(" ".join(shlex.quote(a) for a in ["microrl", "train"] + job["argv"] + ["--run-dir", job["run_dir"]]))
         return 0
+    check_output(root, "--run-dir", folder=True)
     os.makedirs(root, exist_ok=True)
     where = "Ray at %s" % args.ray if args.ray else "%d local processes" % (args.workers or os.cpu_count() or 1)
     if not args.quiet:

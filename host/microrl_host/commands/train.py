@@ -12,7 +12,7 @@ from ..algos.checkpoint import CheckpointError
 from ..algos.results import summary_line
 from . import CommandError
 from ..envs.gym import TaskError
-from .options import check_output, parse_hidden, whole
+from .options import FOLDER_HELP, OUTPUT_HELP, check_output, parse_hidden, whole
 from .progress import ProgressBar
 
 DEFAULT_ALGO = "td3"
@@ -228,8 +228,8 @@ def register(sub):
     p.add_argument("--algo", default=DEFAULT_ALGO, metavar="NAME", help="algorithm: %s (default %s)" % (", ".join(ALGOS), DEFAULT_ALGO))
     p.add_argument("--steps", type=whole(1), default=None, help="environment steps in total, counting those before a --resume (default 10000; quadrotor %d)" % offpolicy_config.QUADROTOR_STEPS)
     p.add_argument("--seed", type=whole(0), default=None, help="random seed (default 0; on --resume the checkpoint's): the same seed repeats a run bit for bit on the same machine and library versions; another CPU's BLAS/SIMD kernels give another run of the same quality (docs/training.md, Reproducibility)")
-    p.add_argument("--out", metavar="FILE", help="policy file to write (default <task>-<algo>.mrlp)")
-    p.add_argument("--run-dir", metavar="DIR", help="run folder for run.json, progress.csv, checkpoint.npz (default: --out without .mrlp, plus .run)")
+    p.add_argument("--out", metavar="FILE", help="policy file to write (default <task>-<algo>.mrlp)" + OUTPUT_HELP)
+    p.add_argument("--run-dir", metavar="DIR", help="run folder for run.json, progress.csv, checkpoint.npz (default: --out without .mrlp, plus .run)" + FOLDER_HELP)
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     p.add_argument("--json", action="store_true", help="print one JSON object of results (implies --quiet)")
     p.add_argument("--resume", action="store_true", help="continue from the run folder's checkpoint up to --steps")
@@ -281,6 +281,8 @@ def run(args):
         raise CommandError("--out %s is a folder; give a file name such as %s" % (args.out, os.path.join(args.out, "policy.mrlp")))
     # everything checked before any work: settings, then where the results go
     entry.check(args)
+    if os.path.abspath(args.out) == os.path.abspath(args.run_dir):
+        raise CommandError("--out and --run-dir are both %s; the policy file needs another name than the run folder" % args.out)
     check_output(args.out, "--out")
     check_output(args.run_dir, "--run-dir", folder=True)
     result = entry.run(args, ProgressBar(quiet=args.quiet or args.json))

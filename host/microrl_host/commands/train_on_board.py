@@ -4,7 +4,7 @@ import math
 import sys
 
 from . import CommandError
-from .options import check_output, parse_hidden
+from .options import OUTPUT_HELP, check_output, parse_hidden
 
 
 def register(sub):
@@ -26,7 +26,7 @@ def register(sub):
     p.add_argument("--actor-lr", type=float, default=None, help="actor learning rate (Adam; default: the device core's, 1e-3)")
     p.add_argument("--critic-lr", type=float, default=None, help="critic learning rate (Adam; default: the device core's, 1e-3)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default="board-policy.mrlp", help="where to save the trained policy on the host (default board-policy.mrlp)")
+    p.add_argument("--out", default="board-policy.mrlp", help="where to save the trained policy on the host (default board-policy.mrlp)" + OUTPUT_HELP)
     p.add_argument("--episodes", type=int, default=10, help="evaluation episodes on the host (default 10)")
     p.add_argument("--no-deploy", action="store_true", help="use the microrl already on the board")
     p.add_argument("--py", action="store_true", help="deploy .py sources instead of .mpy files (more of the heap goes to compiling them)")
