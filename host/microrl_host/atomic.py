@@ -4,6 +4,7 @@ one, never a half-written one. Write to a temporary file in the same folder, fsy
 Also the one check of an output path that every command makes before any work (unwritable):
 only a regular file is ever replaced (never a device, a named pipe, a socket or a folder), and
 at most one missing folder is made, inside a folder that exists."""
+import errno
 import io
 import os
 import stat
@@ -18,12 +19,17 @@ def kind(mode):
     return _KINDS.get(stat.S_IFMT(mode), "not a regular file")
 
 
+# OSErrors that are the machine's doing, not a bug's: a full disk or quota, a file system that
+# is read-only or failing, a file's permissions. The commands say them in one line.
+ENVIRONMENT_ERRORS = {getattr(errno, name) for name in ("ENOSPC", "EDQUOT", "EFBIG", "EROFS", "EIO", "EACCES", "EPERM") if hasattr(errno, name)}
+
+
 class WriteError(OSError):
     """A file that was not written (the old one, if any, is intact); str() is one line."""
 
-    def __init__(self, path, reason, errno=None):
+    def __init__(self, path, reason, errno=None, note=""):
         super().__init__(errno, reason, path)
-        self.message = "%s not written: %s" % (path, reason)
+        self.message = "%s not written: %s%s" % (path, reason, note)
 
     def __str__(self):
         return self.message
@@ -61,7 +67,7 @@ def write_bytes(path, data):
         except OSError:
             pass
         if isinstance(e, OSError) and not isinstance(e, WriteError):
-            raise WriteError(path, "%s%s" % (e.strerror or e, " (the old file is intact)" if os.path.isfile(path) else ""), e.errno) from None
+            raise WriteError(path, e.strerror or str(e), e.errno, " (the old file is intact)" if os.path.isfile(path) else "") from None
         raise
     return path
 

@@ -8,7 +8,10 @@ import time
 
 from ..algos.config import QUADROTOR_STEPS
 from . import CommandError
-from .options import FOLDER_HELP, OUTPUT_HELP, check_output
+from .options import FOLDER_HELP, OUTPUT_HELP, SEED, STEPS, check_output, whole
+
+
+MAX_REQUESTS = 1_000_000
 
 
 def register(sub):
@@ -23,10 +26,10 @@ def register(sub):
                    help="pendulum (default), or quadrotor: a 22-64-64-4 policy flies the board's own quadrotor simulation, "
                    "then the host's over the serial line")
     p.add_argument("--port", help="a real board's serial port (default: start a virtual board)")
-    p.add_argument("--steps", type=int, default=None, help="training steps on the host (default 10000; quadrotor %d)" % QUADROTOR_STEPS)
-    p.add_argument("--seed", type=int, default=0, help="seed of training and evaluation (default 0)")
-    p.add_argument("--episodes", type=int, default=5, help="evaluation episodes, on the host and on the board (default 5)")
-    p.add_argument("--requests", type=int, default=200, help="serial inference requests timed (default 200)")
+    p.add_argument("--steps", type=STEPS, default=None, help="training steps on the host (default 10000; quadrotor %d)" % QUADROTOR_STEPS)
+    p.add_argument("--seed", type=SEED, default=0, help="seed of training and evaluation, 0 to 2**32-1 (default 0)")
+    p.add_argument("--episodes", type=whole(1, 200), default=5, help="evaluation episodes, on the host and on the board, 1 to 200 (default 5)")
+    p.add_argument("--requests", type=whole(1, MAX_REQUESTS), default=200, help="serial inference requests timed, at most %d (default 200)" % MAX_REQUESTS)
     p.add_argument("--out", default=None, help="where to save the trained policy (default demo-policy.mrlp; quadrotor-policy.mrlp)" + OUTPUT_HELP)
     p.add_argument("--heap", help="the virtual board's RAM, e.g. 160K (default: a typical ESP32's)")
     p.add_argument("--board-dir", metavar="DIR", help="keep the virtual board's filesystem in DIR (default: a temporary folder, removed afterwards)" + FOLDER_HELP)

@@ -1,8 +1,9 @@
 """microrl eval: mean and std of a policy file's return over N episodes."""
 import json
-import os
 
 from . import CommandError
+from .options import EPISODES, SEED
+from .options import load_policy as _load_policy
 
 PENDULUM = "pendulum"
 QUADROTOR = "quadrotor"
@@ -19,25 +20,16 @@ def register(sub):
         "and the final distance to the target; any other policy needs --env with a gymnasium id.",
     )
     p.add_argument("policy", metavar="POLICY", help="a microrl policy file (.mrlp)")
-    p.add_argument("--episodes", type=int, default=None, help="episodes to run (default 10; quadrotor 100)")
+    p.add_argument("--episodes", type=EPISODES, default=None, help="episodes to run (default 10; quadrotor 100)")
     p.add_argument("--env", metavar="ID", help="'pendulum' (the device core's, default for 3-in 1-out policies), 'quadrotor' (default for 22-in 4-out) or a gymnasium id, e.g. Pendulum-v1")
-    p.add_argument("--seed", type=int, default=12345, help="seed of the episodes' start states (default 12345)")
+    p.add_argument("--seed", type=SEED, default=12345, help="seed of the episodes' start states, 0 to 2**32-1 (default 12345)")
     p.add_argument("--json", action="store_true", help="print one JSON object with mean, std, returns")
     p.set_defaults(func=run)
 
 
 def load_policy(path):
     """microrl.policy.load with errors a user can act on."""
-    from microrl.policy import PolicyFileError, load
-
-    if not os.path.exists(path):
-        raise CommandError("no policy file at %s (train one with: microrl train pendulum --out %s)" % (path, path))
-    if os.path.isdir(path):
-        raise CommandError("%s is a folder; give a policy file (.mrlp)" % path)
-    try:
-        return load(path)
-    except PolicyFileError as e:
-        raise CommandError(str(e))
+    return _load_policy(path, " (train one with: microrl train pendulum --out %s)" % path)
 
 
 def pick_env(policy, env):

@@ -2,7 +2,12 @@
 import math
 
 from . import CommandError
-from .options import OUTPUT_HELP, check_output
+from .options import OUTPUT_HELP, SEED, check_memory, check_output, whole
+
+
+MAX_EPISODES = 100
+MAX_SIZE = 2048
+FRAMES_PER_EPISODE = 251  # the longest episode's frames: Pendulum 201, the quadrotor 5 s at 25 frames/s plus the start
 
 
 def register(sub):
@@ -12,9 +17,9 @@ def register(sub):
                        "4 motor commands) flies from random starts and is drawn in 3D with its four arms and the target.")
     p.add_argument("policy", metavar="POLICY", help="a Pendulum (3 observations, 1 action) or quadrotor (22, 4) policy file")
     p.add_argument("--out", default="pendulum.gif", metavar="FILE", help="GIF to write (default pendulum.gif)" + OUTPUT_HELP)
-    p.add_argument("--episodes", type=int, default=1, help="episodes to show one after the other (default 1)")
-    p.add_argument("--seed", type=int, default=12345, help="seed of the start states (default 12345)")
-    p.add_argument("--size", type=int, default=240, help="frame width and height in pixels (default 240)")
+    p.add_argument("--episodes", type=whole(1, MAX_EPISODES, "a GIF holds every frame"), default=1, help="episodes to show one after the other, at most %d (default 1)" % MAX_EPISODES)
+    p.add_argument("--seed", type=SEED, default=12345, help="seed of the start states, 0 to 2**32-1 (default 12345)")
+    p.add_argument("--size", type=whole(32, MAX_SIZE), default=240, help="frame width and height in pixels, 32 to %d (default 240)" % MAX_SIZE)
     p.set_defaults(func=run)
 
 
@@ -53,10 +58,11 @@ def run(args):
 
     from .eval import load_policy, pick_env
 
-    if args.episodes < 1 or args.size < 32:
-        raise CommandError("need --episodes >= 1 and --size >= 32")
     check_output(args.out, "--out")
     policy = load_policy(args.policy)
+    # every frame is kept until the GIF is written: a palette byte per pixel, and PIL's RGB frame while drawing
+    frames = args.episodes * FRAMES_PER_EPISODE
+    check_memory(frames * args.size ** 2, frames * args.size ** 2, "a GIF of %d frames of %d x %d pixels" % (frames, args.size, args.size), "use fewer --episodes or a smaller --size")
     from microrl import quadrotor
 
     if policy.obs_dim == quadrotor.OBS_DIM and policy.act_dim == quadrotor.ACT_DIM:
