@@ -9,6 +9,9 @@
 import struct
 
 FIXED = 16  # bytes of the fixed header
+# the smallest normal float32: an observation std below it (a subnormal, or zero) makes
+# (obs - mean) / std overflow float32 for ordinary observations, and NaN actions follow
+MIN_STD = 1.1754943508222875e-38
 FLAG_OBS_NORM = 1
 FLAG_ACT_SCALE = 2
 # float32's largest finite value: a policy's input (after its normalisation) must lie within it
@@ -155,7 +158,7 @@ def check_values(policy, where):
     for block in (policy.obs_mean, std, policy.act_scale, policy.act_offset, getattr(policy, "params", None)):
         if block is not None:
             for v in block:
-                if v - v != 0.0 or (block is std and not v > 0.0):  # v - v: nan for nan and inf
+                if v - v != 0.0 or (block is std and not v >= MIN_STD):  # v - v: nan for nan and inf
                     from .refusals import invalid_values
 
                     raise InvalidValueError(invalid_values(policy, where))
@@ -180,6 +183,21 @@ def check_header(head, size, where="policy", magic=b"MRLP", version=1, kind="pol
     if size > total:
         raise CorruptPolicyError("%s: %d bytes where the header says %d (extra data after the policy)" % (where, size, total))
     return header_len, total, L, flags
+
+
+def check_zero_bytes(f, header_len, meta_len, where):
+    """CorruptPolicyError unless the header's reserved bytes (14-15) and its padding after the
+    meta_len bytes of layer fields are zero, as the format says (every writer so far wrote
+    zeros). Called after the checksum: a damaged file is a ChecksumError first; a file whose
+    checksum holds was written so, by a newer format or a tool of someone else's."""
+    f.seek(14)
+    reserved = f.read(2)
+    f.seek(FIXED + meta_len)
+    padding = f.read(header_len - FIXED - meta_len)
+    for what, data in (("reserved header bytes 14-15", reserved), ("header padding", padding)):
+        for b in data:
+            if b:
+                raise CorruptPolicyError("%s: the %s must be zero, found %r: not a file this microrl wrote (a newer format, or damaged before its checksum was made)" % (where, what, bytes(data)))
 
 
 def checksum_file(f, size, where):

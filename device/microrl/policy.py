@@ -18,7 +18,7 @@ from .fileformat import FLAG_ACT_SCALE, FLAG_OBS_NORM
 from .fileformat import ChecksumError, CorruptPolicyError, InvalidValueError, NotAPolicyError, PolicyFileError, TruncatedPolicyError, UnsupportedVersionError  # noqa: F401
 from .fileformat import check_header as _check_header
 from .fileformat import checksum_file as _checksum_file
-from .fileformat import check_shape, check_values, crc32, file_size, flags_of, pack_fixed, write_atomic
+from .fileformat import check_shape, check_values, check_zero_bytes, crc32, file_size, flags_of, pack_fixed, write_atomic
 from .layout import layout, param_count, shape
 
 # The backend is imported only when a Policy is built: on a board, load() takes the weights'
@@ -250,6 +250,7 @@ def load(path):
         if header_len + 4 * _float_count(sizes, flags) + 4 != total:
             raise CorruptPolicyError("%s: header sizes do not add up to the file length" % path)
         _checksum_file(f, size, path)
+        check_zero_bytes(f, header_len, 3 * L + 2, path)
         if sys.implementation.name == "micropython":
             # free the checksum's temporaries now, so that the small objects below fill the low
             # holes and the weights' block finds the heap's top unsplit (48K heap, 13-64-64-4)

@@ -61,6 +61,9 @@ def invalid_values(policy, where):
     for i in range(len(std)):
         if not std[i] > 0.0:
             return "%s: obs_std[%d] is %r: a standard deviation must be positive (the normalisation divides by it)" % (where, i, std[i])
+        if not std[i] >= 1.1754943508222875e-38:  # fileformat.MIN_STD
+            return ("%s: obs_std[%d] is %r, below the smallest normal float32 (1.2e-38): dividing an observation by it overflows, "
+                    "and the actions would be NaN" % (where, i, std[i]))
     return "%s: invalid values" % where
 
 

@@ -8,7 +8,7 @@ import time
 
 from ..algos.config import QUADROTOR_STEPS
 from . import CommandError
-from .options import FOLDER_HELP, OUTPUT_HELP, SEED, STEPS, check_output, whole
+from .options import FOLDER_HELP, OUTPUT_HELP, SEED, STEPS, check_memory, check_output, check_port, whole
 
 
 MAX_REQUESTS = 1_000_000
@@ -59,6 +59,16 @@ def run(args):
         raise CommandError("--steps, --episodes and --requests must be at least 1")
     if args.episodes > 200:
         raise CommandError("--episodes must be at most 200")
+    if args.port:
+        check_port(args.port)
+    elif args.heap:  # the virtual board's, checked before training rather than after
+        from ..board.virtual import parse_size
+
+        try:
+            heap = parse_size(args.heap)
+        except (BoardError, OverflowError):
+            raise CommandError("--heap %s: give bytes, or a number with K or M (e.g. 160K)" % args.heap) from None
+        check_memory(heap, heap, "a virtual board with a heap of %s" % args.heap, "give a smaller --heap")
     check_output(args.out, "--out")
     if args.board_dir:
         check_output(args.board_dir, "--board-dir", folder=True)

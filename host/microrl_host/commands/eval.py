@@ -85,6 +85,9 @@ def run(args):
         if (obs_dim, act_dim) != (policy.obs_dim, policy.act_dim):
             raise CommandError("%s has %d observations and %d actions; this policy takes %d and gives %d" % (env_id, obs_dim, act_dim, policy.obs_dim, policy.act_dim))
         mean, std, returns = evaluate_gym(policy, env_id, episodes=args.episodes, seed=args.seed)
+    if not all(r == r and abs(r) != float("inf") for r in returns):  # never "return nan +- nan" with exit 0
+        raise CommandError("%s on %s: the returns are not finite numbers (%s): the policy's actions or the environment's states became NaN or infinite"
+                           % (args.policy, env_id, ", ".join("%g" % r for r in list(returns)[:3])))
     if args.json:
         print(json.dumps({"policy": args.policy, "env": env_id, "episodes": args.episodes, "mean": mean, "std": std, "returns": list(returns)}))
     else:

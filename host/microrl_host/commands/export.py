@@ -43,6 +43,11 @@ def run(args):
     if os.path.abspath(out) == os.path.abspath(args.policy) or (os.path.exists(out) and os.path.samefile(out, args.policy)):
         raise CommandError("--out would overwrite the input policy; choose another file")
     check_output(out, "--out")
+    if args.obs_range is not None:
+        try:
+            Q.check_range(policy, args.obs_range)
+        except ValueError as e:
+            raise CommandError(str(e)) from None
     observations = Q.calibration_observations(policy, args.calibration_episodes, args.seed, args.obs_range)
     try:
         quantised = fixedpoint.quantise(policy, observations)

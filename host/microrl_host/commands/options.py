@@ -166,6 +166,29 @@ def load_policy(path, hint=""):
         raise CommandError("%s cannot be read: %s" % (path, e.strerror or e)) from None
 
 
+def check_port(port):
+    """CommandError unless port can be a serial port: a device file that exists (or a pyserial
+    URL, socket:// or rfc2217://, or a name that is no path, such as COM3). For commands that do
+    other work before they open it."""
+    from ..atomic import kind
+    from . import CommandError
+
+    if not port:
+        raise CommandError("--port: give the board's serial port, e.g. /dev/ttyUSB0")
+    if port.startswith(("socket://", "rfc2217://")) or os.sep not in port:
+        return
+    try:
+        st = os.stat(port)
+    except FileNotFoundError:
+        raise CommandError("--port %s: no such port (is the board plugged in? list ports with `mpremote connect list`)" % port) from None
+    except OSError as e:
+        raise CommandError("--port %s: %s" % (port, e.strerror or e)) from None
+    import stat
+
+    if not stat.S_ISCHR(st.st_mode):
+        raise CommandError("--port %s is %s, not a serial port (a character device such as /dev/ttyUSB0)" % (port, kind(st.st_mode)))
+
+
 def available_memory():
     """(bytes a process can use now, bytes a single allocation can reserve at most), from
     /proc/meminfo: MemAvailable + SwapFree, and MemTotal + SwapTotal (what Linux's overcommit

@@ -135,6 +135,27 @@ def check_train_arguments(jobs):
                 raise CommandError("the runs' train arguments: %s" % e) from None
 
 
+def check_task(algo, task):
+    """CommandError when `microrl train` would not find the task: checked here, as each run
+    would check it first, before the sweep's folder is made."""
+    from ..envs.gym import TaskError
+    from ..envs.mujoco import MujocoMissingError, UnknownTaskError
+
+    try:
+        if algo.lower() == "ppo":
+            from ..envs.mujoco import resolve_task
+
+            resolve_task(task)
+        else:
+            from ..algos.offpolicy import make_task
+
+            env = make_task(task)
+            if not env.compiled:
+                env.close()
+    except (TaskError, UnknownTaskError, MujocoMissingError, ValueError) as e:
+        raise CommandError(str(e)) from None
+
+
 def run_job(argv, run_dir, command=None, env=None):
     """Run one training; returns (exit code, its JSON result or None, stderr's last lines)."""
     # each job keeps its policy in its own folder: parallel jobs must not share one default file
@@ -197,6 +218,13 @@ def run(args):
         raise CommandError("the sweep has %d runs; at most %d" % (len(jobs), MAX_JOBS))
     if TRAIN_COMMAND is DEFAULT_TRAIN_COMMAND:
         check_train_arguments(jobs)
+    if args.ray:
+        import importlib.util
+
+        if importlib.util.find_spec("ray") is None:
+            raise CommandError("--ray needs Ray, which is not installed: pip install 'microrl[ray]' (or run without --ray for local processes)")
+    elif TRAIN_COMMAND is DEFAULT_TRAIN_COMMAND and not args.dry_run:
+        check_task(args.algo, args.task)  # (a Ray cluster may have packages this machine lacks)
     root = args.run_dir or os.path.join("sweeps", "%s-%s-%s" % (args.task.lower(), args.algo, time.strftime("%Y%m%d-%H%M%S")))
     for job in jobs:
         job["run_dir"] = os.path.join(root, job["name"])

@@ -99,6 +99,8 @@ class OffPolicy:
             config = self.load().config(**self.settings(args))
         except ValueError as e:
             raise CommandError(str(e)) from None
+        if args.threads is not None and args.threads > 2:
+            raise CommandError("--threads %d: %s takes 1 or 2 (the second critic's half of each update on a second thread)" % (args.threads, self.name.upper()))
         outputs = 2 if self.name == "sac" else 1  # SAC's actor: a mean and a log std per action
         check_training_memory(args.task, config.hidden, config.batch, config.replay_capacity, args.steps, outputs, copies=5,
                               advice="use a smaller --hidden, --batch or --replay-capacity")
