@@ -217,7 +217,8 @@ class Fixtures:
         self.values["denormal"] = self._patched(p("denormal.mrlp"), Policy([3, 4, 1], ["relu", "tanh"], obs_mean=[0.0] * 3, obs_std=[1.0] * 3),
                                                 "obs_std", struct.pack("<f", 1e-45))
         self.values["nonzero_reserved"] = self._patched(p("reserved.mrlp"), policy, 14, b"\x01\x00")
-        self.values["nonzero_padding"] = self._patched(p("padding.mrlp"), policy, 16 + 2 * 3 + 2, b"\x07")
+        # three layers: 16 + 2 * 4 + 3 = 27 bytes of header fields, one byte of padding to 28
+        self.values["nonzero_padding"] = self._patched(p("padding.mrlp"), Policy([3, 8, 8, 1], ["relu", "tanh"]), 27, b"\x07")
         # run folders
         for name, csv in (("run_good", "step,episode_return,eval_mean,eval_std\n200,-1000,,\n1000,-800,-700,50\n"),
                           ("run_bad_csv", "step,episode_return\nabc,def\n"), ("run_empty_csv", ""),
