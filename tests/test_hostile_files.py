@@ -124,6 +124,18 @@ def _with_crc(data):
     return data + struct.pack("<I", pf.crc32(data) & 0xFFFFFFFF)
 
 
+def _float_slots(p, start):
+    """{'obs_std[1]': offset, ...} of a policy file's normalisation and scaling floats, which
+    start at its header length; and the offset after them."""
+    slots, k = {}, start
+    if p.obs_mean is not None:
+        for block, n in (("obs_mean", p.sizes[0]), ("obs_std", p.sizes[0]), ("act_scale", p.sizes[-1]), ("act_offset", p.sizes[-1])):
+            for i in range(n):
+                slots["%s[%d]" % (block, i)] = k
+                k += 4
+    return slots, k
+
+
 def _bases():
     """{name: (file bytes, float slots {name: offset}, zero byte offsets)} of small float and int16 policies."""
     from microrl import fixedpoint
@@ -135,26 +147,14 @@ def _bases():
         p.net.init(Rng(3))
         data = pf.to_bytes(p)
         H = struct.unpack("<H", data[6:8])[0]
-        slots = {}
-        k = H
-        if p.obs_mean is not None:
-            for block, n in (("obs_mean", 3), ("obs_std", 3), ("act_scale", 1), ("act_offset", 1)):
-                for i in range(n):
-                    slots["%s[%d]" % (block, i)] = k
-                    k += 4
+        slots, k = _float_slots(p, H)
         for i in (0, 7, p.n_params - 1):  # a weight, a weight, the last bias
             slots["param[%d]" % i] = k + 4 * i
         out["float-" + name] = (data, slots, [14, 15] + list(range(16 + 3 * 2 + 2, H)))
         q = fixedpoint.quantise(p, [[0.3, -0.2, 0.9], [-1.0, 0.7, 0.1], [0.0, 0.0, 0.0]])
         qdata = fixedpoint.to_bytes(q)
         QH = struct.unpack("<H", qdata[6:8])[0]
-        qslots = {}
-        k = QH
-        if q.obs_mean is not None:
-            for block, n in (("obs_mean", 3), ("obs_std", 3), ("act_scale", 1), ("act_offset", 1)):
-                for i in range(n):
-                    qslots["%s[%d]" % (block, i)] = k
-                    k += 4
+        qslots, k = _float_slots(q, QH)
         # layer 1: 5 int32 biases, 15 int16 weights, 2 bytes of padding
         pad = k + 4 * 5 + 2 * 15
         out["int16-" + name] = (qdata, qslots, [14, 15] + list(range(16 + 3 * 2 + 2 + 3 + 2, QH)) + [pad, pad + 1])

@@ -8,24 +8,14 @@ import stat
 
 import pytest
 
-from helpers import run_cpython
+from helpers import assert_refused
+from helpers import run_microrl as microrl_cli
 
 import microrl
 from microrl import fixedpoint
 from microrl_host import atomic
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="mknod of a character device needs root")
-
-
-def microrl_cli(*args, timeout=300):
-    return run_cpython(["-m", "microrl_host.cli"] + [str(a) for a in args], timeout=timeout)
-
-
-def assert_refused(proc, *words):
-    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
-    assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
-    for w in words:
-        assert w in proc.stderr, (w, proc.stderr)
 
 
 def _null_device(path):
