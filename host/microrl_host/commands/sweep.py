@@ -113,8 +113,7 @@ def check_train_arguments(jobs):
     from . import train
 
     parser = Parser(prog="microrl")
-    train.register(parser.add_subparsers(parser_class=Parser))
-    train_parser = parser._subparsers._group_actions[0].choices["train"]
+    train_parser = train.register(parser.add_subparsers(parser_class=Parser))
 
     def refuse(message):
         raise CommandError("the runs' train arguments: %s" % message)

@@ -281,6 +281,7 @@ def register(sub):
             group.add_argument(o.flag, dest=o.dest, **o.kwargs)
             added.add(o.dest)
     p.set_defaults(func=run)
+    return p  # (sweep parses its runs' arguments with it)
 
 
 def run(args):
