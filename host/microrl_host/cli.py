@@ -1,5 +1,4 @@
 """The `microrl` command: the subcommands of microrl_host/commands/, in the order of COMMANDS."""
-import argparse
 import gc
 import os
 import sys
@@ -12,17 +11,10 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 from microrl.fileformat import PolicyFileError  # noqa: E402
 
 from .atomic import ENVIRONMENT_ERRORS, WriteError  # noqa: E402
+from .commands.options import Parser  # noqa: E402
 from .commands import CommandError, bench, board, demo, deploy, eval, export, info, plot, render, sweep, train, train_on_board  # noqa: E402
 
 COMMANDS = (bench, board, demo, deploy, eval, export, info, plot, render, sweep, train, train_on_board)
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse's parser, whose errors are one line (the problem, then where the options are
-    listed) rather than the usage text and the problem: the house rule for bad input."""
-
-    def error(self, message):
-        self.exit(2, "%s: error: %s (see '%s --help')\n" % (self.prog, message, self.prog))
 
 
 def build_parser():

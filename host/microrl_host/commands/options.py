@@ -12,6 +12,14 @@ MAX_EPISODES = 100_000
 MAX_SEED = 2**32 - 1  # every generator here takes 32 bits of seed (gymnasium's take 64, the device core's Rng 32)
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, whose errors are one line (the problem, then where the options are
+    listed) rather than the usage text and the problem: the house rule for bad input."""
+
+    def error(self, message):
+        self.exit(2, "%s: error: %s (see '%s --help')\n" % (self.prog, message, self.prog))
+
+
 def parse_hidden(text):
     """Hidden layer sizes from the command line's one syntax: widths separated by commas, '64,64'.
     The policy file format bounds them (at most 254 hidden layers of at most 65535 units)."""

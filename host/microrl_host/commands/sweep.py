@@ -109,8 +109,8 @@ def check_train_arguments(jobs):
     `microrl train` checks them, before any run starts (each setting once)."""
     import tempfile
 
-    from ..cli import Parser
     from . import train
+    from .options import Parser
 
     parser = Parser(prog="microrl")
     train_parser = train.register(parser.add_subparsers(parser_class=Parser))
