@@ -64,77 +64,8 @@ def flags_of(policy):
     return (FLAG_OBS_NORM if policy.obs_mean is not None else 0) | (FLAG_ACT_SCALE if policy.act_scale is not None else 0)
 
 
-MAX_LAYERS = 255  # the header's u8 layer count
-MAX_WIDTH = 65535  # a layer size is a u16
-
-
-def check_shape(sizes):
-    """ValueError unless the format can hold a network of these layer sizes (checked before a
-    file is made, and by the host's commands before training one)."""
-    if len(sizes) - 1 > MAX_LAYERS or max(sizes) > MAX_WIDTH:
-        raise ValueError("a policy file holds at most %d layers of at most %d units each; this network has %d layers, the widest %d units"
-                         % (MAX_LAYERS, MAX_WIDTH, len(sizes) - 1, max(sizes)))
-
-
 def pack_fixed(magic, version, header_len, total, L, flags):
     return struct.pack("<4sHHIBBH", magic, version, header_len, total, L, flags, 0)
-
-
-def replace(src, dst):
-    import os
-
-    if hasattr(os, "replace"):
-        os.replace(src, dst)
-        return
-    try:
-        os.rename(src, dst)
-    except OSError:  # FAT refuses to rename over an existing file
-        os.remove(dst)
-        os.rename(src, dst)
-
-
-def _refuse_non_file(path):
-    # a device, a named pipe, a socket or a folder is never replaced (nor opened: a pipe blocks)
-    import os
-
-    try:
-        mode = os.stat(path)[0] & 0o170000
-    except OSError:
-        return  # nothing there
-    if mode not in (0, 0o100000):
-        from .refusals import not_a_file
-
-        raise NotAPolicyError(not_a_file(path, mode) + "; only a regular file is replaced by a policy")
-
-
-def write_atomic(path, parts):
-    """Write the byte strings that parts yields to path atomically: a temporary file path.tmp,
-    then a rename over path; a reader sees the old file or the new one. NotAPolicyError when path
-    (or path.tmp) is not a regular file; on any failure the temporary is removed and path is
-    untouched."""
-    import os
-
-    tmp = path + ".tmp"
-    _refuse_non_file(path)
-    _refuse_non_file(tmp)
-    try:
-        with open(tmp, "wb") as f:
-            for part in parts:
-                f.write(part)
-            try:
-                f.flush()
-                os.fsync(f.fileno())
-            except (AttributeError, OSError):
-                pass  # MicroPython: close() commits
-        _refuse_non_file(path)  # again: something put there while writing is not replaced either
-        replace(tmp, path)
-    except BaseException:
-        try:
-            os.remove(tmp)
-        except OSError:
-            pass
-        raise
-    return path
 
 
 def file_size(path):
@@ -186,18 +117,15 @@ def check_header(head, size, where="policy", magic=b"MRLP", version=1, kind="pol
 
 
 def check_zero_bytes(f, header_len, meta_len, where):
-    """CorruptPolicyError unless the header's reserved bytes (14-15) and its padding after the
-    meta_len bytes of layer fields are zero, as the format says (every writer so far wrote
-    zeros). Called after the checksum: a damaged file is a ChecksumError first; a file whose
-    checksum holds was written so, by a newer format or a tool of someone else's."""
+    # the reserved bytes 14-15 and the header's padding must be zero (every writer wrote zeros);
+    # checked after the checksum: a damaged file is a ChecksumError first
     f.seek(14)
     reserved = f.read(2)
     f.seek(FIXED + meta_len)
-    padding = f.read(header_len - FIXED - meta_len)
-    for what, data in (("reserved header bytes 14-15", reserved), ("header padding", padding)):
-        for b in data:
-            if b:
-                raise CorruptPolicyError("%s: the %s must be zero, found %r: not a file this microrl wrote (a newer format, or damaged before its checksum was made)" % (where, what, bytes(data)))
+    if any(reserved) or any(f.read(header_len - FIXED - meta_len)):
+        from .refusals import not_zero
+
+        raise CorruptPolicyError(not_zero(where, "reserved header bytes 14-15" if any(reserved) else "header padding"))
 
 
 def checksum_file(f, size, where):

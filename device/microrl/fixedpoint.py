@@ -25,7 +25,7 @@ from array import array
 from .activations import GELU, IDENTITY, NAMES, RELU, SIGMOID, TANH
 from .fileformat import FIXED as _FIXED
 from .fileformat import FLOAT32_MAX, NEG_FLOAT32_MAX
-from .fileformat import CorruptPolicyError, TruncatedPolicyError, check_header, check_shape, check_values, check_zero_bytes, checksum_file, crc32, file_size, flags_of, pack_fixed, write_atomic
+from .fileformat import CorruptPolicyError, TruncatedPolicyError, check_header, check_values, check_zero_bytes, checksum_file, crc32, file_size, flags_of, pack_fixed
 from .layout import layout
 
 MAGIC = b"MRLQ"
@@ -418,6 +418,8 @@ def quantise(policy, observations, headroom=1.25):
 
 
 def _header(q):
+    from .filewrite import check_shape
+
     check_shape(q.sizes)
     L = len(q.acts)
     flags = flags_of(q)
@@ -468,6 +470,8 @@ def to_bytes(q):
 
 def save(path, q):
     """Write a quantised policy atomically (the float policy file's way)."""
+    from .filewrite import write_atomic
+
     return write_atomic(path, (to_bytes(q),))
 
 

@@ -18,7 +18,7 @@ from .fileformat import FLAG_ACT_SCALE, FLAG_OBS_NORM
 from .fileformat import ChecksumError, CorruptPolicyError, InvalidValueError, NotAPolicyError, PolicyFileError, TruncatedPolicyError, UnsupportedVersionError  # noqa: F401
 from .fileformat import check_header as _check_header
 from .fileformat import checksum_file as _checksum_file
-from .fileformat import check_shape, check_values, check_zero_bytes, crc32, file_size, flags_of, pack_fixed, write_atomic
+from .fileformat import check_values, check_zero_bytes, crc32, file_size, flags_of, pack_fixed
 from .layout import layout, param_count, shape
 
 # The backend is imported only when a Policy is built: on a board, load() takes the weights'
@@ -146,6 +146,8 @@ def _floats(values, n, what):
 
 
 def _header(policy):
+    from .filewrite import check_shape
+
     check_shape(policy.sizes)
     L = len(policy.acts)
     flags = flags_of(policy)
@@ -201,6 +203,8 @@ def save(path, policy):
             crc = crc32(data, crc)
             yield data
         yield struct.pack("<I", crc & 0xFFFFFFFF)
+
+    from .filewrite import write_atomic
 
     return write_atomic(path, parts())
 

@@ -8,6 +8,11 @@ def not_a_file(path, mode):
     return "%s: not a regular file (it is %s)" % (path, _KINDS.get(mode & 0o170000, "not a file"))
 
 
+def not_zero(path, what):
+    """The message for bytes the format says are zero that are not (fileformat.check_zero_bytes)."""
+    return "%s: the %s must be zero: not a file this microrl wrote (a newer format, or damaged before its checksum was made)" % (path, what)
+
+
 def _first_non_finite(values):
     for i in range(len(values)):
         v = values[i]

@@ -23,7 +23,7 @@ class Parser(argparse.ArgumentParser):
 def parse_hidden(text):
     """Hidden layer sizes from the command line's one syntax: widths separated by commas, '64,64'.
     The policy file format bounds them (at most 254 hidden layers of at most 65535 units)."""
-    from microrl.fileformat import MAX_LAYERS, MAX_WIDTH
+    from microrl.filewrite import MAX_LAYERS, MAX_WIDTH
 
     try:
         sizes = tuple(int(s) for s in text.split(","))
