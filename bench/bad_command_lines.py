@@ -49,7 +49,8 @@ HUGE = [str(10**30), str(2**64)]
 # file fixtures (made by Fixtures): placeholders in a case's argv
 BAD_INPUTS = ["{missing}", "{folder}", "{fifo}", "{node}", "{socket}", "{empty}", "{garbage}", "{text}", "{truncated}", "{badcrc}",
               "{loop}", "{underfile}", "{longname}", "{unreadable}", "{denormal}", "{nonzero_reserved}", "{nonzero_padding}"]
-BAD_OUTPUTS = ["{fifo}", "{node}", "{socket}", "{folder}", "{deep}/x.mrlp", "{underfile}", "{loop}", "{longname}", "/proc/microrl-x"]
+BAD_OUTPUTS = ["{fifo}", "{node}", "{socket}", "{folder}", "{deep}/x.mrlp", "{underfile}", "{loop}", "{longname}", "/proc/microrl-x",
+               "{link_to_file}", "{dangling_link}", "/proc/self/fd/1"]  # (never the machine's /dev/stdout: a regression would replace it)
 BAD_FOLDERS = ["{text}", "{fifo}", "{node}", "{socket}", "{deep}/run", "{underfile}", "{loop}", "{longname}", "/proc/microrl-run"]
 
 
@@ -202,6 +203,9 @@ class Fixtures:
         os.mkfifo(p("fifo"))
         os.mkdir(p("folder"))
         os.symlink(p("loop"), p("loop"))
+        os.symlink(p("notes.txt"), p("link_to_file"))  # what /dev/stdout is when output goes to a file
+        os.symlink(p("nowhere"), p("dangling_link"))
+        self.values.update(link_to_file=p("link_to_file"), dangling_link=p("dangling_link"))
         s = socket.socket(socket.AF_UNIX)
         s.bind(p("sock"))
         self.sockets.append(s)

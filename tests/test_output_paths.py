@@ -49,8 +49,8 @@ def test_unwritable_refuses_every_kind_of_non_regular_file(tmp_path):
             why = atomic.unwritable(str(path))
             assert why and (kind in why or "folder" in why), (kind, why)
         link = tmp_path / "link-to-fifo"
-        link.symlink_to(tmp_path / "fifo")  # as /dev/stdout is a link: the target counts
-        assert "named pipe" in atomic.unwritable(str(link))
+        link.symlink_to(tmp_path / "fifo")
+        assert "symbolic link" in atomic.unwritable(str(link))
         loop = tmp_path / "loop"
         loop.symlink_to(loop)
         assert "cannot be used" in atomic.unwritable(str(loop))
@@ -111,6 +111,35 @@ def test_a_failed_save_leaves_no_temporary(tmp_path):
     with pytest.raises(ValueError):
         microrl.save(path, microrl.Policy([3, 70000, 1], ["relu", "tanh"]))  # wider than the format's u16
     assert os.listdir(tmp_path) == []
+
+
+def test_a_symbolic_link_is_never_replaced_whatever_it_points_to(tmp_path):
+    """/dev/stdout is a link to /proc/self/fd/1, which is a regular file when output is redirected
+    to one: `--out /dev/stdout` replaced the machine's /dev/stdout with the policy (found while
+    fixing this; restored by hand). A link is refused by the check and by every writer."""
+    target = tmp_path / "redirected-output"
+    target.write_text("what the shell wrote")
+    links = {"to a regular file": target, "dangling": tmp_path / "nowhere"}
+    policy = microrl.Policy([3, 4, 1], ["relu", "tanh"])
+    for kind, to in links.items():
+        link = tmp_path / ("link " + kind)
+        link.symlink_to(to)
+        assert "symbolic link" in atomic.unwritable(str(link)), kind
+        with pytest.raises(atomic.WriteError, match="symbolic link"):
+            atomic.write_bytes(str(link), b"data")
+        with pytest.raises(microrl.NotAPolicyError, match="symbolic link"):
+            microrl.save(str(link), policy)
+        assert os.path.islink(link) and os.readlink(link) == str(to)
+    assert target.read_text() == "what the shell wrote"
+    link = tmp_path / "stdout"
+    link.symlink_to(target)
+    proc = microrl_cli("train", "pendulum", "--steps", 200, "--out", link, "--run-dir", tmp_path / "run")
+    assert_refused(proc, "--out %s" % link, "symbolic link")
+    assert os.path.islink(link) and target.read_text() == "what the shell wrote" and not (tmp_path / "run").exists()
+    assert atomic.unwritable(str(tmp_path / "linked-folder"), folder=True) is None
+    (tmp_path / "real-folder").mkdir()
+    (tmp_path / "linked-folder").symlink_to(tmp_path / "real-folder")
+    assert atomic.unwritable(str(tmp_path / "linked-folder"), folder=True) is None  # a run folder behind a link: written into, not replaced
 
 
 @ROOT_ONLY

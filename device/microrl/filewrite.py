@@ -29,13 +29,16 @@ def replace(src, dst):
 
 
 def _refuse_non_file(path):
-    # a device, a named pipe, a socket or a folder is never replaced (nor opened: a pipe blocks)
+    # a device, a named pipe, a socket, a folder or a symbolic link is never replaced (nor opened:
+    # a pipe blocks; the rename would replace a link itself: /dev/stdout is one)
     import os
 
     try:
-        mode = os.stat(path)[0] & 0o170000
+        mode = getattr(os, "lstat", os.stat)(path)[0] & 0o170000  # (MicroPython has no lstat)
     except OSError:
         return  # nothing there
+    if mode == 0o120000:
+        raise NotAPolicyError("%s: a symbolic link; give the file itself (a link is never replaced by a policy)" % path)
     if mode not in (0, 0o100000):
         from .refusals import not_a_file
 

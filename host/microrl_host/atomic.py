@@ -11,7 +11,7 @@ import stat
 import tempfile
 
 _KINDS = {stat.S_IFDIR: "a folder", stat.S_IFIFO: "a named pipe", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
-          stat.S_IFSOCK: "a socket", stat.S_IFREG: "a regular file"}
+          stat.S_IFSOCK: "a socket", stat.S_IFREG: "a regular file", stat.S_IFLNK: "a symbolic link"}
 
 
 def kind(mode):
@@ -74,12 +74,18 @@ def write_bytes(path, data):
 
 def not_replaceable(path):
     """Why path must not be replaced by a new file (it exists and is not a regular file: a device,
-    a named pipe, a socket, a folder; or it cannot be looked at), or None."""
+    a named pipe, a socket, a folder, a symbolic link; or it cannot be looked at), or None. A
+    link is refused whatever it points to: the rename would replace the link itself (/dev/stdout
+    is a link: to a regular file when output is redirected, and replacing it would break the
+    machine's /dev/stdout), and writing through it would change a file the user did not name."""
     try:
-        mode = os.stat(path).st_mode  # follows a symbolic link: /dev/stdout is one
+        link = os.lstat(path)
+        if stat.S_ISLNK(link.st_mode):
+            return "it is a symbolic link (to %s), not a regular file; give the file itself (a link is never replaced)" % os.readlink(path)
+        mode = link.st_mode
     except FileNotFoundError:
-        return None  # nothing there yet (or a dangling link, which the rename replaces)
-    except (OSError, ValueError) as e:  # a link loop, a name too long, a NUL byte
+        return None  # nothing there yet
+    except (OSError, ValueError) as e:  # a name too long, a NUL byte
         return "the path cannot be used: %s" % (getattr(e, "strerror", None) or e)
     if stat.S_ISREG(mode):
         return None
@@ -160,7 +166,7 @@ def unwritable(path, folder=False):
     try:
         mode = os.stat(absolute).st_mode
     except (FileNotFoundError, NotADirectoryError):  # (a part that is a file: refused below)
-        mode = None
+        mode = None if folder or not os.path.islink(absolute) else stat.S_IFLNK  # a dangling link: refused below
     except OSError as e:  # a link loop, a name too long
         return "%s cannot be used: %s" % (absolute, e.strerror or e)
     if mode is not None and folder and not stat.S_ISDIR(mode):
