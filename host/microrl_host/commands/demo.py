@@ -55,10 +55,6 @@ def run(args):
         args.out = "quadrotor-policy.mrlp" if quadrotor else "demo-policy.mrlp"
     if quadrotor and args.episodes > MAX_FLIGHTS:
         raise CommandError("--episodes must be at most %d for the quadrotor" % MAX_FLIGHTS)
-    if (args.steps is not None and args.steps < 1) or args.episodes < 1 or args.requests < 1:
-        raise CommandError("--steps, --episodes and --requests must be at least 1")
-    if args.episodes > 200:
-        raise CommandError("--episodes must be at most 200")
     if args.port:
         check_port(args.port)
     elif args.heap:  # the virtual board's, checked before training rather than after

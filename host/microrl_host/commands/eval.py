@@ -64,8 +64,6 @@ def run(args):
     env_id = pick_env(policy, args.env)
     if args.episodes is None:
         args.episodes = 100 if env_id == QUADROTOR else 10
-    if args.episodes < 1:
-        raise CommandError("--episodes must be at least 1, got %d" % args.episodes)
     if env_id == QUADROTOR:
         return run_quadrotor(args, policy)
     if env_id == PENDULUM:

@@ -29,7 +29,6 @@ def register(sub):
 
 
 def run(args):
-    import microrl
     from microrl import fixedpoint
 
     from .. import calibration as Q

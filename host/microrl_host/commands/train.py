@@ -16,8 +16,8 @@ from .options import EPISODES_OR_NONE, FOLDER_HELP, MAX_STEPS, OUTPUT_HELP, SEED
 from .progress import ProgressBar
 
 DEFAULT_ALGO = "td3"
-DEFAULT_EVERY = 1000
-RUN_FILES = ("run.json", "progress.csv", "checkpoint.npz", "policy.mrlp")  # what a run folder holds (PPO's keeps its last policy too)  # TD3/SAC: steps between evaluations and between checkpoints
+DEFAULT_EVERY = 1000  # TD3/SAC: steps between evaluations and between checkpoints
+RUN_FILES = ("run.json", "progress.csv", "checkpoint.npz", "policy.mrlp")  # what a run folder holds (PPO's keeps its last policy too)
 
 EXAMPLES = """examples:
   microrl train pendulum --algo td3 --steps 10000 --seed 0 --out pendulum.mrlp
@@ -102,7 +102,7 @@ class OffPolicy:
         if args.threads is not None and args.threads > 2:
             raise CommandError("--threads %d: %s takes 1 or 2 (the second critic's half of each update on a second thread)" % (args.threads, self.name.upper()))
         outputs = 2 if self.name == "sac" else 1  # SAC's actor: a mean and a log std per action
-        check_training_memory(args.task, config.hidden, config.batch, config.replay_capacity, args.steps, outputs, copies=5,
+        check_training_memory(config.hidden, config.batch, config.replay_capacity, args.steps, outputs, copies=5,
                               advice="use a smaller --hidden, --batch or --replay-capacity")
 
     def run(self, args, callbacks):
@@ -174,7 +174,7 @@ class PPOCommand:
         except (ValueError, CheckpointError) as e:
             raise CommandError(str(e)) from None
         # a rollout keeps envs x rollout_steps rows of observations, actions and returns
-        check_training_memory(args.task, c.hidden, max(1, c.envs * c.rollout_steps // c.minibatches), c.envs * c.rollout_steps, c.envs * c.rollout_steps,
+        check_training_memory(c.hidden, max(1, c.envs * c.rollout_steps // c.minibatches), c.envs * c.rollout_steps, c.envs * c.rollout_steps,
                               2, copies=4, row_bytes=8, advice="use a smaller --hidden, --envs or --rollout-steps")
 
     def run(self, args, callbacks):
@@ -218,7 +218,7 @@ def _sac():
 THREADS = whole(1, 1024)
 
 
-def check_training_memory(task, hidden, batch, rows, steps, outputs, copies, advice, row_bytes=4):
+def check_training_memory(hidden, batch, rows, steps, outputs, copies, advice, row_bytes=4):
     """CommandError when training would need more memory than the machine has: the actor and the
     twin critics (parameters, gradients, Adam's moments, targets: `copies` float32 copies), a
     batch's activations, and a buffer of `rows` transitions of which min(rows, steps) are
@@ -231,8 +231,11 @@ def check_training_memory(task, hidden, batch, rows, steps, outputs, copies, adv
     params = param_count([obs] + widths + [act * outputs]) + 2 * param_count([obs + act] + widths + [1])
     networks = 4 * copies * params + 4 * 8 * batch * sum(widths)
     row = row_bytes * (2 * obs + act + 2)
-    check_memory(networks + row * min(rows, steps), networks + row * rows, "training this network (%s hidden units, %s parameters at least)"
-                 % (",".join(str(h) for h in widths), "{:,}".format(params)) if networks > row * rows else "a buffer of %s transitions" % "{:,}".format(rows), advice)
+    if networks > row * rows:
+        what = "training this network (%s hidden units, %s parameters at least)" % (",".join(str(h) for h in widths), "{:,}".format(params))
+    else:
+        what = "a buffer of %s transitions" % "{:,}".format(rows)
+    check_memory(networks + row * min(rows, steps), networks + row * rows, what, advice)
 
 
 ALGOS = {"td3": OffPolicy("td3", offpolicy_config.td3_config, _td3), "sac": OffPolicy("sac", offpolicy_config.SACConfig, _sac), "ppo": PPOCommand()}
