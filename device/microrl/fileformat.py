@@ -9,9 +9,6 @@
 import struct
 
 FIXED = 16  # bytes of the fixed header
-# the smallest normal float32: an observation std below it (a subnormal, or zero) makes
-# (obs - mean) / std overflow float32 for ordinary observations, and NaN actions follow
-MIN_STD = 1.1754943508222875e-38
 FLAG_OBS_NORM = 1
 FLAG_ACT_SCALE = 2
 # float32's largest finite value: a policy's input (after its normalisation) must lie within it
@@ -89,7 +86,9 @@ def check_values(policy, where):
     for block in (policy.obs_mean, std, policy.act_scale, policy.act_offset, getattr(policy, "params", None)):
         if block is not None:
             for v in block:
-                if v - v != 0.0 or (block is std and not v >= MIN_STD):  # v - v: nan for nan and inf
+                # v - v: nan for nan and inf; a std below the smallest normal float32 (a
+                # subnormal, or zero) makes (obs - mean) / std overflow, and the actions NaN
+                if v - v != 0.0 or (block is std and not v >= 1.1754943508222875e-38):
                     from .refusals import invalid_values
 
                     raise InvalidValueError(invalid_values(policy, where))
@@ -120,12 +119,12 @@ def check_zero_bytes(f, header_len, meta_len, where):
     # the reserved bytes 14-15 and the header's padding must be zero (every writer wrote zeros);
     # checked after the checksum: a damaged file is a ChecksumError first
     f.seek(14)
-    reserved = f.read(2)
+    bad = any(f.read(2))
     f.seek(FIXED + meta_len)
-    if any(reserved) or any(f.read(header_len - FIXED - meta_len)):
+    if bad or any(f.read(header_len - FIXED - meta_len)):
         from .refusals import not_zero
 
-        raise CorruptPolicyError(not_zero(where, "reserved header bytes 14-15" if any(reserved) else "header padding"))
+        raise CorruptPolicyError(not_zero(where))
 
 
 def checksum_file(f, size, where):

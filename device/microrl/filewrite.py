@@ -1,6 +1,6 @@
 # Writing the policy files (policy.py, fixedpoint.py): the shapes the header can hold and the
 # atomic replace of a written file. Its own module, imported only by save and to_bytes, so that
-# a board that only loads and runs a policy does not hold this code (the 13-64-64-4 policy loads in a 52K heap with 768 bytes to spare: every byte counts).
+# a board that only loads and runs a policy does not hold this code (a board that loads the 13-64-64-4 policy in a 52K heap has no byte to spare).
 from .fileformat import NotAPolicyError
 
 MAX_LAYERS = 255  # the header's u8 layer count
@@ -46,19 +46,25 @@ def _refuse_non_file(path):
 
 
 def write_atomic(path, parts):
-    """Write the byte strings that parts yields to path atomically: a temporary file path.tmp,
-    then a rename over path; a reader sees the old file or the new one. NotAPolicyError when path
-    (or path.tmp) is not a regular file; on any failure the temporary is removed and path is
-    untouched."""
+    """Write the byte strings of parts, then their CRC-32 (little-endian u32, what ends every
+    policy file), to path atomically: a temporary file path.tmp, then a rename over path; a reader
+    sees the old file or the new one. NotAPolicyError when path (or path.tmp) is not a regular file
+    or is a symbolic link; on any failure the temporary is removed and path is untouched."""
     import os
+    import struct
+
+    from .fileformat import crc32
 
     tmp = path + ".tmp"
     _refuse_non_file(path)
     _refuse_non_file(tmp)
     try:
         with open(tmp, "wb") as f:
+            crc = 0
             for part in parts:
                 f.write(part)
+                crc = crc32(part, crc)
+            f.write(struct.pack("<I", crc & 0xFFFFFFFF))
             try:
                 f.flush()
                 os.fsync(f.fileno())

@@ -472,7 +472,7 @@ def save(path, q):
     """Write a quantised policy atomically (the float policy file's way)."""
     from .filewrite import write_atomic
 
-    return write_atomic(path, (to_bytes(q),))
+    return write_atomic(path, (memoryview(to_bytes(q))[:-4],))  # (write_atomic appends the CRC)
 
 
 def load(path):

@@ -193,20 +193,10 @@ def save(path, policy):
     A policy with non-finite numbers is refused (InvalidValueError), so is a path that is not a
     regular file (NotAPolicyError); nothing is written then, and no temporary is left."""
     check_values(policy, "%s not written" % path)
-    head = _header(policy)  # a shape the format cannot hold fails here, before any file is made
-
-    def parts():
-        crc = crc32(head)
-        yield head
-        for block in _blocks(policy):
-            data = _le_bytes(block)
-            crc = crc32(data, crc)
-            yield data
-        yield struct.pack("<I", crc & 0xFFFFFFFF)
-
     from .filewrite import write_atomic
 
-    return write_atomic(path, parts())
+    # the header first: a shape the format cannot hold fails there, before any file is made
+    return write_atomic(path, [_header(policy)] + [_le_bytes(b) for b in _blocks(policy)])
 
 
 def to_bytes(policy):
