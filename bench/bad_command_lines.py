@@ -51,6 +51,9 @@ BAD_INPUTS = ["{missing}", "{folder}", "{fifo}", "{node}", "{socket}", "{empty}"
               "{loop}", "{underfile}", "{longname}", "{unreadable}", "{denormal}", "{nonzero_reserved}", "{nonzero_padding}"]
 BAD_OUTPUTS = ["{fifo}", "{node}", "{socket}", "{folder}", "{deep}/x.mrlp", "{underfile}", "{loop}", "{longname}", "/proc/microrl-x",
                "{link_to_file}", "{dangling_link}", "/proc/self/fd/1"]  # (never the machine's /dev/stdout: a regression would replace it)
+# a task (train's TASK, --task): names that are no task, special files, Python files that are no task
+BAD_TASKS = ["nosuchtask", "", "nosuch.module", "gym:nosuch", "{missing}", "{text}", "{fifo}", "{folder}", "{loop}", "{longname}",
+             "{task_lacking}", "{task_syntax}", "{task_raises}", "{task_exits}"]
 BAD_FOLDERS = ["{text}", "{fifo}", "{node}", "{socket}", "{deep}/run", "{underfile}", "{loop}", "{longname}", "/proc/microrl-run"]
 
 
@@ -85,6 +88,7 @@ def cases():
     add("train", ["train", "pendulum", "--algo", "sac", "--out", "{out}", "--run-dir", "{run}"],
         floats("--alpha-lr", "0") + floats("--initial-alpha", "0") + floats("--target-entropy"))
     add("train", [], [["train", t, "--out", "{out}", "--run-dir", "{run}"] for t in ["nosuchtask", "", "CartPole-v1", "Pendulum-v99", "../../etc/passwd", "gym:nosuch"]])
+    add("train", [], [["train", t, "--out", "{out}", "--run-dir", "{run}"] for t in BAD_TASKS if t not in ("nosuchtask", "")])
     add("train", [], [["train"], ["train", "pendulum", "extra-arg"]])
     add("train", ["train", "pendulum", "--steps", "300"], [["--out", o, "--run-dir", "{run}"] for o in BAD_OUTPUTS]
         + [["--out", "{out}", "--run-dir", d] for d in BAD_FOLDERS] + [["--out", "{out}", "--run-dir", "{out}"]])
@@ -102,6 +106,7 @@ def cases():
         + [["--env", e] for e in ("nosuch", "", "CartPole-v1", "quadrotor", "MountainCarContinuous-v0", "Ant-v5")]
         + [["--env", "Pendulum-v1", "--seed", v] for v in ("-1", str(2**64))] + [["--nosuch"], ["extra"]])
     add("eval", ["eval", "{quadrotor_policy}"], [["--env", "pendulum"], ["--episodes", "0"]])
+    add("eval", ["eval", "{policy}"], [["--task", t] for t in BAD_TASKS + ["quadrotor"]] + [["--task", "pendulum", "--env", "nosuch"]])
 
     # ---- export
     add("export", ["export", "--int16"], [[p] for p in BAD_INPUTS] + [["{qpolicy}"]])
@@ -110,12 +115,14 @@ def cases():
         + ints("--eval-episodes", 0) + ints("--seed", 0, extra=[str(2**32)]))
     add("export", ["export", "{policy}", "--int16"], [["--out", o] for o in BAD_OUTPUTS + ["{policy}"]])
     add("export", [], [["export", "{policy}", "--out", "{out_q}"]])
+    add("export", exp, [["--task", t] for t in BAD_TASKS + ["quadrotor", "Pendulum-v1"]])
 
     # ---- render
     add("render", ["render"], [[p, "--out", "{out_gif}"] for p in BAD_INPUTS] + [["{wide_policy}", "--out", "{out_gif}"]])
     ren = ["render", "{policy}", "--out", "{out_gif}"]
     add("render", ren, ints("--episodes", 1) + ints("--size", 32, extra=["100000"]) + ints("--seed", 0, extra=[str(2**32)]))
     add("render", ["render", "{policy}"], [["--out", o] for o in BAD_OUTPUTS])
+    add("render", ren, [["--task", t] for t in BAD_TASKS + ["quadrotor", "Pendulum-v1"]])
 
     # ---- plot
     add("plot", ["plot"], [[p] for p in ["{missing}", "{fifo}", "{node}", "{text}", "{empty}", "{garbage}", "{folder}", "{loop}", "{unreadable}",
@@ -128,12 +135,13 @@ def cases():
         + [["--grid", v] for v in ["lr", "=1", "lr=", "seed=1,2", "out=x"]] + [["--set", v] for v in ["envs", "=3", "run-dir=x"]]
         + ints("--steps", 1) + ints("--workers", 1) + [["--algo", "nosuch"], ["--ray", "nosuch://x"]])
     add("sweep", ["sweep", "pendulum", "--quiet"], [["--run-dir", d] for d in BAD_FOLDERS])
-    add("sweep", [], [["sweep"], ["sweep", "nosuchtask", "--run-dir", "{run}", "--quiet", "--seeds", "0", "--steps", "100"]])
+    add("sweep", [], [["sweep"], ["sweep", "nosuchtask", "--run-dir", "{run}", "--quiet", "--seeds", "0", "--steps", "100"]]
+        + [["sweep", t, "--algo", "td3", "--run-dir", "{run}", "--quiet", "--seeds", "0", "--steps", "100"] for t in BAD_TASKS])
 
     # ---- demo
     demo = ["demo", "--out", "{out}", "--quiet"]
     add("demo", demo, ints("--steps", 1) + ints("--seed", 0, extra=[str(2**32)]) + ints("--episodes", 1, extra=["201"])
-        + ints("--requests", 1) + [["--heap", h] for h in ("abc", "-1", "0", "1K", str(10**30), "nan")]
+        + ints("--requests", 1) + [["--heap", h] for h in ("abc", "-1", "0", "1K", str(10**30), "nan", "")]
         + [["--task", "nosuch"], ["--port", "{missing}"], ["--port", "{text}"], ["--port", "{folder}"], ["--port", "{fifo}"],
            ["--port", "{missing}", "--board-dir", "{run}"]])
     add("demo", ["demo", "--quiet"], [["--out", o] for o in BAD_OUTPUTS] + [["--out", "{out}", "--board-dir", d] for d in BAD_FOLDERS])
@@ -206,6 +214,12 @@ class Fixtures:
         os.symlink(p("notes.txt"), p("link_to_file"))  # what /dev/stdout is when output goes to a file
         os.symlink(p("nowhere"), p("dangling_link"))
         self.values.update(link_to_file=p("link_to_file"), dangling_link=p("dangling_link"))
+        # Python files that are no task (docs/tasks.md): loading them must leave nothing beside them
+        for name, source in (("lacking", "NAME = 'lacking'\nOBS_DIM = 3\n"), ("syntax", "NAME = (\n"),
+                             ("raises", "NAME = 'raises'\nraise RuntimeError('no robot here')\n"), ("exits", "import sys\nsys.exit(3)\n")):
+            with open(p("task_%s.py" % name), "w") as f:
+                f.write(source)
+            self.values["task_" + name] = p("task_%s.py" % name)
         s = socket.socket(socket.AF_UNIX)
         s.bind(p("sock"))
         self.sockets.append(s)

@@ -57,7 +57,7 @@ def run(args):
         raise CommandError("--episodes must be at most %d for the quadrotor" % MAX_FLIGHTS)
     if args.port:
         check_port(args.port)
-    elif args.heap:  # the virtual board's, checked before training rather than after
+    elif args.heap is not None:  # the virtual board's, checked before training rather than after
         from ..board.virtual import parse_size
 
         try:
