@@ -75,8 +75,10 @@ def test_what_ppo_cannot_train_is_refused_in_one_line(tmp_path):
 def test_cli_trains_a_gymnasium_id(tmp_path):
     out = str(tmp_path / "mc.mrlp")
     proc = run_cpython(TRAIN + ["MountainCarContinuous-v0", "--algo", "ppo", "--steps", "512", "--envs", "4", "--hidden", "8,8", "--eval-every", "512",
-                               "--eval-episodes", "1", "--out", out, "--json"], timeout=300)
+                               "--eval-episodes", "1", "--init-std", "0.3", "--out", out, "--json"], timeout=300)
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["task"] == "MountainCarContinuous-v0" and result["steps"] == 512 and len(result["evals"]) == 1
     assert policy_file.load(out).sizes == [2, 8, 8, 1]
+    with open(str(tmp_path / "mc.run" / "run.json")) as f:
+        assert json.load(f)["config"]["init_log_std"] == pytest.approx(np.log(0.3))

@@ -5,6 +5,7 @@ algorithm its own options (Option) and how the parsed arguments become its confi
 run. An option two algorithms both have (say --batch) is added once and applies to both."""
 import argparse
 import json
+import math
 import os
 
 from .. import tasks
@@ -13,7 +14,7 @@ from ..algos.checkpoint import CheckpointError
 from ..algos.results import summary_line
 from . import CommandError
 from ..tasks import TaskError
-from .options import EPISODES_OR_NONE, FOLDER_HELP, MAX_STEPS, OUTPUT_HELP, SEED, STEPS, check_memory, check_output, integer, parse_hidden, whole
+from .options import EPISODES_OR_NONE, FOLDER_HELP, MAX_STEPS, OUTPUT_HELP, SEED, STEPS, check_memory, check_output, integer, number, parse_hidden, whole
 from .progress import ProgressBar
 
 DEFAULT_ALGO = "td3"
@@ -154,6 +155,7 @@ class PPOCommand:
             Option("--no-kl-adaptive", action="store_true", help="keep the learning rate fixed (ablation of the paper's Appendix G)"),
             Option("--no-obs-norm", action="store_true", help="no observation normalisation (ablation)"),
             Option("--adv-norm", action="store_true", help="normalise advantages per minibatch (common PPO practice; off in the paper's setting)"),
+            Option("--init-std", type=number(above=0), help="the policy's action std at the start, in the network's units (actions scaled to [-1, 1]); learned from there (default %g)" % math.exp(d["init_log_std"])),
             Option("--threads", type=THREADS, help=THREADS_HELP),
         ]
 
@@ -169,6 +171,7 @@ class PPOCommand:
             envs=g("envs"), rollout_steps=g("rollout_steps"), epochs=g("epochs"), minibatches=g("minibatches"),
             clip_coef=g("clip_coef"), ent_coef=g("ent_coef"), vf_coef=g("vf_coef"), gae_lambda=g("gae_lambda"),
             max_grad_norm=g("max_grad_norm"), lr=g("lr"), critic_lr=g("critic_lr"), target_kl=g("target_kl"), threads=g("threads"),
+            init_log_std=math.log(g("init_std")) if g("init_std") else None,
             kl_adaptive=False if g("no_kl_adaptive") else None, obs_norm=False if g("no_obs_norm") else None, adv_norm=True if g("adv_norm") else None,
         )
         saved = ppo.checkpoint_config(args.run_dir) if g("resume") and g("run_dir") else None
