@@ -447,7 +447,7 @@ def resolve_env(task):
     ("ant", "Hopper-v5"), else ("gym", a gymnasium id, `module:Id` or Env with Box spaces).
     Raises TaskError for a microrl task module (compiled for TD3 and SAC) or an unknown name."""
     from ..envs.mujoco import UnknownTaskError, resolve_task, task_names
-    from ..tasks import TaskError, resolve
+    from ..tasks import GYM_EXAMPLES, TaskError, resolve
 
     if isinstance(task, str):
         try:
@@ -457,7 +457,7 @@ def resolve_env(task):
     found = resolve(task)
     if found.module is not None:
         raise TaskError("%s is a microrl task, compiled into the TD3 and SAC loop (--algo td3 or sac); PPO trains MuJoCo tasks (%s) and "
-                        "gymnasium environments with Box spaces, e.g. Pendulum-v1" % (found.name, ", ".join(task_names())))
+                        "gymnasium environments with Box spaces, e.g. %s" % (found.name, ", ".join(task_names()), GYM_EXAMPLES[0]))
     return "gym", found.gym_env if found.gym_env is not None else found.gym_id
 
 
