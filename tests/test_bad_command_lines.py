@@ -36,7 +36,7 @@ ISSUE_CASES = [
     (["train", "pendulum", "--resume", "--out", "{out}", "--run-dir", "{run_fifo_csv}"], ["progress.csv", "named pipe"]),
     (["plot", "{run_fifo_csv}"], ["named pipe"]),
     (["demo", "--out", "{out}", "--quiet", "--heap", "abc"], ["--heap abc"]),
-    (["sweep", "nosuchtask", "--run-dir", "{run}", "--quiet", "--seeds", "0"], ["unknown MuJoCo task"]),
+    (["sweep", "nosuchtask", "--run-dir", "{run}", "--quiet", "--seeds", "0"], ["unknown task 'nosuchtask'", "MuJoCo"]),
 ]
 
 

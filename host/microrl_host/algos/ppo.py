@@ -447,7 +447,7 @@ def resolve_env(task):
     ("ant", "Hopper-v5"), else ("gym", a gymnasium id, `module:Id` or Env with Box spaces).
     Raises TaskError for a microrl task module (compiled for TD3 and SAC) or an unknown name."""
     from ..envs.mujoco import UnknownTaskError, resolve_task, task_names
-    from ..tasks import GYM_EXAMPLES, TaskError, resolve
+    from ..tasks import GYM_EXAMPLES, TaskError, UnknownTask, resolve
 
     if isinstance(task, str):
         try:
@@ -455,6 +455,12 @@ def resolve_env(task):
         except UnknownTaskError:
             pass
     found = resolve(task)
+    if found.module is None and found.gym_env is None and ":" not in found.gym_id:
+        import gymnasium
+
+        if found.gym_id not in gymnasium.envs.registry:
+            raise UnknownTask("unknown task %r: neither a MuJoCo task (%s, or a bare name such as 'ant') nor a registered gymnasium id (e.g. %s; "
+                              "module:EnvId imports the module that registers it)" % (found.gym_id, ", ".join(task_names()), GYM_EXAMPLES[0]))
     if found.module is not None:
         raise TaskError("%s is a microrl task, compiled into the TD3 and SAC loop (--algo td3 or sac); PPO trains MuJoCo tasks (%s) and "
                         "gymnasium environments with Box spaces, e.g. %s" % (found.name, ", ".join(task_names()), GYM_EXAMPLES[0]))
