@@ -1,0 +1,247 @@
+"""The cart-pole swing-up task module (device/microrl/tasks/cartpole.py) on its own: the task
+interface's constants, its start states, a hand-made controller that swings it up (the task can be
+solved, and success() says so), and the same steps compiled by numba and run by MicroPython.
+Against dm_control's model under MuJoCo: tests/test_cartpole_dm_control.py."""
+import math
+import types
+
+import numpy as np
+import pytest
+
+from helpers import needs_micropython, run_micropython_code
+from microrl.rng import Rng
+from microrl.tasks import cartpole as C
+
+
+def parameters():
+    return np.array(C.PARAMETERS, dtype=np.float64)
+
+
+def run_episode(P, policy, seed):
+    """A local runner over the module's pure functions (reset with RESET_DRAWS uniforms from
+    microrl's Rng, step until truncated): (return, success, final state, steps)."""
+    rng = Rng(seed)
+    s = np.zeros(C.STATE_DIM)
+    u = np.array([rng.uniform() for _ in range(C.RESET_DRAWS)])
+    obs = np.zeros(C.OBS_DIM)
+    a = np.zeros(C.ACT_DIM)
+    C.reset(P, s, u, obs)
+    total = 0.0
+    steps = 0
+    while True:
+        a[0] = policy(s, obs)
+        r, terminated, truncated = C.step(P, s, a, u[:C.STEP_DRAWS], obs)
+        total += r
+        steps += 1
+        assert not terminated
+        if truncated:
+            return total, C.success(P, s), s.copy(), steps
+
+
+def test_constants_follow_the_task_interface():
+    assert C.NAME == "cartpole"
+    assert C.PARAM_DIM == len(C.PARAMETERS) == len(C.PARAM_NAMES) == len(set(C.PARAM_NAMES))
+    assert all(isinstance(v, float) for v in C.PARAMETERS)
+    assert len(C.ACTION_LOW) == len(C.ACTION_HIGH) == C.ACT_DIM
+    assert len(C.OBS_HIGH) == C.OBS_DIM
+    # the index constants name the parameter they index
+    for name, value in vars(C).items():
+        if name.isupper() and name.lower() in C.PARAM_NAMES:
+            assert C.PARAM_NAMES[value] == name.lower(), name
+    assert sum(1 for n in vars(C) if n.lower() in C.PARAM_NAMES and n.isupper()) == C.PARAM_DIM
+    assert C.WORK + 20 == C.STATE_DIM
+    assert abs(C.DT - C.PARAMETERS[C.TIMESTEP] * C.PARAMETERS[C.SUBSTEPS]) < 1e-15
+
+
+def test_start_states_are_dm_controls_gaussians():
+    """reset maps its uniforms to N(0, 0.01) cart position and velocities and a pole at
+    N(pi, 0.01): 2,000 draws, means and standard deviations within sampling error."""
+    P = parameters()
+    rng = Rng(3)
+    s = np.zeros(C.STATE_DIM)
+    obs = np.zeros(C.OBS_DIM)
+    starts = []
+    for _ in range(2000):
+        u = np.array([rng.uniform() for _ in range(C.RESET_DRAWS)])
+        s[C.STEPS] = 7.0
+        C.reset(P, s, u, obs)
+        assert s[C.STEPS] == 0.0
+        assert np.allclose(obs, [s[0], math.cos(s[1]), math.sin(s[1]), s[2], s[3]])
+        starts.append(s[:4].copy())
+    starts = np.array(starts)
+    centre = np.array([0.0, math.pi, 0.0, 0.0])
+    n = len(starts)
+    for i in range(4):
+        assert abs(starts[:, i].mean() - centre[i]) < 4 * 0.01 / math.sqrt(n)
+        assert 0.9 < starts[:, i].std() / 0.01 < 1.1
+    assert abs(np.corrcoef(starts.T)[np.triu_indices(4, 1)]).max() < 0.1  # independent draws
+    # the extreme uniforms stay finite (u in [0, 1): 1 - u > 0)
+    C.reset(P, s, np.array([0.0, 0.999999, 0.999999, 0.0]), obs)
+    assert np.isfinite(s[:4]).all()
+
+
+def swing_up_controller(P):
+    """Energy pumping (Astrom and Furuta) far from upright, LQR on the linearised model near it:
+    a controller made by hand from the model, to show the task can be solved and scored."""
+    from scipy.linalg import solve_continuous_are
+
+    def f(x, force):
+        d = np.zeros(4)
+        C.derivative(P, x, 0, force, d, 0)
+        return d
+
+    eps = 1e-6
+    A = np.zeros((4, 4))
+    for i in range(4):
+        e = np.zeros(4)
+        e[i] = eps
+        A[:, i] = (f(e, 0.0) - f(-e, 0.0)) / (2 * eps)
+    B = ((f(np.zeros(4), eps) - f(np.zeros(4), -eps)) / (2 * eps)).reshape(4, 1)
+    Q = np.diag([1.0, 10.0, 0.1, 0.1])
+    R = np.array([[0.01]])
+    K = np.linalg.solve(R, B.T @ solve_continuous_are(A, B, Q, R))[0]
+    mp, l, g = P[C.POLE_MASS], P[C.POLE_CENTRE], P[C.GRAVITY]
+    pivot_inertia = mp * l * l + P[C.POLE_INERTIA]
+
+    def policy(s, obs):
+        x, th, v, w = s[0], s[1], s[2], s[3]
+        if math.cos(th) > 0.85:
+            wrapped = (th + math.pi) % (2 * math.pi) - math.pi
+            force = -K @ np.array([x, wrapped, v, w])
+        else:  # energy relative to upright at rest; push so that the pole gains it
+            energy = 0.5 * pivot_inertia * w * w + mp * g * l * (math.cos(th) - 1.0)
+            force = 30.0 * energy * np.sign(w * math.cos(th)) - 4.0 * x - 3.0 * v
+        return float(np.clip(force / P[C.GEAR], -1.0, 1.0))
+
+    return policy
+
+
+def test_a_hand_made_controller_swings_it_up():
+    """From dm_control's start (hanging, at rest), energy pumping then LQR balances the pole
+    upright at the centre: every episode ends in success with a return above 800 of the
+    1,000 steps' at most 1 each (the swing-up itself costs about 135); doing nothing never
+    succeeds and scores near 0 (the pole hangs: upright factor 0)."""
+    P = parameters()
+    policy = swing_up_controller(P)
+    for seed in range(3):
+        total, ok, s, steps = run_episode(P, policy, seed)
+        assert steps == C.EPISODE_STEPS
+        assert ok and total > 800.0, (seed, total, s[:4])
+        assert abs(s[C.X]) < 0.01 and math.cos(s[C.THETA]) > 0.9999
+    total, ok, s, steps = run_episode(P, lambda s, obs: 0.0, 0)
+    assert not ok and total < 1.0
+
+
+def test_control_is_clipped_and_rewarded_as_dm_control():
+    """An action beyond [-1, 1] acts as +-1 (MuJoCo's ctrllimited motor) and scores as one."""
+    P = parameters()
+    out = []
+    for action in (1.0, 5.0):
+        s = np.zeros(C.STATE_DIM)
+        s[C.THETA] = 0.3
+        obs = np.zeros(C.OBS_DIM)
+        r, _, _ = C.step(P, s, np.array([action]), np.zeros(0), obs)
+        out.append((r, s[:4].copy(), s[C.CONTROL]))
+    assert out[0][0] == out[1][0] and (out[0][1] == out[1][1]).all() and out[1][2] == 1.0
+    # at rest upright and centred with no control the reward is 1, its bound
+    s = np.zeros(C.STATE_DIM)
+    r, _, _ = C.step(P, s, np.array([0.0]), np.zeros(0), np.zeros(C.OBS_DIM))
+    assert abs(r - C.REWARD_BOUND) < 1e-9
+
+
+def test_substeps_divide_the_control_step():
+    """Two RK4 steps of half the time step land where one full step does, to RK4's accuracy."""
+    P = parameters()
+    P2 = parameters()
+    P2[C.TIMESTEP] = P[C.TIMESTEP] / 2
+    P2[C.SUBSTEPS] = 2.0
+    s1 = np.zeros(C.STATE_DIM)
+    s1[:4] = (0.3, 2.0, -1.0, 3.0)
+    s2 = s1.copy()
+    obs = np.zeros(C.OBS_DIM)
+    C.step(P, s1, np.array([0.4]), None, obs)
+    C.step(P2, s2, np.array([0.4]), None, obs)
+    assert 0 < np.abs(s1[:4] - s2[:4]).max() < 1e-7
+
+
+STEPS = 400
+ACTIONS = "[((k * 7919) %% 201 - 100) / 80.0 for k in range(%d)]" % STEPS  # +-1.25: some clipped
+
+
+def python_rollout():
+    P = parameters()
+    s = np.zeros(C.STATE_DIM)
+    obs = np.zeros(C.OBS_DIM)
+    C.reset(P, s, np.array([0.1, 0.2, 0.3, 0.4]), obs)
+    rewards = []
+    for a in eval(ACTIONS):
+        r, _, _ = C.step(P, s, np.array([a]), None, obs)
+        rewards.append(r)
+    return s[:6].copy(), np.array(rewards)
+
+
+def _jit_module():
+    """The module's functions compiled by numba as the host does (register_jitable on every
+    function, so that they call each other compiled), on a copy of the module."""
+    import numba
+    from numba.extending import register_jitable
+
+    mod = types.ModuleType("cartpole_jit")
+    mod.__dict__.update({k: v for k, v in vars(C).items() if not k.startswith("__")})
+    for name, f in list(vars(C).items()):
+        if isinstance(f, types.FunctionType) and f.__module__ == C.__name__:
+            g = types.FunctionType(f.__code__, mod.__dict__, name, f.__defaults__, f.__closure__)
+            mod.__dict__[name] = register_jitable(g)
+    reset, step = mod.reset, mod.step
+    state_dim, obs_dim = C.STATE_DIM, C.OBS_DIM
+
+    @numba.njit
+    def rollout(P, actions):
+        s = np.zeros(state_dim)
+        obs = np.zeros(obs_dim)
+        u = np.array([0.1, 0.2, 0.3, 0.4])
+        a = np.zeros(1)
+        reset(P, s, u, obs)
+        rewards = np.zeros(len(actions))
+        for k in range(len(actions)):
+            a[0] = actions[k]
+            r, terminated, truncated = step(P, s, a, u, obs)
+            rewards[k] = r
+        return s[:6].copy(), rewards
+
+    return rollout
+
+
+def test_numba_compiles_the_module_unchanged():
+    s, rewards = _jit_module()(parameters(), np.array(eval(ACTIONS)))
+    s0, rewards0 = python_rollout()
+    assert np.allclose(s, s0, rtol=1e-12, atol=1e-12) and np.allclose(rewards, rewards0, rtol=1e-12, atol=1e-12)
+
+
+@needs_micropython
+def test_micropython_steps_as_cpython():
+    """The same start and STEPS actions under the micropython command (double floats): the
+    states and rewards equal CPython's to rounding."""
+    code = """
+import json
+from array import array
+from microrl.tasks import cartpole as C
+P = array('d', C.PARAMETERS)
+s = array('d', bytes(8 * C.STATE_DIM))
+obs = array('d', bytes(8 * C.OBS_DIM))
+a = array('d', [0.0])
+C.reset(P, s, array('d', [0.1, 0.2, 0.3, 0.4]), obs)
+rewards = []
+for v in %s:
+    a[0] = v
+    r, terminated, truncated = C.step(P, s, a, None, obs)
+    rewards.append(r)
+print(json.dumps({"s": list(s[:6]), "rewards": rewards}))
+""" % ACTIONS
+    import json
+
+    mp = json.loads(run_micropython_code(code).strip().splitlines()[-1])
+    s0, rewards0 = python_rollout()
+    assert np.allclose(mp["s"], s0, rtol=1e-9, atol=1e-9), (mp["s"], s0)
+    assert np.allclose(mp["rewards"], rewards0, rtol=1e-9, atol=1e-9)
+    assert abs(s0[C.X]) > 0.1 and mp["s"][C.STEPS] == STEPS  # it moved, and counted its steps
