@@ -3,12 +3,14 @@ interface's constants, its start states, a hand-made controller that swings it u
 solved, and success() says so), and the same steps compiled by numba and run by MicroPython.
 Against dm_control's model under MuJoCo: tests/test_cartpole_dm_control.py."""
 import math
+import os
+import sys
 import types
 
 import numpy as np
 import pytest
 
-from helpers import needs_micropython, run_micropython_code
+from helpers import ROOT, needs_micropython, run_micropython_code
 from microrl.rng import Rng
 from microrl.tasks import cartpole as C
 
@@ -81,39 +83,15 @@ def test_start_states_are_dm_controls_gaussians():
 
 
 def swing_up_controller(P):
-    """Energy pumping (Astrom and Furuta) far from upright, LQR on the linearised model near it:
-    a controller made by hand from the model, to show the task can be solved and scored."""
-    from scipy.linalg import solve_continuous_are
-
-    def f(x, force):
-        d = np.zeros(4)
-        C.derivative(P, x, 0, force, d, 0)
-        return d
-
-    eps = 1e-6
-    A = np.zeros((4, 4))
-    for i in range(4):
-        e = np.zeros(4)
-        e[i] = eps
-        A[:, i] = (f(e, 0.0) - f(-e, 0.0)) / (2 * eps)
-    B = ((f(np.zeros(4), eps) - f(np.zeros(4), -eps)) / (2 * eps)).reshape(4, 1)
-    Q = np.diag([1.0, 10.0, 0.1, 0.1])
-    R = np.array([[0.01]])
-    K = np.linalg.solve(R, B.T @ solve_continuous_are(A, B, Q, R))[0]
-    mp, l, g = P[C.POLE_MASS], P[C.POLE_CENTRE], P[C.GRAVITY]
-    pivot_inertia = mp * l * l + P[C.POLE_INERTIA]
-
-    def policy(s, obs):
-        x, th, v, w = s[0], s[1], s[2], s[3]
-        if math.cos(th) > 0.85:
-            wrapped = (th + math.pi) % (2 * math.pi) - math.pi
-            force = -K @ np.array([x, wrapped, v, w])
-        else:  # energy relative to upright at rest; push so that the pole gains it
-            energy = 0.5 * pivot_inertia * w * w + mp * g * l * (math.cos(th) - 1.0)
-            force = 30.0 * energy * np.sign(w * math.cos(th)) - 4.0 * x - 3.0 * v
-        return float(np.clip(force / P[C.GEAR], -1.0, 1.0))
-
-    return policy
+    """bench/cartpole.py's controller made by hand from the model (energy pumping, then LQR on
+    the linearised model), the one that calibrates the bench's "solved"."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    try:
+        from cartpole import reference_controller
+    finally:
+        sys.path.remove(os.path.join(ROOT, "bench"))
+    control = reference_controller(P)
+    return lambda s, obs: control(s)
 
 
 def test_a_hand_made_controller_swings_it_up():

@@ -50,8 +50,9 @@ START_ANGLE = const(26)  # (pi: hanging down), both velocities N(0, std)
 START_ANGLE_STD = const(27)
 START_VELOCITY_STD = const(28)
 SUCCESS_POSITION = const(29)  # success at an episode's end: |x| below this, cos(theta) above
-SUCCESS_COSINE = const(30)  # SUCCESS_COSINE (dm_control's swingup_sparse reward is 1 there)
-PARAM_DIM = const(31)
+SUCCESS_COSINE = const(30)  # SUCCESS_COSINE (dm_control's swingup_sparse reward is 1 there),
+SUCCESS_ANGULAR_VELOCITY = const(31)  # and |theta_dot| below this (not going round, rad/s)
+PARAM_DIM = const(32)
 
 PARAMETERS = (
     1.0,  # cart mass
@@ -85,6 +86,7 @@ PARAMETERS = (
     0.01,  # start velocity std
     0.25,  # success position (dm_control's _CART_RANGE)
     0.995,  # success cosine (dm_control's _ANGLE_COSINE_RANGE)
+    1.0,  # success angular velocity
 )
 PARAM_NAMES = (
     "cart_mass", "pole_mass", "pole_centre", "pole_inertia", "gravity", "gear", "cart_damping",
@@ -93,7 +95,7 @@ PARAM_NAMES = (
     "reward_cart_margin", "reward_control_margin", "reward_velocity_margin",
     "reward_centred_weight", "reward_control_weight", "reward_velocity_weight",
     "reward_value_at_margin", "start_position_std", "start_angle", "start_angle_std",
-    "start_velocity_std", "success_position", "success_cosine",
+    "start_velocity_std", "success_position", "success_cosine", "success_angular_velocity",
 )
 
 # ---------------------------------------------------------------- state, observation, task
@@ -289,5 +291,6 @@ def step(P, s, a, u, obs):
 
 
 def success(P, s):
-    """Upright and centred (dm_control's sparse swing-up reward is 1 there)."""
-    return abs(s[X]) < P[SUCCESS_POSITION] and cos(s[THETA]) > P[SUCCESS_COSINE]
+    """Balanced: upright and centred (dm_control's sparse swing-up reward is 1 there) and
+    turning slowly (a pole going round passes upright too)."""
+    return abs(s[X]) < P[SUCCESS_POSITION] and cos(s[THETA]) > P[SUCCESS_COSINE] and abs(s[THETA_DOT]) < P[SUCCESS_ANGULAR_VELOCITY]
