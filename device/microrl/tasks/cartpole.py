@@ -294,3 +294,23 @@ def success(P, s):
     """Balanced: upright and centred (dm_control's sparse swing-up reward is 1 there) and
     turning slowly (a pole going round passes upright too)."""
     return abs(s[X]) < P[SUCCESS_POSITION] and cos(s[THETA]) > P[SUCCESS_COSINE] and abs(s[THETA_DOT]) < P[SUCCESS_ANGULAR_VELOCITY]
+
+
+def picture(P, s):
+    """For microrl render: the rail, the cart (dm_control's 0.4 x 0.2 m box), the pole (twice
+    its centre's distance long) and the force on the cart, y up, within [-1, 1]."""
+    k = 1.0 / (P[SLIDER_LIMIT] + 0.4)  # metres to picture units: the rail and a cart's half-width beside it
+    y = -0.1
+    x = s[X] * k
+    length = 2.0 * P[POLE_CENTRE] * k
+    th = s[THETA]
+    end = P[SLIDER_LIMIT] * k
+    return (
+        ("line", -end, y, end, y, 0.01),
+        ("disc", -end, y, 0.02),
+        ("disc", end, y, 0.02),
+        ("line", x - 0.2 * k, y, x + 0.2 * k, y, 0.2 * k),
+        ("line", x, y, x + length * sin(th), y + length * cos(th), 0.09 * k),
+        ("disc", x, y, 0.03),
+        ("line", x, y - 0.15 * k, x + 0.4 * k * s[CONTROL], y - 0.15 * k, 0.02),
+    )
