@@ -98,18 +98,20 @@ def _random_state(rng):
     return np.array([x, rng.uniform(-7.0, 7.0), rng.uniform(-8.0, 8.0), rng.uniform(-25.0, 25.0)])
 
 
+def _both(model, converged):
+    """MuJoCo's model and data (its solver converged or at its defaults), our parameters, state
+    and observation."""
+    if converged:
+        _converge(model)
+    return model, mujoco.MjData(model), np.array(C.PARAMETERS), np.zeros(C.STATE_DIM), np.zeros(C.OBS_DIM)
+
+
 def _compare(model, exact_solver, steps, seed):
     """steps (state, control) pairs: fresh random states, and chains of up to 100 steps from
     dm_control-like start states that follow MuJoCo's own states. Returns the largest
     difference of the next state, for steps where no limit was near and where one was, and how
     many steps touched a limit."""
-    m = model
-    if exact_solver:
-        _converge(m)
-    d = mujoco.MjData(m)
-    P = np.array(C.PARAMETERS)
-    s = np.zeros(C.STATE_DIM)
-    obs = np.zeros(C.OBS_DIM)
+    m, d, P, s, obs = _both(model, exact_solver)
     rng = np.random.default_rng(seed)
     worst_free = worst_limit = 0.0
     at_limit = 0
@@ -175,13 +177,7 @@ def test_a_whole_episode_matches_mujoco(model, converged):
     trajectories stay together to rounding (measured: 5e-13); with its default tolerance each
     hit of a limit leaves up to 1e-6 between them, which the chaotic motion carries on
     (measured: 3e-5 by the end)."""
-    m = model
-    if converged:
-        _converge(m)
-    d = mujoco.MjData(m)
-    P = np.array(C.PARAMETERS)
-    s = np.zeros(C.STATE_DIM)
-    obs = np.zeros(C.OBS_DIM)
+    m, d, P, s, obs = _both(model, converged)
     C.reset(P, s, np.array([0.3, 0.6, 0.2, 0.9]), obs)
     d.qpos[:] = s[:2]
     d.qvel[:] = s[2:4]
