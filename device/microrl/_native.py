@@ -4,6 +4,12 @@
 # nothing, and the C code checks every view's typecode, shape and bounds.
 import microrl_kernels as _k  # ImportError here makes the backend seam fall back
 
+# a policy's input copied, normalised and checked for NaN and inf in C (policy.Policy uses it)
+try:
+    load_input = _k.load_input
+except AttributeError:  # a module built before it existed
+    from ._plain import load_input
+
 if _k.double_kernels:  # x64 builds: float and double kernels, bound directly
 
     def matrix(buf, offset, rows, cols):

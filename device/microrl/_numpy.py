@@ -2,6 +2,7 @@
 # made once at allocation; kernels write through out= so that a step allocates little.
 import numpy as np
 
+from ._plain import load_input  # noqa: F401  (a policy's input: Python over array('f'))
 from .activations import GELU, IDENTITY, RELU, SIGMOID, TANH
 
 try:

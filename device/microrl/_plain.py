@@ -6,6 +6,7 @@ from math import exp, sqrt, tanh
 
 from .activations import GELU, IDENTITY, RELU, SIGMOID, TANH
 from .compat import erf
+from .fileformat import FLOAT32_MAX, NEG_FLOAT32_MAX
 
 _INV_SQRT2 = 0.7071067811865476
 _INV_SQRT_2PI = 0.3989422804014327
@@ -17,6 +18,19 @@ def matrix(buf, offset, rows, cols):
 
 def vector(buf, offset, n):
     return (buf, offset, n)
+
+
+def load_input(obs, x, n, mean, std, scale=1.0):
+    """x[:n] = obs normalised ((obs - mean) / std when mean is not None); returns -1, or the index
+    of the first value that is NaN, infinite or beyond float32 (x is then partly written): the
+    native module's load_input for array('f'), in Python. scale is unused (int16 policies')."""
+    lo, hi = NEG_FLOAT32_MAX, FLOAT32_MAX
+    for i in range(n):
+        v = obs[i] if mean is None else (obs[i] - mean[i]) / std[i]
+        if not lo <= v <= hi:  # NaN fails both; no allocation on a board
+            return i
+        x[i] = v
+    return -1
 
 
 def _act_value(a, z):

@@ -9,6 +9,8 @@ from ulab import numpy as np
 from . import _plain
 from .activations import GELU, IDENTITY, RELU, SIGMOID, TANH
 
+load_input = _plain.load_input  # a policy's input: Python over array('f')
+
 # Views share memory with array('f') only when ulab's float is float32 (boards: yes; a unix port
 # built with double floats: no). Then this backend cannot work in place: let the seam fall back.
 if np.zeros(1).itemsize != 4:

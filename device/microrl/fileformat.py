@@ -11,6 +11,9 @@ import struct
 FIXED = 16  # bytes of the fixed header
 FLAG_OBS_NORM = 1
 FLAG_ACT_SCALE = 2
+# float32's largest finite value: a policy's input (after its normalisation) must lie within it
+FLOAT32_MAX = 3.4028234663852886e38
+NEG_FLOAT32_MAX = -3.4028234663852886e38
 
 try:
     from binascii import crc32

@@ -1,14 +1,16 @@
 # Fixed-point policies: int16 weights and activations with per-layer power-of-two scales, run
-# with integer arithmetic only -- by @micropython.viper code on MicroPython (_fixedpoint_viper.py),
-# by the plain integer code below elsewhere (CPython, ports without viper). Both give the same
-# integers bit for bit. No native module, no ulab, no float math inside the network.
+# with integer arithmetic only -- by the native module's C kernel where microrl_kernels.mpy is
+# installed (microrl_kernels.dense_int16), else by @micropython.viper code on MicroPython
+# (_fixedpoint_viper.py), else by the plain integer code below (CPython, ports without viper). All
+# three give the same integers bit for bit. No ulab, no float math inside the network.
 #
 # Numbers: a value v with F fractional bits is stored as round(v * 2**F). Layer l has weights with
 # Fw[l] fractional bits, inputs with Fx[l], outputs with Fx[l + 1]; its accumulator
-# b + sum(W * x) has Fa = Fw + Fx bits and stays below 2**31 for ANY int16 input (the quantiser
-# bounds each row's sum of |W|), so 32-bit boards cannot overflow. relu and identity rescale by a
-# shift; tanh, sigmoid and gelu go through two 513-entry Q14 tables (tanh and the normal CDF on
-# [0, 8], step 1/64, linear interpolation).
+# b + sum(W * x) has Fa = Fw + Fx bits and stays below 2**31 for ANY int16 input, rounding
+# included (the quantiser bounds each row's sum of |W|, QuantisedPolicy refuses weights that break
+# the bound and shifts outside [-31, 31]), so 32-bit boards cannot overflow and every kernel gives
+# the exact integers. relu and identity rescale by a shift; tanh, sigmoid and gelu go through two
+# 513-entry Q14 tables (tanh and the normal CDF on [0, 8], step 1/64, linear interpolation).
 #
 # File format (little-endian; CRC and errors as the float policy file, docs/fixedpoint.md):
 #   0  4 magic b"MRLQ"   4 2 version (1)   6 2 header bytes H   8 4 file bytes, CRC included
@@ -22,6 +24,7 @@ from array import array
 
 from .activations import GELU, IDENTITY, NAMES, RELU, SIGMOID, TANH
 from .fileformat import FIXED as _FIXED
+from .fileformat import FLOAT32_MAX, NEG_FLOAT32_MAX
 from .fileformat import CorruptPolicyError, TruncatedPolicyError, check_header, check_values, checksum_file, crc32, file_size, flags_of, pack_fixed, replace
 from .layout import layout
 
@@ -32,6 +35,26 @@ TABLE_STEP_BITS = 6  # table step 1/64
 TABLE_N = 513  # [0, 8] inclusive
 _ACC_LIMIT = 2**31 - 1
 _INT16_MAX = 32767
+MAX_SHIFT = 31  # every rescaling shift stays within a 32-bit word
+
+# the native module's C kernel where microrl_kernels.mpy is installed, imported when a policy is
+# first built (as policy.py's backend: on a board, load() takes the weights' blocks while the
+# heap is whole); None where it is missing or was built before it had dense_int16
+layer_native = _load_input_native = None
+_native_tried = False
+
+
+def _find_native():
+    global layer_native, _load_input_native, _native_tried
+    if not _native_tried:
+        _native_tried = True
+        try:
+            from microrl_kernels import dense_int16, load_input
+
+            layer_native, _load_input_native = dense_int16, load_input
+        except Exception:  # ImportError; ValueError: a module of another architecture or .mpy version
+            pass
+    return layer_native
 
 # @micropython.viper kernels where the port has the viper emitter
 try:
@@ -39,10 +62,35 @@ try:
 except Exception:  # CPython (no viper), ports without the viper emitter
     _viper = None
 
+_chosen = None  # use()'s choice; None: the fastest here
+
+
+def available():
+    """The integer kernels present here, fastest first: 'native', 'viper', 'plain'."""
+    return [name for name, ok in (("native", _find_native() is not None), ("viper", _viper is not None), ("plain", True)) if ok]
+
+
+def use(name=None):
+    """Run policies built from now on with this integer kernel ('native', 'viper', 'plain'), or the
+    fastest present when name is None. Returns its name. All give the same integers."""
+    global _chosen
+    if name is not None and name not in available():
+        raise ValueError("integer kernel %r is not available here (%s are)" % (name, ", ".join(available())))
+    _chosen = name
+    return implementation()
+
 
 def implementation():
-    """'viper' or 'plain': which integer kernel runs here."""
-    return "viper" if _viper is not None else "plain"
+    """'native', 'viper' or 'plain': which integer kernel a policy built now runs."""
+    return _chosen or available()[0]
+
+
+def _kernel(name):
+    if name == "native":
+        return layer_native
+    if name == "viper":
+        return _viper.layer
+    return layer_plain
 
 
 def _tables():
@@ -142,6 +190,27 @@ def layer_plain(W, b, x, y, n_in, n_out, act, s_out, s_14, s_14_out, T, P):
         y[o] = v
 
 
+def load_input(obs, xq, n, mean, std, scale):
+    """xq[:n] = obs normalised ((obs - mean) / std when mean is not None), times scale, rounded
+    half away from zero and saturated at +-32767; returns -1, or the index of the first value
+    that is NaN, infinite or beyond float32 once normalised: microrl_kernels.load_input for
+    array('h'), in Python, the same numbers."""
+    lo, hi = NEG_FLOAT32_MAX, FLOAT32_MAX
+    for i in range(n):
+        v = obs[i] if mean is None else (obs[i] - mean[i]) / std[i]
+        if not lo <= v <= hi:  # NaN fails both
+            return i
+        v = v * scale
+        # no int() of a huge float
+        if v >= _INT16_MAX:
+            xq[i] = _INT16_MAX
+        elif v <= -_INT16_MAX:
+            xq[i] = -_INT16_MAX
+        else:
+            xq[i] = int(v + 0.5) if v >= 0 else -int(0.5 - v)
+    return -1
+
+
 class QuantisedPolicy:
     """A policy with int16 weights: obs -> action like Policy, with integer arithmetic inside.
 
@@ -163,15 +232,26 @@ class QuantisedPolicy:
         for l in range(L):
             fa = self.fw[l] + self.fx[l]
             fy = self.fx[l + 1]
-            if not (-24 <= fa <= 46 and -8 <= fy <= 15) or fy > Q and self.acts[l] not in (RELU, IDENTITY):
+            shifts = (fa - fy, fa - Q, Q - fy)
+            if not (-8 <= fy <= 15 and max(shifts) <= MAX_SHIFT and min(shifts) >= -MAX_SHIFT) or fy > Q and self.acts[l] not in (RELU, IDENTITY):
                 raise ValueError("layer %d: scales out of range (Fw %d, Fx %d, Fy %d)" % (l, self.fw[l], self.fx[l], fy))
-            self.shifts.append((fa - fy, fa - Q, Q - fy))
+            if len(weights[l]) != self.sizes[l] * self.sizes[l + 1] or len(biases[l]) != self.sizes[l + 1]:
+                raise ValueError("layer %d: weights or biases do not match the layer sizes" % l)
+            # the accumulator and its rounding stay below 2**31 for any int16 input: then every
+            # kernel (plain Python's exact integers, 32-bit viper and C) gives the same numbers
+            first = shifts[0] if self.acts[l] in (RELU, IDENTITY) else shifts[1]
+            if accumulator_bound(weights[l], biases[l], self.sizes[l]) + ((1 << (first - 1)) if first > 0 else 0) > _ACC_LIMIT:
+                raise ValueError("layer %d: weights too large for 32-bit sums (some int16 input would overflow the accumulator)" % l)
+            self.shifts.append(shifts)
         width = max(self.sizes)
         self._a = array("h", range(width))  # ping-pong activations, int16
         self._b = array("h", range(width))
         self.out = array("f", range(self.sizes[-1]))
         self.T, self.P = tables()
-        self._layer = _viper.layer if _viper is not None else layer_plain
+        self.kernel = implementation()
+        self._layer = _kernel(self.kernel)
+        # the native module also quantises the observation (and checks it) in C
+        self._load_input = _load_input_native if self.kernel == "native" else load_input
         self._in_scale = float(1 << self.fx[0])
         self._out_scale = 1.0 / (1 << self.fx[L])
         self.n_params = sum(len(w) + len(b) for w, b in zip(self.W, self.b))
@@ -196,17 +276,19 @@ class QuantisedPolicy:
         return x
 
     def __call__(self, obs, out=None):
+        """The action for obs (n_in numbers). Refuses, with a ValueError naming the index, an
+        observation that is NaN, infinite or beyond float32's range once normalised."""
         n_in = self.sizes[0]
         if len(obs) != n_in:
             raise ValueError("observation has %d values, the policy takes %d" % (len(obs), n_in))
         xq = self._b
         scale = self._in_scale
         mean, std = self.obs_mean, self.obs_std
-        for i in range(n_in):
-            v = obs[i] if mean is None else (obs[i] - mean[i]) / std[i]
-            v = v * scale
-            q = int(v + 0.5) if v >= 0 else -int(0.5 - v)
-            xq[i] = _INT16_MAX if q > _INT16_MAX else (-_INT16_MAX if q < -_INT16_MAX else q)
+        i = self._load_input(obs, xq, n_in, mean, std, scale)
+        if i >= 0:
+            from .refusals import non_finite_observation
+
+            raise non_finite_observation(obs, i)
         y = self.forward_int(xq)
         if out is None:
             out = self.out
@@ -219,6 +301,23 @@ class QuantisedPolicy:
 
     def describe(self):
         return "%s (%s), int16, %d parameters" % ("-".join(str(s) for s in self.sizes), ", ".join(NAMES[a] for a in self.acts), self.n_params)
+
+
+def accumulator_bound(W, b, n_in):
+    """The largest |b[o] + sum_i W[o, i] x[i]| over rows o and int16 inputs x (|x| <= 32768)."""
+    worst = 0
+    k = 0
+    for o in range(len(b)):
+        row = 0
+        for i in range(k, k + n_in):
+            w = W[i]
+            row += w if w >= 0 else -w
+        k += n_in
+        v = b[o]
+        total = (v if v >= 0 else -v) + 32768 * row
+        if total > worst:
+            worst = total
+    return worst
 
 
 # ---- quantisation (host or board; plain Python) ----
@@ -293,12 +392,18 @@ def quantise(policy, observations, headroom=1.25):
         if f <= -8:
             raise ValueError("layer %d cannot be quantised to int16 with 32-bit sums (weights too large for its inputs' range); retrain with smaller weights or normalise observations" % l)
         W, B = weights[l], biases[l]
-        scale = 2.0**f
-        for k in range(n_in * n_out):
-            W[k] = int(floor(params[wo + k] * scale + 0.5))
-        scale = 2.0 ** (f + fx[l])
-        for o in range(n_out):
-            B[o] = int(floor(params[bo + o] * scale + 0.5))
+        while True:
+            scale = 2.0**f
+            for k in range(n_in * n_out):
+                W[k] = int(floor(params[wo + k] * scale + 0.5))
+            scale = 2.0 ** (f + fx[l])
+            for o in range(n_out):
+                B[o] = int(floor(params[bo + o] * scale + 0.5))
+            # the rounded integers against the exact bound QuantisedPolicy checks
+            first = f + fx[l] - (fx[l + 1] if acts[l] in (RELU, IDENTITY) else Q)
+            if f <= -7 or accumulator_bound(W, B, n_in) + ((1 << (first - 1)) if first > 0 else 0) <= _ACC_LIMIT:
+                break
+            f -= 1
         fw.append(f)
     return QuantisedPolicy(sizes, acts, weights, biases, fx, fw, policy.obs_mean, policy.obs_std, policy.act_scale, policy.act_offset)
 

@@ -55,6 +55,8 @@ class Policy:
         # one row through each layer: (W, b, x, y, activation, z) views, made once
         B = backend.impl()
         self._dense = B.dense
+        # the observation copied, normalised and checked (in C by the native module)
+        self._load_input = B.load_input
         self.input_buf = zeros(sizes[0])
         x = B.matrix(self.input_buf, 0, 1, sizes[0])
         self.layers = []
@@ -97,18 +99,17 @@ class Policy:
         return self.sizes[-1]
 
     def __call__(self, obs, out=None):
+        """The action for obs (n_in numbers). Refuses, with a ValueError naming the index, an
+        observation that is NaN, infinite or beyond float32's range once normalised."""
         x = self.input_buf
         n_in = self.sizes[0]
         if len(obs) != n_in:
             raise ValueError("observation has %d values, the policy takes %d" % (len(obs), n_in))
-        mean = self.obs_mean
-        if mean is None:
-            for i in range(n_in):
-                x[i] = obs[i]
-        else:
-            std = self.obs_std
-            for i in range(n_in):
-                x[i] = (obs[i] - mean[i]) / std[i]
+        i = self._load_input(obs, x, n_in, self.obs_mean, self.obs_std, 1.0)
+        if i >= 0:
+            from .refusals import non_finite_observation
+
+            raise non_finite_observation(obs, i)
         dense = self._dense
         for W, b, xin, yout, act, z in self.layers:
             dense(W, b, xin, yout, 1, act, z)

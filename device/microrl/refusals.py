@@ -16,6 +16,20 @@ def _first_non_finite(values):
     return -1
 
 
+def non_finite_observation(obs, i):
+    """The ValueError for a policy input that is NaN, infinite, or beyond float32 once normalised."""
+    v = obs[i]
+    try:
+        finite = float(v) - float(v) == 0.0
+    except OverflowError:  # an int too large for a float
+        finite = True
+    except (TypeError, ValueError):
+        finite = False
+    if finite:
+        return ValueError("observation[%d] = %r is beyond float32's range after the policy's normalisation" % (i, v))
+    return ValueError("observation[%d] is %r: a policy takes finite numbers only (no NaN or infinity)" % (i, v))
+
+
 def param_name(sizes, i):
     """'layer 2 weight [3, 1]' (W is [out, in]) or 'layer 2 bias [3]' for index i of the
     parameters in the network layout."""

@@ -2,6 +2,8 @@
 # until an EXIT request, then return to the REPL. Damaged input never crashes it or leaves it
 # waiting: garbage is skipped (and reported), partial frames time out, bad checksums and
 # unknown requests get an ERROR frame, exceptions in a request are answered as errors.
+# A host that dies cannot wedge it: a Ctrl-C after the line was quiet (see BREAK_BYTES) stops it
+# as Ctrl-C stops any program, so the next tool (mpremote, deploy) finds the REPL.
 #
 #   >>> import microrl
 #   >>> microrl.serve("policy.mrlp")   # (the code is in microrl.server)
@@ -11,6 +13,14 @@ from . import protocol as P
 
 FRAME_TIMEOUT_MS = 200  # longest silence inside a frame before it is dropped as partial
 IDLE_MS = 500  # how often an idle server reports skipped garbage
+# Ctrl-C is data while serving (a frame may hold 0x03), so a break is a Ctrl-C outside a frame
+# among the first BREAK_BYTES bytes after IDLE_MS of silence: what mpremote, Thonny or a person
+# sends first ("\r\x03") to a board whose host died, never a host in mid-session (it sends frames,
+# which start with the magic byte) nor line noise inside a burst. The board cannot see a host go
+# (no end of file on a UART, none reliably on USB-CDC, and a host may pause as long as it likes
+# between requests), so the next host's Ctrl-C is the signal rather than an idle timeout.
+BREAK_BYTES = 2
+CTRL_C = 3
 
 try:
     from time import ticks_diff, ticks_us
@@ -46,6 +56,31 @@ def _out_of_memory(step, path):
         return MemoryError("%s: out of memory (it needs about %d bytes of heap)" % (step, need))
 
 
+def _file_mark(path):
+    """(size, CRC-32 trailer) of the file at path, or None: whether the policy loaded from it
+    can be loaded again as it was."""
+    try:
+        import os
+
+        size = os.stat(path)[6]
+        with open(path, "rb") as f:
+            f.seek(max(0, size - 4))
+            return size, f.read(4)
+    except (OSError, ValueError):
+        return None
+
+
+def _load(load, path):
+    """load(path), its OSError naming the file (the board's own says only ENOENT)."""
+    try:
+        return load(path)
+    except OSError as e:
+        code = e.args[0] if e.args and isinstance(e.args[0], int) else None
+        if code == 2:
+            raise OSError("no such file on the board: %s" % path)
+        raise OSError("cannot read %s: %s" % (path, e))
+
+
 def _describe_board():
     impl = sys.implementation
     version = ".".join(str(v) for v in impl.version[:3])
@@ -67,6 +102,7 @@ class Server:
         self.decoder = P.Decoder(zero_copy=True)
         self.policy = None
         self.policy_path = None
+        self.policy_mark = None
         self.obs = None
         self.running = True
 
@@ -107,16 +143,16 @@ class Server:
 
         try:
             try:
-                policy = load(path)
+                policy = _load(load, path)
             except MemoryError:
-                if self.policy is None:
-                    raise
-                # no room for two policies: free the old one and try again; if that fails too,
-                # reload the old one (it fitted before) and report the failure
                 old = self.policy_path
+                if self.policy is None or _file_mark(old) != self.policy_mark:
+                    raise  # no old policy, or its file is gone or changed: it cannot make room
+                # no room for two policies: free the old one and try again; if that fails too,
+                # reload the old one from its file (unchanged: it fitted before) and report
                 self.policy = self.obs = None
                 try:
-                    policy = load(path)
+                    policy = _load(load, path)
                 except Exception:
                     self._install(load(old), old)
                     raise
@@ -128,6 +164,7 @@ class Server:
     def _install(self, policy, path):
         from .compat import zeros
 
+        self.policy_mark = _file_mark(path)
         self.policy = policy
         self.policy_path = path
         self.obs = zeros(policy.obs_dim)
@@ -144,7 +181,10 @@ class Server:
         for i in range(n_in):
             obs[i] = values[i]
         t0 = ticks_us()
-        action = policy(obs)
+        try:
+            action = policy(obs)
+        except ValueError as e:  # a NaN or infinite observation, refused by name
+            return self.error(seq, P.E_PAYLOAD, str(e))
         dt = ticks_diff(ticks_us(), t0)
         self.send(P.INFER | P.REPLY, seq, P.pack_action(dt, action))
 
@@ -162,18 +202,19 @@ class Server:
         if not 1 <= episodes <= 200:
             return self.error(seq, P.E_PAYLOAD, "episodes must be 1..200, got %d" % episodes)
         from .evaluate import evaluate
-        from .pendulum import Pendulum
+        from .task import Env
+        from .tasks import pendulum
 
         timed = _Timed(self.policy)
-        mean, std, returns = evaluate(timed, Pendulum(), episodes, seed=seed)
+        mean, std, returns = evaluate(timed, Env(pendulum), episodes, seed=seed)
         self.send(P.ROLLOUT | P.REPLY, seq, P.pack_returns(timed.calls, timed.us, returns))
 
     def fly(self, seq, seed, episodes):
-        """The policy flying the board's own quadrotor (microrl.quadrotor.fly): steps, policy us,
+        """The policy flying the board's own quadrotor (microrl.tasks.quadrotor.fly): steps, policy us,
         total us, then (return, success, final distance, steps) per episode."""
         if not 1 <= episodes <= P.MAX_FLIGHTS:
             return self.error(seq, P.E_PAYLOAD, "quadrotor episodes must be 1..%d, got %d" % (P.MAX_FLIGHTS, episodes))
-        from .quadrotor import ACT_DIM, OBS_DIM, fly
+        from .tasks.quadrotor import ACT_DIM, OBS_DIM, fly
 
         if self.policy.obs_dim != OBS_DIM or self.policy.act_dim != ACT_DIM:
             return self.error(seq, P.E_PAYLOAD, "the quadrotor needs a %d-in %d-out policy, this one is %d-in %d-out" % (OBS_DIM, ACT_DIM, self.policy.obs_dim, self.policy.act_dim))
@@ -206,17 +247,26 @@ class Server:
         return self.error(seq, P.E_TYPE, "unknown request type 0x%02x" % type_)
 
     def run(self):
+        """Serve until EXIT; KeyboardInterrupt on a break (a Ctrl-C after quiet: BREAK_BYTES)."""
         dec = self.decoder
         self.send(P.HELLO, 0, self.info())
+        after_quiet = 0  # bytes left of the window after silence in which a Ctrl-C is a break
         while self.running:
-            b = self._read_byte(FRAME_TIMEOUT_MS if dec.in_frame() else IDLE_MS)
+            framing = dec.in_frame()
+            b = self._read_byte(FRAME_TIMEOUT_MS if framing else IDLE_MS)
             if b < 0:
+                if not framing:
+                    after_quiet = BREAK_BYTES
                 # silence: a partly held frame is given up, and what followed its start is
                 # scanned again (a good frame after a cut one is answered now)
                 r = dec.expire()
                 if r is None and dec.skipped:
                     self.error(0, P.E_GARBAGE, "skipped %d bytes outside frames" % dec.take_skipped())
             else:
+                if after_quiet:
+                    if b == CTRL_C and not framing:
+                        raise KeyboardInterrupt
+                    after_quiet -= 1
                 r = dec.feed(b)
             while r is not None and self.running:
                 self.result(r)
@@ -256,7 +306,8 @@ class _Timed:
 
 def serve(policy_path=None, stream_in=None, stream_out=None):
     """Serve requests on stdin/stdout until EXIT. Ctrl-C is plain data meanwhile (a frame may
-    contain 0x03), so stop it with an EXIT request or a reset."""
+    contain 0x03), except after the line was quiet for IDLE_MS: then it raises
+    KeyboardInterrupt, as Ctrl-C does in any program (a host that died is no reason to reset)."""
     try:
         import micropython
 

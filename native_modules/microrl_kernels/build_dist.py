@@ -72,6 +72,29 @@ def _check_toolchain(archs):
         sys.exit("\n".join(problems))
 
 
+def entry_jump_miss(mpy_dir, arch, module_o):
+    """Bytes by which the .mpy's entry jump misses mpy_init (0: it lands on it). MicroPython
+    v1.28.0's mpy_ld aims the jump at the start of the first text section as if it followed the jump
+    directly; when that section's alignment pads it (x64 and x86 at gcc -O2: 16), the jump lands
+    early, in the code before mpy_init. Architectures whose jump mpy_ld aims after layout (xtensa,
+    xtensawin) cannot miss."""
+    sys.path.insert(0, os.path.join(mpy_dir, "tools"))
+    try:
+        import mpy_ld
+        from elftools.elf.elffile import ELFFile
+    finally:
+        sys.path.pop(0)
+    data = mpy_ld.ARCH_DATA[arch]
+    if getattr(data, "delayed_entry_offset", False):
+        return 0
+    with open(module_o, "rb") as f:
+        elf = ELFFile(f)
+        align = elf.get_section_by_name(".text")["sh_addralign"]
+        entry = [s for s in elf.get_section_by_name(".symtab").iter_symbols() if s.name == "mpy_init"][0]["st_value"]
+    jump = len(data.asm_jump(entry))
+    return (-jump) % max(1, align)
+
+
 def build(mpy_dir, arch, source_hash, work):
     """One architecture; returns the path of the built .mpy. SystemExit with make's output tail."""
     src = os.path.join(work, arch)
@@ -82,6 +105,9 @@ def build(mpy_dir, arch, source_hash, work):
     path = os.path.join(src, native.MPY_NAME)
     if proc.returncode != 0 or not os.path.isfile(path):
         sys.exit("building %s failed (%s):\n%s%s" % (arch, " ".join(cmd), proc.stdout[-2000:], proc.stderr[-2000:]))
+    miss = entry_jump_miss(mpy_dir, arch, os.path.join(src, "build", "module.o"))
+    if miss:
+        sys.exit("%s: the module's entry jump lands %d bytes before mpy_init (module.o's text is aligned: see the Makefile's x64/x86 flags)" % (arch, miss))
     return path
 
 

@@ -8,6 +8,8 @@
 #ifndef MICRORL_KERNELS_H
 #define MICRORL_KERNELS_H
 
+#include <stdint.h>
+
 #define MRL_IDENTITY 0
 #define MRL_RELU 1
 #define MRL_TANH 2
@@ -50,5 +52,19 @@ MRL_DECLARE(float, f)
 #if MICRORL_KERNELS_DOUBLE
 MRL_DECLARE(double, d)
 #endif
+
+/* The int16 fixed-point dense layer of device/microrl/fixedpoint.py (layer_plain there is the
+ * reference; the viper kernel and this one give its integers bit for bit):
+ *   y[o] = sat16(rescale(act(b[o] + sum_i W[o, i] x[i])))
+ * W int16 [n_out, n_in] row-major, b int32, x and y int16, 32-bit accumulation (the policy
+ * loader bounds every accumulator below 2^31). relu and identity rescale by s_out; tanh, sigmoid
+ * and gelu go to Q14 by s_14, through the 513-entry Q14 tables T (tanh) and P (normal CDF), and out
+ * by s_14_out. A shift s > 0 divides by 2^s rounding half up, s < 0 is a left shift that saturates
+ * at +-limit; shifts in [-31, 31]. */
+#define MRL_Q 14
+#define MRL_TABLE_N 513
+#define MRL_MAX_SHIFT 31
+void mrl_dense_int16(const int16_t *W, const int32_t *b, const int16_t *x, int16_t *y, int n_in, int n_out,
+                     int act, int s_out, int s_14, int s_14_out, const int16_t *T, const int16_t *P);
 
 #endif

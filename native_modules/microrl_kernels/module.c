@@ -9,14 +9,33 @@
  *   adam(p, g, m, v, lr, beta1, beta2, eps, step)
  *   polyak(target, source, tau)
  *   copy(target, source)
+ *   dense_int16(W, b, x, y, n_in, n_out, act, s_out, s_14, s_14_out, T, P)
+ *       fixedpoint.py's integer layer (layer_plain's arguments and integers) over arrays:
+ *       W, x, y, T, P array('h'), b array('i')
+ *   load_input(obs, x, n, mean, std, scale) -> -1, or the index of the first value that is not
+ *       finite: a policy's input from obs (a list, tuple or array of n numbers), normalised by
+ *       (obs - mean) / std when mean is not None, in the port's float arithmetic; into
+ *       array('f') x as float32, or into array('h') x quantised as fixedpoint.py does (times
+ *       scale, rounded half away from zero, saturated at +-32767). NaN, inf or beyond float32's
+ *       range after normalisation stops it there (the caller raises, naming the index)
  *   typecode(array) -> int; double_kernels: whether array('d') works here (x64 builds)
  *   SOURCE_HASH: the hash of the C sources this file was built from (build_dist.py sets it;
  *   the manifest beside the shipped files records the same, tests/test_native_shipped.py checks)
  *
- * Arrays must all be array('f') (or all array('d') where the build has double kernels). */
+ * Float kernels' arrays must all be array('f') (or all array('d') where the build has double
+ * kernels). */
 #include "py/dynruntime.h"
 
 #include "kernels.h"
+#include "mrl_math.h"
+
+/* the port's float division: mrl_divf is a / b, correctly rounded also where the FPU has no divide
+ * (the ESP32 build computes it with fused multiply-add) */
+#if MICROPY_FLOAT_IMPL == MICROPY_FLOAT_IMPL_FLOAT
+#define MRL_FLOAT_DIV mrl_divf
+#else
+#define MRL_FLOAT_DIV mrl_div
+#endif
 
 #ifndef MICRORL_SOURCE_HASH
 #define MICRORL_SOURCE_HASH "dev"
@@ -292,6 +311,153 @@ static mp_obj_t copy(mp_obj_t target, mp_obj_t source) {
 }
 static MP_DEFINE_CONST_FUN_OBJ_2(copy_obj, copy);
 
+/* Argument checking and a policy's input (a dozen values): compiled for size, not speed. Each
+ * byte of a native module costs a byte of heap on the ports that load it into RAM (the unix port
+ * too: the 13-64-64-4 policy must still run in a 52K heap there) */
+#if defined(__GNUC__) && !defined(__clang__)
+#define MRL_SMALL __attribute__((optimize("Os")))
+#else
+#define MRL_SMALL
+#endif
+
+/* The buffer of an array of this typecode with at least min_len items (writable if asked). */
+MRL_SMALL static void *get_typed(mp_obj_t obj, char typecode, size_t itemsize, size_t min_len, int writable, const char *fn, const char *arg) {
+    mp_buffer_info_t info;
+    if (!mp_get_buffer(obj, &info, writable ? MP_BUFFER_RW : MP_BUFFER_READ) || info.typecode != typecode) {
+        view_error(&mp_type_TypeError, fn, arg, typecode == 'h' ? "must be an array('h')" : typecode == 'i' ? "must be an array('i')" : "must be an array('f')");
+    }
+    if ((itemsize == 2 ? info.len >> 1 : info.len >> 2) < min_len) { /* shifts: no division helper */
+        view_error(&mp_type_ValueError, fn, arg, "is shorter than the layer needs");
+    }
+    return info.buf;
+}
+
+static int get_shift(mp_obj_t obj, const char *fn, const char *arg) {
+    mp_int_t s = mp_obj_get_int(obj);
+    if (s < -MRL_MAX_SHIFT || s > MRL_MAX_SHIFT) {
+        view_error(&mp_type_ValueError, fn, arg, "is outside [-31, 31]");
+    }
+    return (int)s;
+}
+
+/* dense_int16(W, b, x, y, n_in, n_out, act, s_out, s_14, s_14_out, T, P) */
+MRL_SMALL static mp_obj_t dense_int16(size_t n_args, const mp_obj_t *args) {
+    static const char fn[] = "dense_int16";
+    (void)n_args;
+    mp_int_t n_in = mp_obj_get_int(args[4]);
+    mp_int_t n_out = mp_obj_get_int(args[5]);
+    if (n_in < 0 || n_out < 0 || n_in > 65535 || n_out > 65535) {
+        view_error(&mp_type_ValueError, fn, "n_in", "(or n_out) is outside 0..65535 (a layer's size)");
+    }
+    const int16_t *W = get_typed(args[0], 'h', 2, (size_t)n_in * (size_t)n_out, 0, fn, "W");
+    const int32_t *b = get_typed(args[1], 'i', 4, n_out, 0, fn, "b");
+    const int16_t *x = get_typed(args[2], 'h', 2, n_in, 0, fn, "x");
+    int16_t *y = get_typed(args[3], 'h', 2, n_out, 1, fn, "y");
+    int act = get_act(args[6], fn);
+    int s_out = get_shift(args[7], fn, "s_out");
+    int s_14 = get_shift(args[8], fn, "s_14");
+    int s_14_out = get_shift(args[9], fn, "s_14_out");
+    const int16_t *T = get_typed(args[10], 'h', 2, MRL_TABLE_N, 0, fn, "T");
+    const int16_t *P = get_typed(args[11], 'h', 2, MRL_TABLE_N, 0, fn, "P");
+    if ((const void *)y == (const void *)x) {
+        view_error(&mp_type_ValueError, fn, "y", "is x (the layer reads x while it writes y)");
+    }
+    mrl_dense_int16(W, b, x, y, (int)n_in, (int)n_out, act, s_out, s_14, s_14_out, T, P);
+    return mp_const_none;
+}
+static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(dense_int16_obj, 12, 12, dense_int16);
+
+#define MRL_FLOAT32_MAX ((mp_float_t)3.40282346638528859812e+38)
+
+/* load_input(obs, x, n, mean, std, scale) -> -1 or the index of the first non-finite value */
+MRL_SMALL static mp_obj_t load_input(size_t n_args, const mp_obj_t *args) {
+    static const char fn[] = "load_input";
+    (void)n_args;
+    mp_obj_t obs = args[0];
+    mp_int_t n = mp_obj_get_int(args[2]);
+    if (n < 0) {
+        view_error(&mp_type_ValueError, fn, "n", "is negative");
+    }
+    mp_buffer_info_t xb;
+    if (!mp_get_buffer(args[1], &xb, MP_BUFFER_RW) || (xb.typecode != 'f' && xb.typecode != 'h')) {
+        view_error(&mp_type_TypeError, fn, "x", "must be an array('f') or array('h')");
+    }
+    if ((xb.typecode == 'f' ? xb.len / sizeof(float) : xb.len / sizeof(int16_t)) < (size_t)n) {
+        view_error(&mp_type_ValueError, fn, "x", "is shorter than n");
+    }
+    const float *mean = NULL, *std = NULL;
+    if (args[3] != mp_const_none || args[4] != mp_const_none) {
+        mean = get_typed(args[3], 'f', sizeof(float), n, 0, fn, "mean");
+        std = get_typed(args[4], 'f', sizeof(float), n, 0, fn, "std");
+    }
+    mp_float_t scale = xb.typecode == 'h' ? mp_obj_get_float(args[5]) : (mp_float_t)1;
+    /* where obs[i] comes from: a list's or tuple's items, a float array's memory, or obs[i] */
+    mp_obj_t *items = NULL;
+    const float *obs_f = NULL;
+    #if MICRORL_KERNELS_DOUBLE
+    const double *obs_d = NULL;
+    #endif
+    size_t len;
+    mp_buffer_info_t ob;
+    if (mp_obj_is_type(obs, &mp_type_list) || mp_obj_is_type(obs, &mp_type_tuple)) {
+        mp_obj_get_array(obs, &len, &items);
+    } else if (mp_get_buffer(obs, &ob, MP_BUFFER_READ) && ob.typecode == 'f') {
+        obs_f = ob.buf;
+        len = ob.len / sizeof(float);
+    #if MICRORL_KERNELS_DOUBLE
+    } else if (mp_get_buffer(obs, &ob, MP_BUFFER_READ) && ob.typecode == 'd') {
+        obs_d = ob.buf;
+        len = ob.len / sizeof(double);
+    #endif
+    } else {
+        len = (size_t)mp_obj_get_int(mp_obj_len(obs));
+    }
+    if (len != (size_t)n) {
+        view_error(&mp_type_ValueError, fn, "obs", "length differs from n");
+    }
+    float *xf = xb.buf;
+    int16_t *xh = xb.buf;
+    for (mp_int_t i = 0; i < n; i++) {
+        mp_float_t v;
+        if (items) {
+            v = mp_obj_get_float(items[i]);
+        } else if (obs_f) {
+            v = obs_f[i];
+        #if MICRORL_KERNELS_DOUBLE
+        } else if (obs_d) {
+            v = (mp_float_t)obs_d[i];
+        #endif
+        } else {
+            v = mp_obj_get_float(mp_obj_subscr(obs, MP_OBJ_NEW_SMALL_INT(i), MP_OBJ_SENTINEL));
+        }
+        if (mean) {
+            v = MRL_FLOAT_DIV(v - (mp_float_t)mean[i], (mp_float_t)std[i]);
+        }
+        if (!(v >= -MRL_FLOAT32_MAX && v <= MRL_FLOAT32_MAX)) { /* NaN fails both */
+            return MP_OBJ_NEW_SMALL_INT(i);
+        }
+        if (xb.typecode == 'f') {
+            xf[i] = (float)v;
+        } else {
+            /* fixedpoint.py's rounding and saturation, in the same float arithmetic */
+            v = v * scale;
+            int32_t q;
+            if (v >= (mp_float_t)32767) {
+                q = 32767;
+            } else if (v <= (mp_float_t)-32767) {
+                q = -32767;
+            } else if (v >= 0) {
+                q = (int32_t)(v + (mp_float_t)0.5);
+            } else {
+                q = -(int32_t)((mp_float_t)0.5 - v);
+            }
+            xh[i] = (int16_t)q;
+        }
+    }
+    return MP_OBJ_NEW_SMALL_INT(-1);
+}
+static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(load_input_obj, 6, 6, load_input);
+
 /* typecode(array) -> the buffer's typecode as an int (ord('f'), ord('d')...): MicroPython's
  * array has no .typecode, and _native.py needs it to route array('d') where there are no double
  * kernels */
@@ -317,6 +483,8 @@ mp_obj_t mpy_init(mp_obj_fun_bc_t *self, size_t n_args, size_t n_kw, mp_obj_t *a
     mp_store_global(Q(MP_QSTR_adam), MP_OBJ_FROM_PTR(&adam_obj));
     mp_store_global(Q(MP_QSTR_polyak), MP_OBJ_FROM_PTR(&polyak_obj));
     mp_store_global(MP_QSTR_copy, MP_OBJ_FROM_PTR(&copy_obj));
+    mp_store_global(Q(MP_QSTR_dense_int16), MP_OBJ_FROM_PTR(&dense_int16_obj));
+    mp_store_global(Q(MP_QSTR_load_input), MP_OBJ_FROM_PTR(&load_input_obj));
     mp_store_global(Q(MP_QSTR_typecode), MP_OBJ_FROM_PTR(&typecode_obj));
     mp_store_global(Q(MP_QSTR_double_kernels), mp_obj_new_bool(MICRORL_KERNELS_DOUBLE));
     mp_store_global(Q(MP_QSTR_SOURCE_HASH), mp_obj_new_str(MICRORL_SOURCE_HASH, sizeof(MICRORL_SOURCE_HASH) - 1));

@@ -17,8 +17,16 @@ def _policy(sizes, acts, seed=1, **kw):
 
 
 def _observations(n, dim, r=3.0, seed=2):
+    # rows of array('f'): a list of lists would scatter hundreds of boxed floats over a board's
+    # heap for the test's length, leaving no 2 KB hole in a 140 KB heap (the qemu boards)
     rng = Rng(seed)
-    return [[rng.uniform(-r, r) for _ in range(dim)] for _ in range(n)]
+    rows = []
+    for _ in range(n):
+        row = array("f", range(dim))
+        for i in range(dim):
+            row[i] = rng.uniform(-r, r)
+        rows.append(row)
+    return rows
 
 
 def test_int16_policy_tracks_the_float_policy_for_every_activation():
@@ -35,7 +43,8 @@ def test_int16_policy_tracks_the_float_policy_for_every_activation():
 
 
 def test_viper_and_plain_kernels_give_the_same_integers():
-    # on CPython both names are the plain kernel; on MicroPython the viper one runs too
+    # every integer kernel present (plain on CPython; viper, and native where microrl_kernels.mpy
+    # is installed, on MicroPython) against plain, on quantised policies
     for acts, gain in ((("gelu", "tanh"), 1.0), (("relu", "sigmoid"), 40.0), (("tanh", "identity"), 40.0)):
         p = _policy([5, 24, 24, 3], acts, seed=4)
         for k in range(len(p.params)):
@@ -56,11 +65,107 @@ def _same_integers(q):
             s_out, s_14, s_14_out = q.shifts[l]
             args = (q.sizes[l], q.sizes[l + 1], q.acts[l], s_out, s_14, s_14_out, T, P)
             fp.layer_plain(q.W[l], q.b[l], x, a, *args)
-            q._layer(q.W[l], q.b[l], x, b, *args)
-            for k in range(q.sizes[l + 1]):
-                if a[k] != b[k]:
-                    raise AssertionError("layer %d output %d: viper %d, plain %d" % (l, k, b[k], a[k]))
+            for name in fp.available():
+                fp._kernel(name)(q.W[l], q.b[l], x, b, *args)
+                for k in range(q.sizes[l + 1]):
+                    if a[k] != b[k]:
+                        raise AssertionError("layer %d output %d: %s %d, plain %d" % (l, k, name, b[k], a[k]))
             x = array("h", list(a[: q.sizes[l + 1]]))
+
+
+def random_layer(rng, edge):
+    """(W, b, n_in, n_out, act, s_out, s_14, s_14_out): a random int16 layer anywhere in the domain
+    QuantisedPolicy accepts (every shift in [-31, 31]; |b| + 32768 sum|W| plus the first rounding
+    below 2**31). With edge, at its edges: rows whose worst-case sums sit right at the bound."""
+    n_in = 1 + rng.randint(20)
+    n_out = 1 + rng.randint(10)
+    act = rng.randint(5)
+    shifts = [rng.randint(63) - 31 for _ in range(3)]
+    first = shifts[0] if act <= 1 else shifts[1]
+    limit = 2**31 - 1 - ((1 << (first - 1)) if first > 0 else 0)
+    mag = (1, 60, 3000, 32767)[rng.randint(4)]
+    W = array("h", [rng.randint(2 * mag + 1) - mag for _ in range(n_in * n_out)])
+    while fp.accumulator_bound(W, array("i", [0] * n_out), n_in) > limit:
+        for k in range(len(W)):
+            W[k] = W[k] // 2
+    b = array("i", [0] * n_out)
+    for o in range(n_out):
+        room = limit - fp.accumulator_bound(W[o * n_in : (o + 1) * n_in], array("i", [0]), n_in)
+        b[o] = room if edge and o % 2 == 0 else (rng.randint(2 * (room >> 16) + 1) - (room >> 16)) << 15
+        if edge and o % 4 == 2:
+            b[o] = -room
+    return W, b, n_in, n_out, act, shifts[0], shifts[1], shifts[2]
+
+
+def random_inputs(rng, W, n_in, n_out):
+    """Inputs for a layer: random, zeros, the extremes +-32767 and -32768, and the ones that drive
+    each row's sum to its largest magnitude (signs of its weights)."""
+    xs = [array("h", [rng.randint(65535) - 32767 for _ in range(n_in)]) for _ in range(3)]
+    xs.append(array("h", [0] * n_in))
+    xs.append(array("h", [(32767, -32768, -32767)[i % 3] for i in range(n_in)]))
+    for o in range(min(n_out, 3)):
+        sign = 1 if o % 2 == 0 else -1
+        xs.append(array("h", [(32767 if W[o * n_in + i] * sign >= 0 else -32768) for i in range(n_in)]))
+    return xs
+
+
+def test_integer_kernels_agree_on_random_layers_and_their_edges():
+    """A property test of every integer kernel present against plain Python's exact integers:
+    random sizes, activations, shifts (left shifts that saturate, right shifts that round),
+    weights up to the 32-bit bound and biases at it, inputs at +-32767 and -32768, so that the
+    int16 outputs saturate, the table arguments clamp and gelu passes its table's end."""
+    T, P = fp.tables()
+    rng = Rng(77)
+    names = fp.available()
+    checked = saturated = outputs = 0
+    for trial in range(150):
+        W, b, n_in, n_out, act, s_out, s_14, s_14_out = random_layer(rng, trial % 3 == 0)
+        for x in random_inputs(rng, W, n_in, n_out):
+            want = array("h", [0] * n_out)
+            fp.layer_plain(W, b, x, want, n_in, n_out, act, s_out, s_14, s_14_out, T, P)
+            saturated += sum(1 for v in want if v == 32767 or v == -32767)
+            outputs += n_out
+            for name in names:
+                got = array("h", [12345] * n_out)
+                fp._kernel(name)(W, b, x, got, n_in, n_out, act, s_out, s_14, s_14_out, T, P)
+                if list(got) != list(want):
+                    raise AssertionError("%s against plain, trial %d (act %d, shifts %d %d %d): %r != %r" % (name, trial, act, s_out, s_14, s_14_out, list(got), list(want)))
+                checked += 1
+    assert checked >= 150 * 5 * len(names)
+    assert 0 < saturated < outputs, (saturated, outputs)  # the edges were reached, and not only them
+
+
+def test_policies_give_the_same_actions_with_every_integer_kernel():
+    """Whole calls, the observation's quantisation included (in C on the native path), for each
+    kernel present: the same floats, also for observations far outside the calibrated range."""
+    p = _policy([4, 16, 8, 2], ("gelu", "tanh"), seed=6, obs_mean=[0.5, -1.0, 0.0, 2.0], obs_std=[2.0, 0.5, 1.0, 3.0], act_scale=[2.0, 1.0], act_offset=[0.1, -0.2])
+    obs = _observations(40, 4, r=5.0, seed=8) + [[1e6, -1e6, 3e4, -3e4], [1e30, -1e30, 0.0, 0.5]]
+    results = {}
+    try:
+        for name in fp.available():
+            fp.use(name)
+            q = fp.quantise(p, obs[:20])
+            assert q.kernel == name
+            results[name] = [list(q(o)) for o in obs] + [list(q(array("f", o))) for o in obs[:5]]
+    finally:
+        fp.use(None)
+    for name in results:
+        assert results[name] == results["plain"], (name, results[name][:3], results["plain"][:3])
+
+
+def test_scales_and_weights_outside_the_32_bit_domain_are_refused():
+    p = _policy([3, 8, 2], ("relu", "identity"))
+    q = fp.quantise(p, _observations(10, 3))
+    args = (q.sizes, q.acts, q.W, q.b)
+    fx = list(q.fx)
+    fx[1] = fx[0] + q.fw[0] - 40  # layer 0 would shift by 40: beyond a 32-bit word
+    e = raises(ValueError, fp.QuantisedPolicy, *(args + (fx, q.fw)))
+    assert "layer 0: scales out of range" in str(e), e
+    W = [array("h", w) for w in q.W]
+    for k in range(len(W[0])):
+        W[0][k] = 32767  # every row's worst case: 3 * 32767 * 32768 > 2**31
+    e = raises(ValueError, fp.QuantisedPolicy, q.sizes, q.acts, W, q.b, q.fx, q.fw)
+    assert "layer 0: weights too large for 32-bit sums" in str(e), e
 
 
 def test_accumulators_stay_within_32_bits_for_any_input():

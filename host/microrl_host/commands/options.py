@@ -28,6 +28,17 @@ def whole(minimum):
     return parse
 
 
+def seconds(text):
+    """An argparse type: a positive, finite number of seconds (a timeout)."""
+    try:
+        v = float(text)
+    except ValueError:
+        v = float("nan")
+    if not 0.0 < v < float("inf"):  # nan fails both
+        raise argparse.ArgumentTypeError("expected a positive number of seconds, got %r" % text)
+    return v
+
+
 def check_output(path, option, folder=False):
     """CommandError unless a file (folder=True: a folder) can be written at path: checked before
     a command does any work, so that no run ends unable to save what it made."""

@@ -7,20 +7,23 @@ import argparse
 import json
 import os
 
+from .. import tasks
 from ..algos import config as offpolicy_config
 from ..algos.checkpoint import CheckpointError
 from ..algos.results import summary_line
 from . import CommandError
-from ..envs.gym import TaskError
+from ..tasks import TaskError
 from .options import check_output, parse_hidden, whole
 from .progress import ProgressBar
 
 DEFAULT_ALGO = "td3"
-DEFAULT_EVERY = 1000  # TD3/SAC: steps between evaluations and between checkpoints
+DEFAULT_EVERY = 1000  # TD3/SAC: steps between evaluations and between checkpoints, unless the task suggests others
+DEFAULT_STEPS = 10000  # unless the task suggests others (its TRAINING)
 
 EXAMPLES = """examples:
   microrl train pendulum --algo td3 --steps 10000 --seed 0 --out pendulum.mrlp
   microrl train pendulum --algo sac --steps 10000 --json
+  microrl train ./cartpole.py --algo sac     # a task file of your own (docs/tasks.md)
   microrl train MountainCarContinuous-v0 --algo td3 --steps 50000 --exploration-noise 0.5
   microrl train pendulum --out pendulum.mrlp --steps 20000 --resume   # continue a run
 """
@@ -99,15 +102,20 @@ class OffPolicy:
             raise CommandError(str(e)) from None
 
     def run(self, args, callbacks):
-        from ..algos.offpolicy import QUADROTOR, QUADROTOR_EVERY, TrainingDiverged
+        from ..algos.offpolicy import TrainingDiverged
 
         settings = self.settings(args)
-        every = QUADROTOR_EVERY if args.task.lower() == QUADROTOR else DEFAULT_EVERY
+        found = args.found  # the task (tasks.resolve), resolved before any work
+        suggested = found.training
+
+        def every(given, key):
+            return given if given is not None else suggested.get(key, DEFAULT_EVERY)
+
         try:
             run = self.load().run(
-                args.task, steps=args.steps, seed=args.seed,
-                eval_every=every if args.eval_every is None else args.eval_every, eval_episodes=args.eval_episodes,
-                out=args.out, run_dir=args.run_dir, checkpoint_every=every if args.checkpoint_every is None else args.checkpoint_every,
+                found.module or found.gym_id, steps=args.steps, seed=args.seed,
+                eval_every=every(args.eval_every, "eval_every"), eval_episodes=args.eval_episodes,
+                out=args.out, run_dir=args.run_dir, checkpoint_every=every(args.checkpoint_every, "checkpoint_every"),
                 resume=args.resume, callbacks=callbacks, threads=args.threads, **settings
             )
         except (TaskError, CheckpointError, TrainingDiverged, ValueError) as e:
@@ -208,6 +216,16 @@ def _sac():
 ALGOS = {"td3": OffPolicy("td3", offpolicy_config.td3_config, _td3), "sac": OffPolicy("sac", offpolicy_config.SACConfig, _sac), "ppo": PPOCommand()}
 
 
+def suggested_steps():
+    """'quadrotor 500000, ...': the built-in tasks that suggest a number of steps of their own."""
+    out = []
+    for name in tasks.builtin_names():
+        steps = tasks.resolve(name).training.get("steps")
+        if steps:
+            out.append("%s %d" % (name, steps))
+    return ", ".join(out) or "none"
+
+
 def available():
     """{name: registry entry} of the algorithms `microrl train --algo` offers."""
     return dict(ALGOS)
@@ -224,18 +242,18 @@ def register(sub):
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("task", help="'pendulum' or 'quadrotor' (simulated inside the compiled training loop: fastest) or a gymnasium id with continuous actions, e.g. Pendulum-v1, MountainCarContinuous-v0; for --algo ppo a MuJoCo task such as 'ant'")
+    p.add_argument("task", help=tasks.describe() + "; for --algo ppo a MuJoCo task such as 'ant'")
     p.add_argument("--algo", default=DEFAULT_ALGO, metavar="NAME", help="algorithm: %s (default %s)" % (", ".join(ALGOS), DEFAULT_ALGO))
-    p.add_argument("--steps", type=whole(1), default=None, help="environment steps in total, counting those before a --resume (default 10000; quadrotor %d)" % offpolicy_config.QUADROTOR_STEPS)
+    p.add_argument("--steps", type=whole(1), default=None, help="environment steps in total, counting those before a --resume (default %d, or the task's suggestion: %s)" % (DEFAULT_STEPS, suggested_steps()))
     p.add_argument("--seed", type=whole(0), default=None, help="random seed (default 0; on --resume the checkpoint's): the same seed repeats a run bit for bit on the same machine and library versions; another CPU's BLAS/SIMD kernels give another run of the same quality (docs/training.md, Reproducibility)")
     p.add_argument("--out", metavar="FILE", help="policy file to write (default <task>-<algo>.mrlp)")
     p.add_argument("--run-dir", metavar="DIR", help="run folder for run.json, progress.csv, checkpoint.npz (default: --out without .mrlp, plus .run)")
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     p.add_argument("--json", action="store_true", help="print one JSON object of results (implies --quiet)")
     p.add_argument("--resume", action="store_true", help="continue from the run folder's checkpoint up to --steps")
-    p.add_argument("--checkpoint-every", type=whole(0), metavar="N", help="checkpoint every N steps and at the end; 0: at the end only (default: the algorithm's; TD3/SAC 1000)")
-    p.add_argument("--eval-every", type=whole(0), metavar="N", help="evaluate the deterministic policy every N steps and at the end (default: the algorithm's; TD3/SAC 1000)")
-    p.add_argument("--eval-episodes", type=whole(0), default=10, metavar="N", help="episodes per evaluation (default 10)")
+    p.add_argument("--checkpoint-every", type=whole(0), metavar="N", help="checkpoint every N steps and at the end; 0: at the end only (default: the task's suggestion, else the algorithm's; TD3/SAC 1000)")
+    p.add_argument("--eval-every", type=whole(0), metavar="N", help="evaluate the deterministic policy every N steps and at the end (default: the task's suggestion, else the algorithm's; TD3/SAC 1000)")
+    p.add_argument("--eval-episodes", type=whole(0), default=None, metavar="N", help="episodes per evaluation (default: the task's suggestion, else 10)")
     p.add_argument("--hidden", type=parse_hidden, metavar="SIZES", help="hidden layer sizes, e.g. 64,64 (default: the algorithm's)")
     p.add_argument("--gamma", type=float, help="discount factor (default: the algorithm's, 0.99)")
     p.add_argument("--activation", choices=NAMES[1:], help="hidden activation (default: the algorithm's, relu)")
@@ -264,12 +282,16 @@ def run(args):
             if o.dest not in own and getattr(args, o.dest, None) is not None:
                 raise CommandError("%s is a %s option; it does not apply to --algo %s" % (o.flag, other, name))
     args.algo = name
+    args.found = None
+    if isinstance(entry, OffPolicy):
+        try:
+            args.found = tasks.resolve(args.task)
+        except TaskError as e:
+            raise CommandError(str(e)) from None
     if args.steps is None:
-        from ..algos.offpolicy import QUADROTOR
-
-        args.steps = offpolicy_config.QUADROTOR_STEPS if args.task.lower() == QUADROTOR else 10000
+        args.steps = args.found.training.get("steps", DEFAULT_STEPS) if args.found else DEFAULT_STEPS
     if args.out is None:
-        args.out = "%s-%s.mrlp" % (args.task.replace("/", "_").lower(), name)
+        args.out = "%s-%s.mrlp" % ((args.found.name if args.found else args.task).replace("/", "_").lower(), name)
     if args.run_dir is None:
         stem = args.out
         for ext in (".mrlp", ".mrl"):  # .mrl: what earlier versions wrote; its run folder is stem.run too

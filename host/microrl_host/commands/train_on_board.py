@@ -38,7 +38,8 @@ def register(sub):
 def run(args):
     import microrl
     from microrl.evaluate import evaluate
-    from microrl.pendulum import Pendulum
+    from microrl.task import Env
+    from microrl.tasks import pendulum
 
     from .. import atomic
     from ..board.deploy import DeployError, deploy
@@ -85,7 +86,7 @@ def run(args):
         disconnect(transport)
     atomic.write_bytes(args.out, result.pop("policy_bytes"))
     policy = microrl.load(args.out)
-    mean, std, _ = evaluate(policy, Pendulum(), args.episodes, seed=10007 + args.seed)
+    mean, std, _ = evaluate(policy, Env(pendulum), args.episodes, seed=10007 + args.seed)
     result.update(policy_file=args.out, eval_return_mean=mean, eval_return_std=std, episodes=args.episodes)
     if args.json:
         print(json.dumps(result))

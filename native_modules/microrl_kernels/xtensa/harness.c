@@ -31,6 +31,7 @@ enum {
     OP_DIV = 6,            /* a b out n: out = mrl_divf(a, b) elementwise */
     OP_SQRT = 7,           /* x out n: out = mrl_sqrtf(x) */
     OP_MATH = 8,           /* fn x out n: fn 0 mrl_expf, 1 mrl_tanhf, 2 mrl_normal_cdff, 3 mrl_expm1f */
+    OP_DENSE_INT16 = 9,    /* W b x y n_in n_out act s_out s_14 s_14_out T P (int16 W x y T P, int32 b) */
 };
 
 static int semihost(int call, int a, int b, int c) {
@@ -109,6 +110,11 @@ static int run_op(uint32_t op, const uint32_t *a) {
                 F(2)[k] = a[0] == 0 ? mrl_expf(x) : a[0] == 1 ? mrl_tanhf(x) : a[0] == 2 ? mrl_normal_cdff(x) : mrl_expm1f(x);
             }
             return 4;
+        case OP_DENSE_INT16:
+            mrl_dense_int16((const int16_t *)array(a[0]), (const int32_t *)array(a[1]), (const int16_t *)array(a[2]),
+                (int16_t *)array(a[3]), (int)a[4], (int)a[5], (int)a[6], (int)a[7], (int)a[8], (int)a[9],
+                (const int16_t *)array(a[10]), (const int16_t *)array(a[11]));
+            return 12;
         default:
             return -1;
     }

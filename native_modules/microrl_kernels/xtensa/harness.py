@@ -14,7 +14,7 @@ each call took (qemu -icount: instructions, not ESP32 cycles).
     out = job.run(build(workdir))
     out[y], out.instructions[0]
 
-    python3 harness.py bench     # instructions of a 13-64-64-4 forward and an Adam step
+    python3 harness.py bench     # instructions of a 13-64-64-4 forward (float, int16) and an Adam step
 
 Tools: the folder toolchain.sh made ($MICRORL_XTENSA_LLVM, else ~/.cache/microrl/xtensa-llvm),
 xtensa-lx106-elf-ld (binutils-xtensa-lx106) and qemu-system-xtensa (qemu-system-misc)."""
@@ -37,7 +37,7 @@ JOB_ADDR = 0x00400000
 NO_ARRAY = 0xFFFFFFFF
 ICOUNT_SHIFT = 10
 CALIBRATION_INSNS = 2 * 10000
-OPS = {"dense": 1, "dense_backward": 2, "adam": 3, "polyak": 4, "copy": 5, "div": 6, "sqrt": 7, "math": 8}
+OPS = {"dense": 1, "dense_backward": 2, "adam": 3, "polyak": 4, "copy": 5, "div": 6, "sqrt": 7, "math": 8, "dense_int16": 9}
 MATH = {"exp": 0, "tanh": 1, "normal_cdf": 2, "expm1": 3}
 LINKER = "xtensa-lx106-elf-ld"
 QEMU = "qemu-system-xtensa"
@@ -142,6 +142,10 @@ class Job:
     def copy(self, target, source, n):
         self._op("copy", target, source, n)
 
+    def dense_int16(self, W, b, x, y, n_in, n_out, act, s_out, s_14, s_14_out, T, P):
+        """fixedpoint.py's int16 layer (W, x, y, T, P int16 arrays, b int32)."""
+        self._op("dense_int16", W, b, x, y, n_in, n_out, act, s_out, s_14, s_14_out, T, P)
+
     def div(self, a, b, out, n):
         self._op("div", a, b, out, n)
 
@@ -180,8 +184,9 @@ class Job:
 
 
 def bench(argv=None):
-    """Instructions of the 13-64-64-4 forward (tanh, tanh, identity) and of one Adam step over its
-    parameters, on the emulated core: an estimate of ESP32 work, not of its time."""
+    """Instructions of the 13-64-64-4 forward (tanh, tanh, identity; relu, relu, identity), of one
+    Adam step over its parameters, and of the same forward in int16, on the emulated core: an
+    estimate of ESP32 work, not of its time."""
     rng = np.random.default_rng(0)
     sizes = [13, 64, 64, 4]
     job = Job()
@@ -201,14 +206,30 @@ def bench(argv=None):
     g = job.array(rng.standard_normal(n_params))
     m, v = job.zeros(n_params), job.zeros(n_params)
     job.adam(p, g, m, v, n_params, 1e-3, 0.9, 0.999, 1e-8, 1)
+    # the same 13-64-64-4 (relu, relu, identity) in int16, Q14 weights and activations, twice
+    T = job.array(np.zeros(513), np.int16)
+    xq = job.array(np.clip(rng.standard_normal(13) * 16384, -32767, 32767), np.int16)
+    q_layers = []
+    for _, _, _, n_in, n_out in layers:
+        Wq = job.array(np.clip(rng.standard_normal((n_out, n_in)) / np.sqrt(n_in) * 16384, -32767, 32767), np.int16)
+        bq = job.array(rng.standard_normal(n_out) * 0.1 * (1 << 28), np.int32)
+        q_layers.append((Wq, bq, job.zeros(n_out, dtype=np.int16), n_in, n_out))
+    for _ in range(2):
+        inp = xq
+        for k, (Wq, bq, yq, n_in, n_out) in enumerate(q_layers):
+            job.dense_int16(Wq, bq, inp, yq, n_in, n_out, 0 if k == len(q_layers) - 1 else 1, 14, 14, 0, T, T)
+            inp = yq
     with tempfile.TemporaryDirectory() as tmp:
         result = job.run(build(tmp))
     forward = [sum(result.instructions[3 * r:3 * r + 3]) for r in range(3)]
     for r, name in ((1, "tanh, tanh, identity"), (2, "relu, relu, identity")):
         print("13-64-64-4 forward (%s; one row): %.0f instructions (layers %s)" % (
             name, forward[r], ", ".join("%.0f" % i for i in result.instructions[3 * r:3 * r + 3])))
-    print("Adam over its %d parameters: %.0f instructions (%.1f per parameter)" % (
-        n_params, result.instructions[-1], result.instructions[-1] / n_params))
+    adam = result.instructions[9]
+    print("Adam over its %d parameters: %.0f instructions (%.1f per parameter)" % (n_params, adam, adam / n_params))
+    q = result.instructions[13:16]
+    print("13-64-64-4 forward in int16 (relu, relu, identity; the native module's dense_int16): %.0f instructions (layers %s)" % (
+        sum(q), ", ".join("%.0f" % i for i in q)))
 
 
 if __name__ == "__main__":

@@ -61,4 +61,7 @@ def load_host_library(path):
         getattr(lib, "mrl_copy_" + sfx).argtypes = [p, p, c_int]
         for name in ("dense", "dense_backward", "adam", "polyak", "copy"):
             getattr(lib, "mrl_%s_%s" % (name, sfx)).restype = None
+    h, i32 = ctypes.POINTER(ctypes.c_int16), ctypes.POINTER(ctypes.c_int32)
+    lib.mrl_dense_int16.argtypes = [h, i32, h, h, c_int, c_int, c_int, c_int, c_int, c_int, h, h]
+    lib.mrl_dense_int16.restype = None
     return lib
