@@ -1,16 +1,17 @@
 """The cart-pole swing-up task module (device/microrl/tasks/cartpole.py) on its own: the task
 interface's constants, its start states, a hand-made controller that swings it up (the task can be
-solved, and success() says so), and the same steps compiled by numba and run by MicroPython.
+solved, and success() says so), and the same steps run by MicroPython, and the commands (train, eval, render, export) on it by name.
+numba's compiled steps equal the device core's bit for bit: tests/test_tasks.py, for every built-in task.
 Against dm_control's model under MuJoCo: tests/test_cartpole_dm_control.py."""
 import math
 import os
 import sys
-import types
+import subprocess
 
 import numpy as np
 import pytest
 
-from helpers import ROOT, needs_micropython, run_micropython_code
+from helpers import ROOT, needs_micropython, repo_env, run_micropython_code
 from microrl.rng import Rng
 from microrl.tasks import cartpole as C
 
@@ -158,44 +159,6 @@ def python_rollout():
     return s[:6].copy(), np.array(rewards)
 
 
-def _jit_module():
-    """The module's functions compiled by numba as the host does (register_jitable on every
-    function, so that they call each other compiled), on a copy of the module."""
-    import numba
-    from numba.extending import register_jitable
-
-    mod = types.ModuleType("cartpole_jit")
-    mod.__dict__.update({k: v for k, v in vars(C).items() if not k.startswith("__")})
-    for name, f in list(vars(C).items()):
-        if isinstance(f, types.FunctionType) and f.__module__ == C.__name__:
-            g = types.FunctionType(f.__code__, mod.__dict__, name, f.__defaults__, f.__closure__)
-            mod.__dict__[name] = register_jitable(g)
-    reset, step = mod.reset, mod.step
-    state_dim, obs_dim = C.STATE_DIM, C.OBS_DIM
-
-    @numba.njit
-    def rollout(P, actions):
-        s = np.zeros(state_dim)
-        obs = np.zeros(obs_dim)
-        u = np.array([0.1, 0.2, 0.3, 0.4])
-        a = np.zeros(1)
-        reset(P, s, u, obs)
-        rewards = np.zeros(len(actions))
-        for k in range(len(actions)):
-            a[0] = actions[k]
-            r, terminated, truncated = step(P, s, a, u, obs)
-            rewards[k] = r
-        return s[:6].copy(), rewards
-
-    return rollout
-
-
-def test_numba_compiles_the_module_unchanged():
-    s, rewards = _jit_module()(parameters(), np.array(eval(ACTIONS)))
-    s0, rewards0 = python_rollout()
-    assert np.allclose(s, s0, rtol=1e-12, atol=1e-12) and np.allclose(rewards, rewards0, rtol=1e-12, atol=1e-12)
-
-
 @needs_micropython
 def test_micropython_steps_as_cpython():
     """The same start and STEPS actions under the micropython command (double floats): the
@@ -223,3 +186,28 @@ print(json.dumps({"s": list(s[:6]), "rewards": rewards}))
     assert np.allclose(mp["s"], s0, rtol=1e-9, atol=1e-9), (mp["s"], s0)
     assert np.allclose(mp["rewards"], rewards0, rtol=1e-9, atol=1e-9)
     assert abs(s0[C.X]) > 0.1 and mp["s"][C.STEPS] == STEPS  # it moved, and counted its steps
+
+
+def microrl(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "microrl_host.cli"] + [str(a) for a in args], capture_output=True, text=True, timeout=600, env=repo_env(), cwd=cwd)
+
+
+def test_the_commands_take_it_by_name(tmp_path):
+    """A built-in task by being a module of microrl/tasks/: train, eval, render and export name it
+    and nothing else was registered anywhere (issue 31)."""
+    import json
+
+    proc = microrl("train", "cartpole", "--steps", 1500, "--seed", 2, "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout)
+    assert r["task"] == "cartpole" and r["steps"] == 1500 and "success_rate" in r
+    proc = microrl("eval", "cartpole-td3.mrlp", "--episodes", 2, "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout)
+    assert r["env"] == "cartpole" and r["episodes"] == 2 and 0 <= r["mean"] <= C.EPISODE_STEPS * C.REWARD_BOUND
+    proc = microrl("render", "cartpole-td3.mrlp", "--size", 48, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "cartpole.gif").read_bytes()[:3] == b"GIF"
+    proc = microrl("export", "cartpole-td3.mrlp", "--int16", "--eval-episodes", 2, "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["task"] == "cartpole" and (tmp_path / "cartpole-td3.mrlq").exists()
