@@ -34,6 +34,15 @@ except ImportError:  # CPython
         return a - b
 
 
+def _collect():
+    try:
+        import gc
+
+        gc.collect()
+    except ImportError:
+        pass
+
+
 def _mem_free():
     try:
         import gc
@@ -203,6 +212,7 @@ class Server:
             return self.error(seq, P.E_PAYLOAD, "episodes must be 1..%d per ROLLOUT, got %d" % (P.ROLLOUT_EPISODES, episodes))
         if not P.is_task_name(name):
             return self.error(seq, P.E_PAYLOAD, "%r is not a task's name (letters, digits and _)" % name)
+        _collect()  # a task's module compiled on the board (.py) needs room in one piece
         try:
             task = __import__("microrl.tasks." + name, None, None, (name,))
         except ImportError as e:
