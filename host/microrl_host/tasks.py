@@ -249,9 +249,10 @@ def by_shape(obs_dim, act_dim):
 
 
 def board_name(module):
-    """A task module's name on a board: its file's name (without .py), which deploy gives its copy
-    in the board's microrl/tasks/ and ROLLOUT names; characters a module name cannot hold become _."""
-    path = getattr(module, "__file__", None)
+    """A task module's (or a task file's path's) name on a board: its file's name (without .py),
+    which deploy gives its copy in the board's microrl/tasks/ and ROLLOUT names; characters a
+    module name cannot hold become _."""
+    path = module if isinstance(module, str) else getattr(module, "__file__", None)
     stem = os.path.splitext(os.path.basename(path))[0] if path else str(module.NAME)
     name = "".join(c if (c.isascii() and c.isalnum()) or c == "_" else "_" for c in stem)
     return "task_" + name if name[:1].isdigit() else name

@@ -410,6 +410,9 @@ def deploy(port=None, policy_path=None, mpy=False, transport=None, log=None, tim
     names = [t.name for t in board_tasks]
     if len(set(names)) != len(names):
         raise DeployError("two tasks would have the same name on the board (%s): a task's module there is named after its file" % ", ".join(names))
+    for task in board_tasks:  # before anything is copied; a task the host cannot load is checked on the board, before the policy goes
+        if policy is not None and task.module is not None:
+            check_shape(policy, task.name, task.module.OBS_DIM, task.module.ACT_DIM)
     own = transport is None
     if own:
         try:
@@ -446,9 +449,12 @@ def deploy(port=None, policy_path=None, mpy=False, transport=None, log=None, tim
                 files[BOARD_NATIVE] = f.read()
         else:
             stale.append(BOARD_NATIVE)  # one left from before would still be picked (or refused)
+        policy_data = None
         if policy is not None:
             with open(policy_path, "rb") as f:
-                files[BOARD_POLICY] = f.read()
+                policy_data = f.read()
+            if all(t.module is not None for t in board_tasks):
+                files[BOARD_POLICY] = policy_data  # its tasks' shapes checked on the host: copied with the rest
         try:
             copied = copy_files(transport, files, stale, info["fs_free"], log, info["mem_free"])
         except FilesystemFull:
@@ -483,18 +489,28 @@ def deploy(port=None, policy_path=None, mpy=False, transport=None, log=None, tim
             "tasks": {},
         }
         for task in board_tasks:
-            report["tasks"][task.name] = board_task_info(transport, task.name, task.source)
+            report["tasks"][task.name] = t = board_task_info(transport, task.name, task.source)
+            if policy is not None:
+                check_shape(policy, task.name, t["OBS_DIM"], t["ACT_DIM"])
         if policy is not None:
-            for name, t in report["tasks"].items():
-                if (t["OBS_DIM"], t["ACT_DIM"]) != (policy.obs_dim, policy.act_dim):
-                    raise DeployError("the policy takes %d observations and gives %d actions, but the task %s on the board has %d and %d: "
-                                      "deploy the policy with the task it was trained on (--task)" % (policy.obs_dim, policy.act_dim, name, t["OBS_DIM"], t["ACT_DIM"]))
+            if BOARD_POLICY not in files:  # a task only the board loads, now checked: the policy goes
+                more = copy_files(transport, {BOARD_POLICY: policy_data}, (), info["fs_free"], log, info["mem_free"])
+                report["copied"] += more
+                report["bytes"] += len(policy_data) if more else 0
+                fresh_heap(transport, timeout)
             report["policy"] = policy.describe()
-            report["policy_max_diff"] = check_policy(transport, BOARD_POLICY, policy, len(files[BOARD_POLICY]), info["mem_free"], mpy)
+            report["policy_max_diff"] = check_policy(transport, BOARD_POLICY, policy, len(policy_data), info["mem_free"], mpy)
         return report
     finally:
         if own:
             disconnect(transport)
+
+
+def check_shape(policy, task_name, obs_dim, act_dim):
+    """DeployError unless the policy fits the task's observations and actions."""
+    if (obs_dim, act_dim) != (policy.obs_dim, policy.act_dim):
+        raise DeployError("the policy takes %d observations and gives %d actions, but the task %s has %d and %d: deploy the policy "
+                          "with the task it was trained on (--task)" % (policy.obs_dim, policy.act_dim, task_name, obs_dim, act_dim))
 
 
 def task_info_program(name):
