@@ -156,3 +156,44 @@ def test_a_hardware_task_learns_on_the_board(tmp_path):
                          "--out", tmp_path / ("m%d.mrlp" % seed), "--quiet", timeout=1200)
             returns.append(r["eval_return_mean"])
     assert sorted(returns)[1] > -120, returns
+
+
+def _cartpole():
+    from microrl_host import tasks
+
+    if "cartpole" not in tasks.builtin_names():
+        pytest.skip("the cart-pole is not a built-in task in this tree (branch m-cartpole)")
+    return tasks.builtin("cartpole")
+
+
+@needs_board
+@pytest.mark.slow
+def test_the_cartpole_runs_in_closed_loop_and_trains_on_the_virtual_board(tmp_path):
+    """The built-in cart-pole swing-up on the board: deployed by name (only it), a policy against
+    the board's own copy in closed loop giving the host's episodes, and TD3 trained there
+    (train-on-board --task cartpole; its policy evaluated on the host's copy)."""
+    import microrl
+    from microrl.evaluate import rollouts
+    from microrl.rng import Rng
+    from microrl.task import Env
+    from microrl_host.board.serial_link import SerialLink
+    from microrl_host.board.virtual import VirtualBoard
+
+    cartpole = _cartpole()
+    policy = make_policy(tmp_path / "c.mrlp", sizes=(cartpole.OBS_DIM, 16, 16, cartpole.ACT_DIM), seed=5)
+    policy = microrl.load(str(tmp_path / "c.mrlp"))
+    with VirtualBoard(str(tmp_path / "fs"), heap="256K") as vb:
+        report = cli_json("deploy", tmp_path / "c.mrlp", "--task", "cartpole", "--port", vb.port, "--mpy")
+        assert list(report["tasks"]) == ["cartpole"] and report["tasks"]["cartpole"]["EPISODE_STEPS"] == cartpole.EPISODE_STEPS
+        assert sorted(os.listdir(tmp_path / "fs" / "lib" / "microrl" / "tasks")) == ["__init__.mpy", "cartpole.mpy"]
+        host = rollouts(policy, Env(cartpole, rng=Rng(8), evaluation=True), 2)
+        with SerialLink(vb.port, policy_path="policy.mrlp") as link:
+            rows, steps, policy_us, total_us = link.rollout("cartpole", 8, 2)
+        assert steps == 2 * cartpole.EPISODE_STEPS and [r[3] for r in rows] == [r[3] for r in host]
+        for board_row, host_row in zip(rows, host):
+            assert board_row[0] == pytest.approx(host_row[0], rel=1e-3, abs=1e-2) and board_row[1] == host_row[1]
+        r = cli_json("train-on-board", "--port", vb.port, "--task", "cartpole", "--steps", 3000, "--seed", 1, "--episodes", 2,
+                     "--out", tmp_path / "trained.mrlp", "--quiet", timeout=900)
+        assert r["task"] == "cartpole" and r["eval_on"] == "host" and r["bytes_per_transition"] == 2 * (cartpole.OBS_DIM + cartpole.ACT_DIM + 1) + 1
+        assert len(r["returns"]) >= 2  # episodes of 1,000 steps ended on the board while it trained
+        assert microrl.load(str(tmp_path / "trained.mrlp")).sizes[0] == cartpole.OBS_DIM and len(r["eval_returns"]) == 2
