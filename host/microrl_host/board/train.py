@@ -227,20 +227,151 @@ def default_warmup(steps, batch):
     return max(batch, min(DEFAULT_WARMUP, steps // 4))
 
 
+# ---------------------------------------------------------------- starting from a host run
+
+# the device TD3's networks (attribute paths on the board's `agent`) and the host checkpoint's
+# arrays they start from: weights, Adam moments, targets (the same flat layout, microrl.layout)
+INIT_ARRAYS = (
+    ("actor.params", "actor.params"), ("actor.m", "actor.m"), ("actor.v", "actor.v"), ("actor_target.params", "actor_target.params"),
+    ("critics[0].params", "critic1.params"), ("critics[0].m", "critic1.m"), ("critics[0].v", "critic1.v"),
+    ("critics[1].params", "critic2.params"), ("critics[1].m", "critic2.m"), ("critics[1].v", "critic2.v"),
+    ("critic_targets[0].params", "critic1_target.params"), ("critic_targets[1].params", "critic2_target.params"),
+)
+INIT_CHUNK = 256  # floats per line of the program that writes them (1 kB as hex)
+INIT_LINES = 2  # lines a program: compiling one takes a few kB
+# heap the writing needs beside the built agent (a program's text, its compiled code, a chunk's
+# bytes and floats): kept out of what the sizes may take. A 256K virtual board whose replay took
+# the rest ran out at 2 kB
+INIT_ROOM = 12 * 1024
+
+
+class HostRun:
+    """A host TD3 run to start the board's TD3 from (train_on_board's init): its checkpoint's
+    arrays, hidden sizes, updates so far, settings and where it came from."""
+
+    def __init__(self, path, meta, arrays):
+        self.path = path
+        self.meta = meta
+        self.arrays = arrays
+        sizes = [int(v) for v in arrays["actor.sizes"]]
+        self.obs_dim, self.act_dim, self.hidden = sizes[0], sizes[-1], tuple(sizes[1:-1])
+        self.updates = int(arrays["counters"][1])
+        self.config = meta.get("config", {})
+        self.task = meta.get("task")
+
+
+def read_host_run(path):
+    """The HostRun of a run folder (its checkpoint.npz) or a checkpoint file; BoardTrainError
+    saying what is wrong (not TD3: the board trains TD3; no checkpoint)."""
+    import os
+
+    from ..algos import checkpoint
+
+    file = os.path.join(path, "checkpoint.npz") if os.path.isdir(path) else path
+    if not os.path.exists(file):
+        what = "run folder %s has no checkpoint.npz" % path if os.path.isdir(path) else "no run folder or checkpoint at %s" % path
+        raise BoardTrainError("--init: %s (microrl train writes one in the run folder, PREFIX.run/)" % what)
+    try:
+        meta, arrays = checkpoint.read(file)
+    except checkpoint.CheckpointError as e:
+        raise BoardTrainError("--init: %s" % e) from None
+    if meta.get("algo") != "td3":
+        raise BoardTrainError("--init: %s is a %s run; the board trains TD3: start it from a TD3 run (microrl train --algo td3)"
+                              % (path, str(meta.get("algo", "?")).upper()))
+    missing = [h for _, h in INIT_ARRAYS if h not in arrays] + [k for k in ("actor.sizes", "counters") if k not in arrays]
+    if missing:
+        raise BoardTrainError("--init: %s lacks %s: not a TD3 checkpoint of this version" % (file, ", ".join(missing[:4])))
+    run = HostRun(file, meta, arrays)
+    if run.config.get("activation", "relu") != "relu":
+        raise BoardTrainError("--init: the run's networks use %s; the board's TD3 uses relu" % run.config["activation"])
+    return run
+
+
+def init_programs(run):
+    """The board programs that write the host run's arrays into the board's `agent` (built by
+    train_build.py), a few kB each, then set its update counts and print a check sum per array
+    ('S name sum'), which init_check compares with the host's."""
+    import numpy as np
+
+    out = ["from binascii import unhexlify\nimport struct\n"
+           "def _put(dst, off, h):\n b = unhexlify(h)\n v = struct.unpack('<%df' % (len(b) // 4), b)\n"
+           " for i in range(len(v)):\n  dst[off + i] = v[i]\n"]
+    for board, host in INIT_ARRAYS:
+        values = np.ascontiguousarray(run.arrays[host], dtype="<f4")
+        lines = []
+        for off in range(0, values.size, INIT_CHUNK):
+            lines.append("_put(agent.%s, %d, '%s')\n" % (board, off, values[off:off + INIT_CHUNK].tobytes().hex()))
+        for k in range(0, len(lines), INIT_LINES):
+            out.append("gc.collect()\n" + "".join(lines[k:k + INIT_LINES]))
+    delay = int(run.config.get("policy_delay", 2))
+    pairs = "(%s)" % "".join("(%r, agent.%s), " % (b, b) for b, _ in INIT_ARRAYS)
+    out.append("agent.updates = %d\nagent.critics[0].adam_step_count = agent.critics[1].adam_step_count = %d\nagent.actor.adam_step_count = %d\n"
+               "for _n, _a in %s:\n _s = 0.0\n for _x in _a:\n  _s += _x\n print('S', _n, repr(_s))\n_put = _a = None\ngc.collect()\n"
+               % (run.updates, run.updates, run.updates // delay, pairs))
+    return out
+
+
+def init_check(run, text):
+    """BoardTrainError unless every array's sum on the board ('S name sum' lines) is the host's."""
+    import numpy as np
+
+    sums = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[0] == "S":
+            sums[parts[1]] = float(parts[2])
+    for board, host in INIT_ARRAYS:
+        want = float(np.sum(run.arrays[host], dtype=np.float64))
+        scale = float(np.sum(np.abs(run.arrays[host]), dtype=np.float64)) + 1e-30
+        if board not in sums or abs(sums[board] - want) > 1e-4 * scale:  # summed in float32 on many boards
+            raise BoardTrainError("--init: the board's %s does not hold the host run's %s (sum %r on the board, %r here)" % (board, host, sums.get(board), want))
+
+
+def _run(transport, code, timeout):
+    """_exec, its failures as BoardTrainError."""
+    try:
+        return _exec(transport, code, timeout)
+    except DeployError as e:
+        raise BoardTrainError(str(e)) from None
+
+
 def train_on_board(transport, steps, hidden=None, batch=None, replay=None, warmup=None, seed=0, progress=None, every=None, say=None,
-                   actor_lr=DEFAULT_LR, critic_lr=DEFAULT_LR, task=None):
+                   actor_lr=DEFAULT_LR, critic_lr=DEFAULT_LR, task=None, init=None):
     """Run training on the board over an mpremote transport in the raw REPL (microrl deployed,
     and the task: its name in the board's microrl.tasks, default the registry's default task).
     Sizes left as None are chosen to fit the board (choose()); say(text) is told the choice.
     A run whose actor becomes NaN or infinite stops on the board: BoardTrainError, no policy.
     progress(step, latest_return, mem_free) is called as lines arrive. Returns a dict with
     'policy_bytes' (the trained policy file), the sizes, 'task' (its constants as the board has
-    them), 'mem_free_start', 'seconds', 'returns'."""
+    them), 'mem_free_start', 'seconds', 'returns'. init: a HostRun (read_host_run) whose actor,
+    critics, targets and Adam state the board's TD3 starts from (its hidden sizes, then; warm-up
+    by default only the batch's rows: the actor acts from the first step)."""
     board = read_board(transport, task)
     shape = board["task"]
     free, usable, largest_free, block = board["free"], board["usable"], board["largest"], board["gc_block"]
     chosen = [hidden is None, batch is None, replay is None]
-    hidden, batch, replay, why = choose(steps, usable, largest_free, block, hidden, batch, replay, shape)
+    if init is not None:
+        if (init.obs_dim, init.act_dim) != (shape.OBS_DIM, shape.ACT_DIM):
+            raise BoardTrainError("--init: the run %s has %d observations and %d actions, the task %s on the board %d and %d"
+                                  % (init.path, init.obs_dim, init.act_dim, board["task_name"], shape.OBS_DIM, shape.ACT_DIM))
+        if hidden is not None and tuple(hidden) != init.hidden:
+            raise BoardTrainError("--init: the run's networks have hidden layers %s, not --hidden %s: leave --hidden out"
+                                  % (",".join(map(str, init.hidden)), ",".join(map(str, hidden))))
+        hidden = init.hidden
+        try:
+            hidden, batch, replay, why = choose(steps, usable - INIT_ROOM, largest_free - INIT_ROOM, block, hidden, batch, replay, shape)
+        except BoardTrainError as e:
+            raise BoardTrainError("--init: the host run's networks (hidden %s: actor, two critics, their targets and Adam moments) do not fit "
+                                  "on this board: %s; train on the host with a smaller --hidden (16,16 fits a 112K board)"
+                                  % (",".join(map(str, init.hidden)), str(e).split(": use a smaller")[0])) from None
+        why = "the host run's networks; " + why
+        if warmup is None:
+            warmup = min(steps, batch)
+        if actor_lr == DEFAULT_LR and critic_lr == DEFAULT_LR:  # the host run's rates unless given
+            actor_lr = float(init.config.get("actor_lr", actor_lr))
+            critic_lr = float(init.config.get("critic_lr", critic_lr))
+    else:
+        hidden, batch, replay, why = choose(steps, usable, largest_free, block, hidden, batch, replay, shape)
     est = estimate_bytes(hidden, batch, replay, block, shape)
     warmup_steps = default_warmup(steps, batch) if warmup is None else warmup
     if say:
@@ -252,11 +383,29 @@ def train_on_board(transport, steps, hidden=None, batch=None, replay=None, warmu
     every = every or max(1, min(50, steps // 100))
     settings = dict(HIDDEN=tuple(hidden), BATCH=batch, REPLAY=replay, WARMUP=warmup_steps, STEPS=steps, SEED=seed, EVERY=every,
                     OVERWRITE=REPLAY_OVERWRITE, ACTOR_LR=float(actor_lr), CRITIC_LR=float(critic_lr))
-    # the agent is built, then trains (a step that starts it from given weights goes between)
-    programs = [board_program("train_build", **settings), board_program("train_loop", **settings)]
-    code = "".join(programs)
+    # the agent is built, then trains (from the host run's arrays, written between)
+    if init is not None:
+        out, err = _run(transport, board_program("train_build", **settings), 120)
+        if err:
+            raise BoardTrainError("building TD3 on the board failed: %s" % _last_line(err))
+        built = out.decode("ascii", "replace").split()
+        state_mem = int(built[built.index("M") + 1]) if "M" in built[:-1] else None
+        text = ""
+        for program in init_programs(init):
+            out, err = _run(transport, program, 60)
+            if err:
+                raise BoardTrainError("writing the host run's networks on the board failed: %s" % _last_line(err))
+            text += out.decode("ascii", "replace")
+        init_check(init, text)
+        if say:
+            say("board: TD3 starts from %s (%d updates; actor, critics, targets and Adam moments, checked)" % (init.path, init.updates))
+        code = board_program("train_loop", **settings)
+    else:
+        code = board_program("train_build", **settings) + board_program("train_loop", **settings)
     # timestamps of progress lines after warm-up: the speed of steps that train, not of random play
     state = {"buf": b"", "returns": [], "mem": None, "step": 0, "done": False, "train_start": None, "train_end": None, "weights": []}
+    if init is not None:
+        state["mem_after_alloc"] = state_mem
 
     def consume(data):
         state["buf"] += data
@@ -319,6 +468,8 @@ def train_on_board(transport, steps, hidden=None, batch=None, replay=None, warmu
         "task": board["task_name"],
         "task_name": shape.NAME,
         "task_shape": shape,
+        "init": init.path if init is not None else None,
+        "init_updates": init.updates if init is not None else None,
         "hidden": list(hidden),
         "batch": batch,
         "replay": replay,

@@ -36,6 +36,10 @@ def register(sub):
     p.add_argument("--episodes", type=EPISODES_OR_NONE, default=10, help="evaluation episodes with the task's evaluation starts, on the host (on "
                    "the board for a task that does not load on the host); 0: none (default 10)")
     p.add_argument("--no-deploy", action="store_true", help="use the microrl and the task already on the board")
+    p.add_argument("--init", metavar="RUN_OR_CHECKPOINT", help="start the board's TD3 from a host TD3 run: its run folder (PREFIX.run/, as "
+                   "microrl train writes it) or checkpoint.npz. The actor, both critics, their targets and the Adam moments and "
+                   "counts go to the board, checked there; the run's hidden sizes and learning rates are used, and the warm-up is "
+                   "one batch (the actor acts from the first step). Refused when those networks do not fit the board's heap")
     p.add_argument("--py", action="store_true", help="deploy .py sources instead of .mpy files (more of the heap goes to compiling them)")
     p.add_argument("--json", action="store_true", help="print the results as one JSON object")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -48,7 +52,7 @@ def run(args):
     from .. import atomic
     from ..board.deploy import DeployError, board_task, deploy
     from ..board.serial_link import LinkError, connect, disconnect
-    from ..board.train import BoardTrainError, train_on_board
+    from ..board.train import BoardTrainError, read_host_run, train_on_board
     from .progress import Progress
 
     hidden = args.hidden
@@ -67,7 +71,8 @@ def run(args):
     check_output(args.out, "--out")
     try:
         task = board_task(args.task)
-    except DeployError as e:
+        init = read_host_run(args.init) if args.init else None
+    except (DeployError, BoardTrainError) as e:
         raise CommandError(str(e)) from None
     say = (lambda t: print(t, file=sys.stderr)) if args.json else print
     try:
@@ -88,7 +93,7 @@ def run(args):
                     say(text)
 
             result = train_on_board(transport, args.steps, hidden, args.batch, args.replay, args.warmup, args.seed, progress=progress, say=tell,
-                                    task=task.name, **rates)
+                                    task=task.name, init=init, **rates)
     except BoardTrainError as e:
         raise CommandError(str(e)) from None
     finally:
