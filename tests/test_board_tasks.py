@@ -197,3 +197,15 @@ def test_the_cartpole_runs_in_closed_loop_and_trains_on_the_virtual_board(tmp_pa
         assert r["task"] == "cartpole" and r["eval_on"] == "host" and r["bytes_per_transition"] == 2 * (cartpole.OBS_DIM + cartpole.ACT_DIM + 1) + 1
         assert len(r["returns"]) >= 2  # episodes of 1,000 steps ended on the board while it trained
         assert microrl.load(str(tmp_path / "trained.mrlp")).sizes[0] == cartpole.OBS_DIM and len(r["eval_returns"]) == 2
+
+
+@needs_board
+def test_demo_runs_a_users_task_file_end_to_end(tmp_path):
+    """microrl demo --task ./slider.py: trained on the host, deployed with its task, the board's
+    closed loop giving the host's episodes, the serial loop stepping the host's copy."""
+    (tmp_path / "slider.py").write_text(_slider_source())
+    r = cli_json("demo", "--task", "./slider.py", "--steps", 1500, "--episodes", 3, "--requests", 30, timeout=900, cwd=tmp_path)
+    assert r["task"] == r["board_task"] == "slider" and r["policy"] == str(tmp_path / "slider-policy.mrlp")
+    assert r["board_return_max_diff"] < 1e-3 and r["board_success_matches_host"] and r["board_steps"] == 3 * 200
+    assert r["serial_steps"] == 30 and r["p50_us"] > 0
+    assert sorted(os.listdir(tmp_path)) == ["slider-policy.mrlp", "slider.py"]
