@@ -206,6 +206,6 @@ def test_demo_runs_a_users_task_file_end_to_end(tmp_path):
     (tmp_path / "slider.py").write_text(_slider_source())
     r = cli_json("demo", "--task", "./slider.py", "--steps", 1500, "--episodes", 3, "--requests", 30, timeout=900, cwd=tmp_path)
     assert r["task"] == r["board_task"] == "slider" and r["policy"] == str(tmp_path / "slider-policy.mrlp")
-    assert r["board_return_max_diff"] < 1e-3 and r["board_success_matches_host"] and r["board_steps"] == 3 * 200
+    assert r["board_return_max_diff"] < 1e-3 and r["board_success_matches_host"] and 0 < r["board_steps"] <= 3 * 200
     assert r["serial_steps"] == 30 and r["p50_us"] > 0
     assert sorted(os.listdir(tmp_path)) == ["slider-policy.mrlp", "slider.py"]
