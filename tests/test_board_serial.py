@@ -49,8 +49,9 @@ def test_link_infer_matches_host_and_rollout_matches_evaluate(board):
         action, compute_us = link.infer([0.5, -0.5, 1.0])
         assert abs(action[0] - board.policy([0.5, -0.5, 1.0])[0]) < 1e-5
         assert 0 < compute_us < 1e6
-        returns, steps, compute = link.rollout(11, 2)
-        assert steps == 400 and compute > 0
+        rows, steps, compute, total = link.rollout("pendulum", 11, 2)
+        returns = [row[0] for row in rows]
+        assert steps == 400 and 0 < compute <= total and [row[3] for row in rows] == [200, 200]
         restarts = board.restarts
     # EXIT returned the board to its REPL: reachable without a reset (mpremote resume does none)
     from boardkit import mpremote
@@ -385,13 +386,13 @@ def test_a_late_answer_is_not_taken_for_a_later_request(board):
     import time
 
     with SerialLink(board.port, policy_path="policy.mrlp") as link:
-        # the longest rollout the board takes (200 episodes), and a request timeout a quarter of
+        # the longest rollout the board takes in one request, and a request timeout a quarter of
         # the time it keeps the board busy, timed here (30 episodes took 34 ms on one machine)
         start = time.perf_counter()
-        link.rollout(3, 4)
-        busy = (time.perf_counter() - start) / 4 * 200
+        link.rollout("pendulum", 3, 4)
+        busy = (time.perf_counter() - start) / 4 * P.ROLLOUT_EPISODES
         link.seq = 10
-        link.write(P.encode(P.ROLLOUT, 200, P.pack_rollout(3, 200)))
+        link.write(P.encode(P.ROLLOUT, 200, P.pack_rollout(3, P.ROLLOUT_EPISODES, "pendulum")))
         before = link.retried
         obs = [0.5, -0.5, 1.0]
         action, _ = P.unpack_action(link.request(P.INFER, P.pack_observation(obs), timeout=min(0.05, busy / 4), retries=10000))

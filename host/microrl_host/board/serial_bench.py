@@ -83,3 +83,38 @@ def bench_serial(port, board_policy, n, seed=0, warmup=20, progress=None, timeou
         if error is not None:
             link.serving = False  # do not wait on a server that is gone
         return summary
+
+
+def run_closed_loop(link, task, steps, seed=0, params=None):
+    """The task stepped on the host (the device core's microrl.task.Env, its evaluation starts
+    from Rng(seed)), the policy on the board answering one INFER per control step, for `steps`
+    steps. Returns (summary dict: the round trips as run_requests gives them, and the returns of
+    the episodes that ended; error or None: a link failure stops the run, the results so far are
+    kept)."""
+    from microrl.rng import Rng
+    from microrl.task import Env
+
+    env = Env(task, params, Rng(seed), evaluation=True)
+    rts, cus, returns = [], [], []
+    error = None
+    obs = env.reset()
+    total = 0.0
+    t_start = time.perf_counter()
+    try:
+        for _ in range(steps):
+            t0 = time.perf_counter_ns()
+            action, compute = link.infer(list(obs))
+            rts.append((time.perf_counter_ns() - t0) / 1000.0)
+            cus.append(compute)
+            obs, reward, terminated, truncated = env.step(action)
+            total += reward
+            if terminated or truncated:
+                returns.append(total)
+                total = 0.0
+                obs = env.reset()
+    except LinkError as e:
+        error = str(e)
+    summary = summarise(rts, cus, time.perf_counter() - t_start)
+    summary["requested"] = steps
+    summary["episode_returns"] = returns
+    return summary, error
