@@ -33,7 +33,7 @@ def register(sub):
     p.add_argument("--seeds", default="0-2", help="seeds: a list '1,2,5' or a range '0-4' (default 0-2)")
     p.add_argument("--grid", action="append", default=[], metavar="OPTION=V1,V2", help="a train option and its values, e.g. lr=1e-4,3e-4 (repeat for a grid: every combination runs)")
     p.add_argument("--steps", type=int, default=None, help="environment steps per run (default: train's)")
-    p.add_argument("--run-dir", default=None, help="folder of the sweep (default sweeps/TASK-ALGO-TIME)")
+    p.add_argument("--run-dir", default=None, help="folder of the sweep (default sweeps/TASK-ALGO-TIME, with characters such as a module:Id task's colon as '_')")
     p.add_argument("--workers", type=int, default=None, help="local runs at once (default: one per CPU)")
     p.add_argument("--ray", metavar="ADDRESS", default=None, help="run the jobs on a Ray cluster: 'auto', 'ray://HOST:10001', or 'local' to start Ray here (pip install 'microrl[ray]')")
     p.add_argument("--dry-run", action="store_true", help="print the jobs' commands and stop")
@@ -73,6 +73,13 @@ def parse_grid(items, split=True, what="--grid"):
     return grid
 
 
+def folder_name(text):
+    """text as a folder name that every filesystem takes: a `module:Id` task's colon (refused on
+    Windows, a drive or stream separator there), slashes, spaces and the like become '_'."""
+    name = "".join(c if c.isascii() and (c.isalnum() or c in "._=,+-") else "_" for c in text)
+    return name.strip(".") or "_"
+
+
 def make_jobs(args):
     """One dict per run: name, settings, seed, argv for `microrl train`."""
     seeds = parse_seeds(args.seeds)
@@ -83,7 +90,7 @@ def make_jobs(args):
     for combo in itertools.product(*[v for _, v in grid]) if grid else [()]:
         settings = dict(zip(names, combo))
         for seed in seeds:
-            label = "_".join(["%s=%s" % (k, v) for k, v in settings.items()] + ["seed%d" % seed])
+            label = folder_name("_".join(["%s=%s" % (k, v) for k, v in settings.items()] + ["seed%d" % seed]))
             argv = [args.task, "--algo", args.algo, "--seed", str(seed), "--quiet", "--json"]
             if args.steps is not None:
                 argv += ["--steps", str(args.steps)]
@@ -151,7 +158,7 @@ def run(args):
     from .progress import Progress
 
     jobs = make_jobs(args)
-    root = args.run_dir or os.path.join("sweeps", "%s-%s-%s" % (args.task.lower(), args.algo, time.strftime("%Y%m%d-%H%M%S")))
+    root = args.run_dir or os.path.join("sweeps", folder_name("%s-%s-%s" % (args.task.lower(), args.algo, time.strftime("%Y%m%d-%H%M%S"))))
     for job in jobs:
         job["run_dir"] = os.path.join(root, job["name"])
     if args.dry_run:
