@@ -40,6 +40,21 @@ class RunLog:
         self.close()
 
 
+def previous_run(folder, names=("run.json", "progress.csv", "checkpoint.npz")):
+    """What a run folder holds of an earlier run, in a few words ("td3 on pendulum, seed 0, 10000
+    steps"), or None when it holds none of a run's files (names) or does not exist."""
+    held = [n for n in names if os.path.lexists(os.path.join(folder, n))]
+    if not held:
+        return None
+    try:
+        with open(os.path.join(folder, "run.json")) as f:
+            meta = json.load(f)
+        config = meta.get("config") or {}  # PPO keeps its seed and steps there
+        return "%s on %s, seed %s, %s steps" % (meta["algo"], meta["task"], meta.get("seed", config.get("seed")), meta.get("steps", config.get("steps")))
+    except (OSError, ValueError, KeyError, TypeError):
+        return "its " + ", ".join(held)
+
+
 def read_progress(folder_or_csv):
     """Rows of a run's progress.csv as dicts of floats (None where empty)."""
     path = folder_or_csv
