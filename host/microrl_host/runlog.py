@@ -40,12 +40,17 @@ class RunLog:
         self.close()
 
 
-def previous_run(folder, names=("run.json", "progress.csv", "checkpoint.npz")):
+CHECKPOINT = "checkpoint.npz"  # what --resume continues from (TD3, SAC and PPO alike)
+RUN_FILES = ("run.json", "progress.csv", CHECKPOINT, "policy.mrlp")  # what a run folder holds (PPO's keeps its last policy too)
+
+
+def previous_run(folder):
     """What a run folder holds of an earlier run, in a few words ("td3 on pendulum, seed 0, 10000
-    steps"), or None when it holds none of a run's files (names) or does not exist."""
-    held = [n for n in names if os.path.lexists(os.path.join(folder, n))]
-    if not held:
+    steps"), or None when it holds no checkpoint: a run killed before its first checkpoint left
+    nothing --resume could continue, and starting again in its place loses nothing."""
+    if not os.path.lexists(os.path.join(folder, CHECKPOINT)):
         return None
+    held = [n for n in RUN_FILES if os.path.lexists(os.path.join(folder, n))]
     try:
         with open(os.path.join(folder, "run.json")) as f:
             meta = json.load(f)

@@ -12,6 +12,7 @@ import sys
 import time
 
 from .. import atomic
+from ..runlog import previous_run
 from . import CommandError
 
 # how a job runs `microrl train ARGS...`; tests may point it at a stand-in
@@ -165,6 +166,10 @@ def run(args):
         for job in jobs:
             print(" ".join(shlex.quote(a) for a in ["microrl", "train"] + job["argv"] + ["--run-dir", job["run_dir"]]))
         return 0
+    for job in jobs:  # as `microrl train` refuses it, before any run starts
+        held = previous_run(job["run_dir"])
+        if held:
+            raise CommandError("--run-dir %s already holds this sweep's runs (%s: %s); give another --run-dir" % (root, job["name"], held))
     os.makedirs(root, exist_ok=True)
     where = "Ray at %s" % args.ray if args.ray else "%d local processes" % (args.workers or os.cpu_count() or 1)
     if not args.quiet:

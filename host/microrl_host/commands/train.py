@@ -12,6 +12,7 @@ from ..algos.checkpoint import CheckpointError
 from ..algos.results import summary_line
 from . import CommandError
 from ..envs.gym import TaskError
+from ..runlog import RUN_FILES, previous_run
 from .options import check_output, parse_hidden, whole
 from .progress import ProgressBar
 
@@ -23,6 +24,7 @@ EXAMPLES = """examples:
   microrl train pendulum --algo sac --steps 10000 --json
   microrl train MountainCarContinuous-v0 --algo td3 --steps 50000 --exploration-noise 0.5
   microrl train pendulum --out pendulum.mrlp --steps 20000 --resume   # continue a run
+  microrl train pendulum --out pendulum.mrlp --overwrite              # start that run again
 """
 
 
@@ -213,6 +215,18 @@ def available():
     return dict(ALGOS)
 
 
+def check_run_folder(args):
+    """CommandError when the run folder holds an earlier run and neither --resume (continue it)
+    nor --overwrite (start again in its place) says what to do with it: a run is never replaced
+    without a word."""
+    if args.resume and args.overwrite:
+        raise CommandError("--resume continues the run in %s and --overwrite starts again in its place: give one" % args.run_dir)
+    held = previous_run(args.run_dir)
+    if held and not (args.resume or args.overwrite):
+        raise CommandError("%s already holds a run (%s): --resume continues it (up to a larger --steps), --overwrite starts again "
+                           "in its place, or give another --out or --run-dir" % (args.run_dir, held))
+
+
 def register(sub):
     from microrl.activations import NAMES
 
@@ -220,7 +234,9 @@ def register(sub):
         "train",
         help="train a policy (TD3/SAC on the host, Pendulum compiled in the loop; PPO on MuJoCo) and save it",
         description="Train a policy and save the actor as a microrl policy file, which the device core loads as it is. "
-        "A run folder keeps run.json, progress.csv (for microrl plot) and checkpoint.npz (for --resume).",
+        "A run folder keeps run.json, progress.csv (for microrl plot) and checkpoint.npz (for --resume). "
+        "A run folder that already holds a run is refused unless --resume continues it or --overwrite starts again "
+        "in its place; the policy file (--out) is replaced.",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -233,6 +249,8 @@ def register(sub):
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     p.add_argument("--json", action="store_true", help="print one JSON object of results (implies --quiet)")
     p.add_argument("--resume", action="store_true", help="continue from the run folder's checkpoint up to --steps")
+    p.add_argument("--overwrite", action="store_true", help="start again in a run folder that holds a run, replacing its files "
+                   "(without --resume or --overwrite such a folder is refused: its checkpoint is kept)")
     p.add_argument("--checkpoint-every", type=whole(0), metavar="N", help="checkpoint every N steps and at the end; 0: at the end only (default: the algorithm's; TD3/SAC 1000)")
     p.add_argument("--eval-every", type=whole(0), metavar="N", help="evaluate the deterministic policy every N steps and at the end (default: the algorithm's; TD3/SAC 1000)")
     p.add_argument("--eval-episodes", type=whole(0), default=10, metavar="N", help="episodes per evaluation (default 10)")
@@ -283,6 +301,11 @@ def run(args):
     entry.check(args)
     check_output(args.out, "--out")
     check_output(args.run_dir, "--run-dir", folder=True)
+    check_run_folder(args)
+    if args.overwrite:
+        for name in RUN_FILES:  # the earlier run's files: a checkpoint left behind would pair with the new run's log
+            if os.path.isfile(os.path.join(args.run_dir, name)):
+                os.remove(os.path.join(args.run_dir, name))
     result = entry.run(args, ProgressBar(quiet=args.quiet or args.json))
     if args.json:
         print(json.dumps(result, sort_keys=True))
