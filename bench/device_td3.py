@@ -20,10 +20,11 @@ MEMORY = """
 import gc
 from microrl.td3 import TD3, TD3Config
 from microrl.memory import estimate_bytes
-from microrl.pendulum import Pendulum
+from microrl.task import Env
+from microrl.tasks import pendulum
 gc.collect()
 before = gc.mem_alloc()
-agent = TD3(Pendulum(), TD3Config(), 0)
+agent = TD3(Env(pendulum), TD3Config(), 0)
 gc.collect()
 print(gc.mem_alloc() - before, estimate_bytes(3, 1, TD3Config()), agent.replay.nbytes())
 """

@@ -17,12 +17,13 @@ import json, time
 import microrl
 from microrl import fixedpoint
 from microrl.evaluate import evaluate
-from microrl.pendulum import Pendulum
+from microrl.task import Env
+from microrl.tasks import pendulum
 out = {"impl": fixedpoint.implementation(), "backend": microrl.backend_name()}
 for key, path in (("float", FLOAT), ("int16", INT16)):
     p = microrl.load(path)
     t = time.ticks_ms()
-    mean, std, returns = evaluate(p, Pendulum(), EPISODES, SEED)
+    mean, std, returns = evaluate(p, Env(pendulum), EPISODES, SEED)
     out[key] = {"mean": mean, "std": std, "returns": returns, "s": time.ticks_diff(time.ticks_ms(), t) / 1000.0}
 print(json.dumps(out))
 """
@@ -39,6 +40,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     import microrl
     from microrl import fixedpoint
+    from microrl.tasks import pendulum
     from microrl_host import calibration as Q
 
     work = H.workdir()
@@ -54,7 +56,7 @@ def main(argv=None):
         float_path = os.path.join(work, "pendulum.mrlp")
         microrl.save(float_path, agent.policy())
     policy = microrl.load(float_path)
-    observations = Q.calibration_observations(policy)
+    observations = Q.calibration_observations(policy, task=pendulum)
     q = fixedpoint.quantise(policy, observations)
     int16_path = os.path.join(work, "pendulum.mrlq")
     fixedpoint.save(int16_path, q)
@@ -62,7 +64,7 @@ def main(argv=None):
     results["action_error_max"] = worst
     results["action_error_mean"] = mean_err
     results["bytes"] = {"float": os.path.getsize(float_path), "int16": os.path.getsize(int16_path)}
-    loop = Q.closed_loop(policy, q, args.episodes, args.eval_seed)
+    loop = Q.closed_loop(policy, q, args.episodes, args.eval_seed, task=pendulum)
     results["cpython"] = {"impl": fixedpoint.implementation(), **{k: loop[k] for k in ("float_mean", "float_std", "int16_mean", "int16_std", "mean_difference", "worst_episode_difference")}}
     if H.MICROPYTHON:
         code = "FLOAT = %r\nINT16 = %r\nEPISODES = %d\nSEED = %d\n" % (float_path, int16_path, args.episodes, args.eval_seed) + MP_CODE

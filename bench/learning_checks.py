@@ -37,13 +37,13 @@ def _device_td3(seed, steps):
 def _host_td3(seed, steps):
     from microrl_host.algos.td3 import ALGO
 
-    return ALGO.train_pendulum(steps=steps or 10000, seed=seed, eval_every=2000, eval_episodes=10)[1]
+    return ALGO.run("pendulum", steps=steps or 10000, seed=seed, eval_every=2000, eval_episodes=10).evals
 
 
 def _host_sac(seed, steps):
     from microrl_host.algos.sac import ALGO
 
-    return ALGO.train_pendulum(steps=steps or 10000, seed=seed, eval_every=2000, eval_episodes=10)[1]
+    return ALGO.run("pendulum", steps=steps or 10000, seed=seed, eval_every=2000, eval_episodes=10).evals
 
 
 def _ppo_ip(seed, steps):

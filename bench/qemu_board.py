@@ -34,7 +34,8 @@ import gc, json, time
 from microrl import backend
 from microrl.nn import MLP
 from microrl.rng import Rng
-from microrl.pendulum import Pendulum
+from microrl.task import Env
+from microrl.tasks import pendulum
 from microrl.td3 import TD3, TD3Config
 res = {"mem_free_start": gc.mem_free()}
 for name in ("native", "plain"):
@@ -52,7 +53,7 @@ for name in ("native", "plain"):
     res[name + "_action0"] = net.output_buf[0]
     net = None
     gc.collect()
-    agent = TD3(Pendulum(), TD3Config(hidden=(64, 64), batch=BATCH, warmup=WARMUP, replay_capacity=REPLAY), 0)
+    agent = TD3(Env(pendulum), TD3Config(hidden=(64, 64), batch=BATCH, warmup=WARMUP, replay_capacity=REPLAY), 0)
     while agent.steps < WARMUP:
         agent.step()
     agent.train_step()

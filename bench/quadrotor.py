@@ -1,4 +1,4 @@
-"""Learning to fly: microrl's numba TD3 on the quadrotor hover task (microrl.quadrotor, L2F's
+"""Learning to fly: microrl's numba TD3 on the quadrotor hover task (microrl.tasks.quadrotor, L2F's
 Crazyflie), over seeds. Per seed: training wall time until the success rate first reaches 90%
 (100 episodes from +-0.5 m and 30 deg of tilt, at rest: within 0.1 m of the target and below
 0.5 rad/s after 5 s, no crash), and the success rate after the fixed budget (`microrl train quadrotor`'s 500,000 steps; L2F's is 300,000).
@@ -51,13 +51,15 @@ def run_seed(algo, seed, steps):
     _path()
     import numpy as np
 
-    from microrl import quadrotor as Q
+    from microrl.tasks import quadrotor as Q
     from microrl_host.algos import sac, td3
     from microrl_host.algos.callbacks import EachChunk
-    from microrl_host.envs import quadrotor as quadrotor_env
+    from microrl_host import tasks
+    from microrl_host.envs.task import CompiledTask
 
     module = td3 if algo == "td3" else sac
     params = np.array(Q.CRAZYFLIE, np.float64)
+    task = CompiledTask(Q)
     curve = []
     clock = {"train": 0.0, "last": None, "first_90": None}
 
@@ -65,8 +67,8 @@ def run_seed(algo, seed, steps):
         now = time.perf_counter()
         clock["train"] += now - clock["last"]
         if step % EVAL_EVERY == 0 or step == steps:
-            rows = quadrotor_env.evaluate(state.actor, module.SQUASH, EVAL_EPISODES, EVAL_SEED, params)
-            s = quadrotor_env.flight_summary(rows)
+            rows = task.evaluate(state.actor, module.SQUASH, EVAL_EPISODES, EVAL_SEED, params)
+            s = tasks.summary(Q, rows)
             curve.append((step, round(clock["train"], 3), s["success_rate"], s["position_error_m"]))
             if clock["first_90"] is None and s["success_rate"] >= TARGET:
                 clock["first_90"] = (step, clock["train"])
@@ -104,7 +106,7 @@ def foundation_policy_reference(episodes=EVAL_EPISODES):
         return {"available": False, "why": "foundation-policy is not installed (pip install foundation-policy): %s" % e}
     import numpy as np
 
-    from microrl import quadrotor as Q
+    from microrl.tasks import quadrotor as Q
     from microrl_host.envs.quadrotor_render import rotation
 
     policy = QuadrotorPolicy()
@@ -112,7 +114,9 @@ def foundation_policy_reference(episodes=EVAL_EPISODES):
     from microrl.rng import Rng
 
     rng = Rng(EVAL_SEED)
-    env = Q.Quadrotor(rng, evaluation=True)
+    from microrl.task import Env
+
+    env = Env(Q, rng=rng, evaluation=True)
     t0 = time.perf_counter()
     for _ in range(episodes):
         env.reset()
@@ -128,7 +132,7 @@ def foundation_policy_reference(episodes=EVAL_EPISODES):
             previous = action
             total += r
         s = env.s
-        rows.append((total, 1.0 if (not done) and Q.success(s) else 0.0, float(np.linalg.norm(list(s)[0:3])), env.t))
+        rows.append((total, 1.0 if (not done) and Q.success(env.P, s) else 0.0, float(np.linalg.norm(list(s)[0:3])), env.t))
     rows = np.array(rows)
     return {
         "available": True,
@@ -162,9 +166,9 @@ def main():
     ap.add_argument("--foundation", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     _path()
-    from microrl_host.algos.config import QUADROTOR_STEPS
+    from microrl.tasks import quadrotor as Q
 
-    steps = a.steps or QUADROTOR_STEPS
+    steps = a.steps or Q.TRAINING["steps"]
     if a.one:
         print(json.dumps(run_seed(a.one[0], int(a.one[1]), steps)))
         return 0

@@ -178,12 +178,13 @@ int main(int argc, char **argv) {
 MP_STEP = r"""
 import gc, json, time
 import microrl
-from microrl.pendulum import Pendulum
+from microrl.task import Env
+from microrl.tasks import pendulum
 from microrl.td3 import TD3, TD3Config
 
 gc.collect()
 before = gc.mem_alloc()
-agent = TD3(Pendulum(), TD3Config(), 0)
+agent = TD3(Env(pendulum), TD3Config(), 0)
 gc.collect()
 td3_bytes = gc.mem_alloc() - before
 replay_bytes = len(agent.replay.data) * 4

@@ -92,9 +92,11 @@ def test_the_library_neither_prints_nor_raises_command_errors():
     assert offenders == []
 
 
-# the one exception, with its reason: nn/blas.py loads scipy's BLAS extension without scipy.linalg's
+# the exceptions, with their reasons: nn/blas.py loads scipy's BLAS extension without scipy.linalg's
 # __init__ (0.3 s of every training process's start) and registers it where numba looks it up
-FOLLOWABLE = {("microrl_host.nn.blas", "sys.modules")}
+# and the task registry enters a user's task file in sys.modules under its name, because numba's
+# disk cache rebuilds a compiled function's environment by importing its module by name
+FOLLOWABLE = {("microrl_host.nn.blas", "sys.modules"), ("microrl_host.tasks", "sys.modules")}
 
 
 def test_no_lookups_a_reader_cannot_follow():
@@ -170,3 +172,51 @@ def test_the_host_uses_only_the_device_cores_public_modules():
     goes through those (nn.MLP(kernels="numpy")), so the kernels have one caller to keep working."""
     offenders = {m: sorted(i for i in _imports(m) if i.startswith("microrl._")) for m in MODULES if m.startswith("microrl_host")}
     assert {m: i for m, i in offenders.items() if i} == {}
+
+
+# the modules that run any task the same way: the algorithms, the training driver and loop, the
+# compiled task's binding, the networks; on the device, TD3, the task runner, evaluation, replay
+TASK_NEUTRAL = [m for m in MODULES if m.startswith(("microrl_host.algos", "microrl_host.nn"))] + [
+    "microrl_host.envs.task", "microrl_host.envs.gym", "microrl.td3", "microrl.task", "microrl.evaluate", "microrl.replay", "microrl.memory", "microrl.nn"]
+
+
+def _docstrings(tree):
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+                out.add(id(first.value))
+    return out
+
+
+def test_no_algorithm_or_driver_module_names_a_task():
+    """A task is one file plus its test (docs/architecture.md, Where to add): the modules that
+    train, evaluate and store any task name none of them, in code, strings or imports (the
+    registry, microrl_host/tasks.py, is the one place that knows names). Prose in docstrings and
+    comments may mention a task as an example."""
+    import re
+
+    names = sorted(f[:-3] for f in os.listdir(os.path.join(DEVICE, "microrl", "tasks")) if f.endswith(".py") and not f.startswith("_"))
+    assert "pendulum" in names and "quadrotor" in names
+    word = re.compile(r"(?<![a-z])(%s)(?![a-z])" % "|".join(names), re.IGNORECASE)
+    offenders = []
+    for m in TASK_NEUTRAL:
+        tree = ast.parse(open(MODULES[m]).read())
+        skip = _docstrings(tree)
+        for node in ast.walk(tree):
+            texts = []
+            if isinstance(node, ast.Name):
+                texts.append(node.id)
+            elif isinstance(node, ast.Attribute):
+                texts.append(node.attr)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip:
+                texts.append(node.value)
+            elif isinstance(node, ast.alias):
+                texts.append(node.name)
+            elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                texts.append(node.name)
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                texts.append(node.module)
+            offenders += [(m, getattr(node, "lineno", 0), t) for t in texts if word.search(t)]
+    assert offenders == []

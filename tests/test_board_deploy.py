@@ -12,9 +12,10 @@ pytestmark = needs_board
 def _board_hashes(b):
     folder = board_file(b, "lib/microrl")
     out = {}
-    for name in sorted(os.listdir(folder)):
-        with open(os.path.join(folder, name), "rb") as f:
-            out[name] = hashlib.sha256(f.read()).hexdigest()
+    for top, _, names in os.walk(folder):
+        for name in sorted(names):
+            with open(os.path.join(top, name), "rb") as f:
+                out[os.path.relpath(os.path.join(top, name), folder)] = hashlib.sha256(f.read()).hexdigest()
     return out
 
 

@@ -39,7 +39,8 @@ def test_micropython_encodes_the_same_frames():
 @needs_board
 def test_link_infer_matches_host_and_rollout_matches_evaluate(board):
     from microrl.evaluate import evaluate
-    from microrl.pendulum import Pendulum
+    from microrl.task import Env
+    from microrl.tasks import pendulum
     from microrl_host.board.serial_link import SerialLink
 
     with SerialLink(board.port) as link:
@@ -57,7 +58,7 @@ def test_link_infer_matches_host_and_rollout_matches_evaluate(board):
     r = mpremote(board.port, "resume", "exec", "print('repl', 'serve' in dir())")
     # the session that started the server is still there (its `serve` name): no reset happened
     assert r.stdout.split() == ["repl", "True"] and board.restarts == restarts
-    _, _, host = evaluate(board.policy, Pendulum(), 2, seed=11)
+    _, _, host = evaluate(board.policy, Env(pendulum), 2, seed=11)
     assert max(abs(a - b) for a, b in zip(returns, host)) < 1e-2 * max(1.0, abs(host[0]))
 
 

@@ -52,13 +52,15 @@ def test_policy_from_the_boards_weights_acts_as_the_boards_actor(tmp_path):
     # host is the device core's TD3.policy() of the same actor
     from array import array
 
-    from microrl.pendulum import Pendulum
+    from microrl.task import Env
+
+    from microrl.tasks import pendulum
     from microrl.policy import Policy, load
     from microrl.td3 import TD3, TD3Config
 
     from microrl_host.board.train import policy_bytes
 
-    agent = TD3(Pendulum(), TD3Config(hidden=(8, 8), batch=8, replay_capacity=50), 3)
+    agent = TD3(Env(pendulum), TD3Config(hidden=(8, 8), batch=8, replay_capacity=50), 3)
     hexed = bytes(array("f", agent.actor.params)).hex()
     (tmp_path / "p.mrlp").write_bytes(policy_bytes((8, 8), hexed))
     p = load(str(tmp_path / "p.mrlp"))
@@ -162,7 +164,7 @@ def test_memory_estimate_matches_the_board(tmp_path):
         try:
             board_exec(transport, _PREPARE)
             for hidden, batch, replay in (((16, 16), 32, 500), ((24, 24), 32, 3000), ((8,), 8, 100)):
-                out = board_exec(transport, "gc.collect()\nf = gc.mem_free()\na = TD3(Pendulum(), TD3Config(hidden=%r, batch=%d, replay_capacity=%d), 0)\n"
+                out = board_exec(transport, "gc.collect()\nf = gc.mem_free()\na = TD3(Env(pendulum), TD3Config(hidden=%r, batch=%d, replay_capacity=%d), 0)\n"
                                             "gc.collect()\nprint(f - gc.mem_free())\na = None" % (hidden, batch, replay))
                 used = int(out.split()[-1])
                 est = estimate_bytes(hidden, batch, replay)

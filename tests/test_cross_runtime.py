@@ -7,17 +7,18 @@ SCRIPT = """
 import json
 from microrl.rng import Rng
 from microrl.nn import MLP
-from microrl.pendulum import Pendulum
+from microrl.task import Env
+from microrl.tasks import pendulum
 from microrl.td3 import TD3, TD3Config
 r = Rng(42)
 noise = [r.normal() for _ in range(7)] + [r.uniform(-1, 1) for _ in range(5)] + [r.randint(1000) for _ in range(5)]
 net = MLP([3, 8, 1], ("relu", "tanh")).init(Rng(7))
-env = Pendulum(Rng(5))
+env = Env(pendulum, rng=Rng(5))
 resets = []
 for _ in range(3):
     env.reset()
-    resets += [env.th, env.thdot]
-agent = TD3(Pendulum(), TD3Config(hidden=(8,), batch=8, warmup=16, replay_capacity=64), 11)
+    resets += [env.s[0], env.s[1]]
+agent = TD3(Env(pendulum), TD3Config(hidden=(8,), batch=8, warmup=16, replay_capacity=64), 11)
 for _ in range(60):
     agent.step()
 print(json.dumps({"noise": noise, "weights": list(net.params), "resets": resets, "actor": list(agent.actor.params)}))

@@ -9,6 +9,7 @@ import pytest
 
 import microrl
 from microrl import fixedpoint as fp
+from microrl.tasks import pendulum
 from microrl_host import calibration as Q
 from helpers import needs_micropython, run_cpython, run_micropython_code, trained_pendulum_policy
 
@@ -51,7 +52,7 @@ def test_closed_loop_returns_on_more_episodes(exported, pendulum_policy):
     float_policy = microrl.load(pendulum_policy)
     q = microrl.load(exported[0])
     assert isinstance(q, fp.QuantisedPolicy)
-    loop = Q.closed_loop(float_policy, q, episodes=20, seed=777)
+    loop = Q.closed_loop(float_policy, q, episodes=20, seed=777, task=pendulum)
     assert abs(loop["mean_difference"]) <= 0.01 * abs(loop["float_mean"]) + 1.0, loop
     assert loop["worst_episode_difference"] < 0.05 * abs(loop["float_mean"]) + 5.0, loop
 
@@ -62,10 +63,10 @@ def test_micropython_runs_the_same_integers_and_returns(exported):
     exactly, and the closed-loop return matches."""
     out, _ = exported
     code = (
-        "import microrl\nfrom microrl import fixedpoint\nfrom microrl.evaluate import evaluate\nfrom microrl.pendulum import Pendulum\n"
+        "import microrl\nfrom microrl import fixedpoint\nfrom microrl.evaluate import evaluate\nfrom microrl.task import Env\nfrom microrl.tasks import pendulum\n"
         "q = microrl.load(%r)\nprint(fixedpoint.implementation())\n"
         "for k in range(20):\n    o = [0.3 * k - 3.0, 0.05 * k - 0.5, 0.4 * k - 4.0]\n    print(repr(q(o)[0]))\n"
-        "print(repr(evaluate(q, Pendulum(), 3, 4242)[0]))\n" % out
+        "print(repr(evaluate(q, Env(pendulum), 3, 4242)[0]))\n" % out
     )
     lines = run_micropython_code(code).split()
     assert lines[0] == "viper"
@@ -74,9 +75,10 @@ def test_micropython_runs_the_same_integers_and_returns(exported):
     ours = [q([0.3 * k - 3.0, 0.05 * k - 0.5, 0.4 * k - 4.0])[0] for k in range(20)]
     assert [float(v) for v in lines[1:21]] == ours
     from microrl.evaluate import evaluate
-    from microrl.pendulum import Pendulum
+    from microrl.task import Env
+    from microrl.tasks import pendulum
 
-    assert abs(float(lines[21]) - evaluate(q, Pendulum(), 3, 4242)[0]) < 1e-3
+    assert abs(float(lines[21]) - evaluate(q, Env(pendulum), 3, 4242)[0]) < 1e-3
 
 
 def test_every_truncation_and_random_bit_flips_refused(tmp_path):
@@ -87,7 +89,7 @@ def test_every_truncation_and_random_bit_flips_refused(tmp_path):
 
     net = MLP([3, 16, 16, 1], ("relu", "tanh"), trainable=False).init(Rng(8))
     float_policy = microrl.Policy([3, 16, 16, 1], ("relu", "tanh"), params=net.params, obs_mean=[0.0] * 3, obs_std=[1.0] * 3, act_scale=[2.0], act_offset=[0.0])
-    data = fp.to_bytes(fp.quantise(float_policy, Q.calibration_observations(float_policy)))
+    data = fp.to_bytes(fp.quantise(float_policy, Q.calibration_observations(float_policy, task=pendulum)))
     path = str(tmp_path / "bad.mrlq")
     with open(path, "wb") as f:
         f.write(data)
@@ -111,7 +113,7 @@ def test_every_truncation_and_random_bit_flips_refused(tmp_path):
 def test_export_errors_are_one_line(tmp_path, pendulum_policy, exported):
     cases = [
         ([pendulum_policy], "--int16"),
-        ([str(tmp_path / "missing.mrlp"), "--int16"], "no such file"),
+        ([str(tmp_path / "missing.mrlp"), "--int16"], "no policy file at"),
         ([exported[0], "--int16", "--out", str(tmp_path / "x.mrlq")], "already an int16 policy"),
         ([pendulum_policy, "--int16", "--out", pendulum_policy], "overwrite"),
     ]

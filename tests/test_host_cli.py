@@ -136,7 +136,7 @@ def test_gymnasium_env_trains_and_evaluates(tmp_path):
 
     p = load(str(out))
     assert (p.obs_dim, p.act_dim) == (2, 1)
-    assert_user_error(microrl("eval", out), "--env")
+    assert_user_error(microrl("eval", out), "--task")  # --env, its earlier name, still works below
     proc = microrl("eval", out, "--env", "MountainCarContinuous-v0", "--episodes", 1, "--json")
     assert proc.returncode == 0, proc.stderr
 

@@ -1,17 +1,18 @@
 """The host's numba networks against the device core's MLP (numpy backend): one forward,
-backward and Adam step agree to float32 tolerance; Pendulum compiled from the device core steps
-identically; SAC's hand-derived actor gradient matches finite differences."""
+backward and Adam step agree to float32 tolerance; SAC's hand-derived actor gradient matches
+finite differences. (The tasks compiled from the device core: tests/test_tasks.py.)"""
 import math
 
 import numpy as np
 import pytest
 from numba import njit
 
-from microrl import backend, pendulum
+from microrl import backend
+from microrl.tasks import pendulum
+from microrl.task import Env
 from microrl.nn import MLP
 
 from microrl_host.algos import loop, replay
-from microrl_host.envs import pendulum as compiled_pendulum
 from microrl_host.nn import mlp
 from microrl_host.nn import rng as compiled_rng
 
@@ -112,20 +113,6 @@ def test_polyak_and_layout_match_device_core():
     assert mlp.view(a).params.size == layout(sizes)[1]
 
 
-def test_compiled_pendulum_is_the_device_core_pendulum():
-    env = pendulum.Pendulum()
-    env.set_state(2.5, -0.3)
-    state = np.array([2.5, -0.3, 0.0, 0.0])
-    obs = np.zeros(3, np.float32)
-    for t in range(300):
-        u = 2.5 * math.sin(0.1 * t)  # includes torques beyond the limit
-        ref_obs, ref_r, _, _ = env.step(u)
-        r, _ = compiled_pendulum.pendulum_step(state, u, obs)
-        assert r == ref_r
-        assert (state[0], state[1]) == (env.th, env.thdot)
-        np.testing.assert_array_equal(obs, np.array(ref_obs, np.float32))
-
-
 def test_random_numbers_are_uniform_and_normal():
     s = compiled_rng.new_rng(3)
     u = np.array([compiled_rng.uniform(s, -1.0, 1.0) for _ in range(20000)])
@@ -200,7 +187,7 @@ def test_host_trainers_follow_lr_end_as_the_device_core_does():
     from microrl_host.algos.offpolicy import learning_rate_share
 
     c = td3.config(lr_end=0.25)
-    device = TD3(pendulum.Pendulum(), TD3Config(lr_end=0.25, steps=1000, replay_capacity=100))
+    device = TD3(Env(pendulum), TD3Config(lr_end=0.25, steps=1000, replay_capacity=100))
     for step in (0, 250, 999, 1000):
         device.steps = step
         assert math.isclose(learning_rate_share(c, step, 1000), device.lr_scale())

@@ -50,10 +50,11 @@ def test_host_training_agrees_with_its_policy_file(trained):
     """The evaluation during training (compiled actor) and the saved file are the same actor."""
     module, path, run = trained
     from microrl.evaluate import evaluate
-    from microrl.pendulum import Pendulum
+    from microrl.task import Env
+    from microrl.tasks import pendulum
 
-    mean, _, _ = evaluate(load(path), Pendulum(), episodes=2, seed=1)
-    mean_in_memory, _, _ = evaluate(run.policy, Pendulum(), episodes=2, seed=1)
+    mean, _, _ = evaluate(load(path), Env(pendulum), episodes=2, seed=1)
+    mean_in_memory, _, _ = evaluate(run.policy, Env(pendulum), episodes=2, seed=1)
     assert mean == mean_in_memory
 
 

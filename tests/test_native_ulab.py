@@ -81,8 +81,8 @@ def test_ulab_kernels_agree_with_plain(float32_ulab):
 
 def test_td3_steps_on_ulab(float32_ulab):
     code = (
-        "from microrl.td3 import TD3, TD3Config\nfrom microrl.pendulum import Pendulum\nimport microrl\n"
-        "agent = TD3(Pendulum(), TD3Config(warmup=20, batch=32, replay_capacity=500), 0)\n"
+        "from microrl.td3 import TD3, TD3Config\nfrom microrl.task import Env\nfrom microrl.tasks import pendulum\nimport microrl\n"
+        "agent = TD3(Env(pendulum), TD3Config(warmup=20, batch=32, replay_capacity=500), 0)\n"
         "for _ in range(60):\n    agent.step()\n"
         "a = agent.policy()([1.0, 0.0, 0.0])\nprint(microrl.backend_name(), a[0])\n"
     )

@@ -9,7 +9,7 @@ import pytest
 from boardkit import cli_json, needs_board
 from helpers import run_cpython
 
-from microrl import quadrotor as Q
+from microrl.tasks import quadrotor as Q
 from microrl.policy import load
 
 

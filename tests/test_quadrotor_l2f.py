@@ -1,4 +1,4 @@
-"""microrl.quadrotor against L2F itself (PyPI `l2f`, RLtools' C++ simulator of "Learning to Fly
+"""microrl.tasks.quadrotor against L2F itself (PyPI `l2f`, RLtools' C++ simulator of "Learning to Fly
 in Seconds"): same parameters, same states, same motor commands, the next states and
 terminations compared over many random steps. Skipped where l2f is not installed (it compiles
 C++ at install: `pip install l2f`)."""
@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from microrl import quadrotor as Q
+from microrl.tasks import quadrotor as Q
 
 l2f = pytest.importorskip("l2f", reason="l2f (RLtools' Learning-to-Fly simulator) is not installed: pip install l2f")
 
@@ -50,7 +50,7 @@ def test_parameters_are_l2fs(sim):
         assert close(P[Q.TAU_RISING], d["rotor_time_constants_rising"][r])
         assert close(P[Q.TAU_FALLING], d["rotor_time_constants_falling"][r])
     assert (P[Q.RPM_MIN], P[Q.RPM_MAX]) == (d["action_limit"]["min"], d["action_limit"]["max"])
-    assert close(P[Q.DT], p["integration"]["dt"])
+    assert close(P[Q.TIME_STEP], p["integration"]["dt"])
     # the task around the airframe (start states, reward, termination) is the one the
     # learning-to-fly trainer used, not this package's default environment (docs/quadrotor.md):
     # the step comparison below runs with l2f's termination limits
@@ -81,7 +81,7 @@ def _get(state):
 
 def _random_state(rng):
     """States across the task's range and beyond it: flips, fast spins, rotors anywhere."""
-    s = np.zeros(Q.STATE_DIM)
+    s = np.zeros(Q.PHYSICS_DIM)
     s[0:3] = rng.uniform(-1.5, 1.5, 3)
     q = rng.normal(size=4)
     s[3:7] = q / np.linalg.norm(q)
@@ -108,9 +108,7 @@ def test_next_states_and_terminations_match_l2f(sim):
     flags = np.zeros(1, bool)
 
     P = l2f_limits(sim, Q.new_parameters())
-    s = np.zeros(Q.STATE_DIM)
-    w = np.zeros(Q.WORK_DIM)
-    sp = np.zeros(4)
+    s = np.zeros(Q.STATE_DIM)  # the craft, then the step's work space
     rng = np.random.default_rng(13)
     worst = np.zeros(5)  # position, orientation, velocity, angular velocity, rpm: max abs error
     n_terminated = 0
@@ -129,10 +127,10 @@ def test_next_states_and_terminations_match_l2f(sim):
         vector1.step(device, venv, vparams, vstate, a.reshape(1, 4), vnext, vrng)
         vector1.terminated(device, venv, vparams, vnext, flags, vrng)
         theirs = _get(vnext.states[0])
-        s[:] = chain
-        ours_r, ours_done = Q.step(P, s, a.astype(np.float64), sp, w)
+        s[: Q.PHYSICS_DIM] = chain
+        ours_r, ours_done = Q.advance(P, s, a.astype(np.float64))
         scale = np.maximum(1.0, np.abs(theirs))
-        err = np.abs(s - theirs) / scale
+        err = np.abs(s[: Q.PHYSICS_DIM] - theirs) / scale
         for j, (lo, hi) in enumerate(((0, 3), (3, 7), (7, 10), (10, 13), (13, 17))):
             worst[j] = max(worst[j], err[lo:hi].max())
         assert ours_done == bool(flags[0]), (k, chain, a, s, theirs)

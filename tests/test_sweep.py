@@ -1,11 +1,12 @@
 """microrl sweep: the jobs it makes, and a real local sweep of short PPO runs of 'microrl train'."""
 import json
 import os
+import subprocess
 import sys
 
 import pytest
 
-from helpers import ROOT, run_cpython
+from helpers import ROOT, repo_env, run_cpython
 
 def sweep(*argv, timeout=300):
     return run_cpython(["-m", "microrl_host.cli", "sweep"] + list(argv), timeout=timeout)
@@ -49,9 +50,20 @@ def test_local_sweep_runs_everything(tmp_path):
         assert config["lr"] == float(r["--lr"]) and config["seed"] == r["seed"] and config["envs"] == 8
 
 
+def test_an_unknown_task_or_a_bad_train_setting_is_refused_before_any_run(tmp_path):
+    run = tmp_path / "sweep"
+    proc = sweep("antt", "--seeds", "1", "--run-dir", str(run), "--quiet")
+    assert proc.returncode == 2 and "unknown MuJoCo task" in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+    proc = sweep("pendulum", "--algo", "td3", "--seeds", "1", "--set", "batch=0", "--run-dir", str(run), "--quiet")
+    assert proc.returncode == 2 and "the runs' train arguments: batch must be a whole number >= 1, got 0" in proc.stderr, proc.stderr
+    assert not run.exists()
+
+
 def test_a_failing_run_fails_the_sweep_with_its_message(tmp_path):
-    proc = sweep("antt", "--seeds", "1", "--run-dir", str(tmp_path), "--quiet")
-    assert proc.returncode == 2 and "1 of 1 runs failed" in proc.stderr and "unknown MuJoCo task" in proc.stderr
+    # learning rates of 1e30 pass every check and blow the networks up at the first updates
+    proc = sweep("pendulum", "--algo", "td3", "--seeds", "1", "--steps", "3000", "--set", "warmup=1000", "--set", "actor-lr=1e30",
+                 "--set", "critic-lr=1e30", "--set", "eval-every=0", "--run-dir", str(tmp_path), "--quiet")
+    assert proc.returncode == 2 and "1 of 1 runs failed" in proc.stderr and "diverged" in proc.stderr, proc.stderr
 
 
 def test_ray_missing_or_present(tmp_path):
@@ -75,7 +87,14 @@ def test_ray_missing_or_present(tmp_path):
 
 def test_folders_of_a_module_id_task_have_portable_names(tmp_path):
     # a gymnasium `module:Id` task: no colon (refused by Windows filesystems) in the default folder
-    proc = sweep("mypkg.envs:Swing-v0", "--algo", "td3", "--seeds", "0", "--grid", "exploration-noise=0.1,0.3", "--dry-run")
+    pytest.importorskip("gymnasium")
+    (tmp_path / "mypkg").mkdir()
+    (tmp_path / "mypkg" / "__init__.py").write_text("")
+    (tmp_path / "mypkg" / "envs.py").write_text(
+        "import gymnasium as gym\n"
+        "gym.register('Swing-v0', entry_point='gymnasium.envs.classic_control.pendulum:PendulumEnv', max_episode_steps=50)\n")
+    proc = subprocess.run([sys.executable, "-m", "microrl_host.cli", "sweep", "mypkg.envs:Swing-v0", "--algo", "td3", "--seeds", "0",
+                           "--grid", "exploration-noise=0.1,0.3", "--dry-run"], capture_output=True, text=True, timeout=300, env=repo_env(), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     folders = [line.split("--run-dir ")[1] for line in proc.stdout.strip().splitlines()]
     assert len(folders) == 2

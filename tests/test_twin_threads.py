@@ -4,17 +4,25 @@ threads option changes nothing in the policy it writes."""
 import numpy as np
 import pytest
 
+from microrl.tasks import pendulum
 from microrl_host.algos import loop, sac, td3, twin
-from microrl_host.envs.pendulum import pendulum_reset
+from microrl_host.envs.task import CompiledTask
 from microrl_host.nn import mlp, sync
 from microrl_host.nn.blas import one_blas_thread
+
+TASK = CompiledTask(pendulum)
+EP_STEP, EP_RETURN = np.zeros(64, np.int64), np.zeros(64)
+
+
+def run_pendulum(S, hp, n, ep_step, ep_return):
+    return loop.bind_task(TASK)(S, hp, n, ep_step, ep_return, 1)
 
 
 def _state(algo):
     c = algo.config(steps=3000)
-    S = algo.new_state(c, 3, 1, 0)
+    S = algo.new_state(c, 3, 1, 0)._replace(env=TASK.new_env())
     hp = algo.hyperparameters(c)
-    pendulum_reset(S.env, S.rng, S.obs)
+    run_pendulum(S, hp, loop.BEGIN, EP_STEP, EP_RETURN)
     return S, hp
 
 
@@ -28,11 +36,11 @@ def test_the_worker_serves_and_the_run_is_bit_identical(algo):
     ep_step, ep_return = np.zeros(64, np.int64), np.zeros(64)
     with one_blas_thread():
         one, hp = _state(algo)
-        loop.run_pendulum(one, hp, 1500, ep_step, ep_return)
+        run_pendulum(one, hp, 1500, ep_step, ep_return)
         two, hp = _state(algo)
         served = 0
         for chunk in range(3):  # the warm-up, then an update per step
-            twin.run_threaded(loop.run_pendulum, two, hp, 500, ep_step, ep_return)
+            twin.run_threaded(loop.bind_task(TASK), two, hp, 500, ep_step, ep_return, 1)
             served += int(two.sync[sync.DONE]) - 1  # the last one done is the order to quit
             assert two.sync[sync.SERVING] == 0  # the worker is gone after each chunk
     # every update hands the worker two pieces or more (the target values and the critics'
@@ -94,12 +102,12 @@ def test_compiled_calls_leave_no_references(algo):
         return [sys.getrefcount(a) for a in (S.actor.work, S.actor.weights, S.critic1.work, S.replay.obs, S.obs, S.sync)]
 
     with one_blas_thread():
-        loop.run_pendulum(S, hp, 1100, ep_step, ep_return)  # compiled (or loaded) and past the warm-up
+        run_pendulum(S, hp, 1100, ep_step, ep_return)  # compiled (or loaded) and past the warm-up
         loop.explore(S, hp, S.obs, S.action)
         loop.observe(S, hp, S.obs, S.action, -1.0, S.next_obs, False, 1)
         before = counts()
-        loop.run_pendulum(S, hp, 50, ep_step, ep_return)
-        twin.run_threaded(loop.run_pendulum, S, hp, 50, ep_step, ep_return)
+        run_pendulum(S, hp, 50, ep_step, ep_return)
+        twin.run_threaded(loop.bind_task(TASK), S, hp, 50, ep_step, ep_return, 1)
         for _ in range(20):
             loop.explore(S, hp, S.obs, S.action)
             loop.observe(S, hp, S.obs, S.action, -1.0, S.next_obs, False, 1)

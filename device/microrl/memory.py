@@ -6,9 +6,10 @@ from .replay import row_values
 from .td3 import TD3Config
 
 
-def buffer_sizes(obs_dim, act_dim, config=None, fixed_replay=None):
+def buffer_sizes(obs_dim, act_dim, config=None, fixed_replay=None, task=None):
     """Bytes of every buffer TD3(env, config) allocates, as a list, following the constructor's
-    sharing rules (one definition of what is held, for estimate_bytes and the docs)."""
+    sharing rules (one definition of what is held, for estimate_bytes and the docs); with the
+    task module, the arrays of its environment (microrl.task.Env) too."""
     c = config or TD3Config()
     if fixed_replay is None:
         fixed_replay = c.replay_fixed_point
@@ -31,10 +32,12 @@ def buffer_sizes(obs_dim, act_dim, config=None, fixed_replay=None):
     sizes += [p_actor, n * ad, n * od]  # actor target: params, output, input
     sizes += [p_critic] * 3 + [n]  # critic 2: params, m, v, output
     sizes += [p_critic, n, n * (od + ad)] + [p_critic, n]  # critic targets
-    sizes += [n] * 4 + [n * ad, ad, ad, od]  # reward, done, q target, dq; da; action, env action, obs
+    sizes += [n] * 4 + [n * ad, ad, ad, od, ad, ad]  # reward, done, q target, dq; da; action, env action, obs; action scale, offset
     if critic_scratch < n * (od + ad):
         sizes.append(n * (od + ad))  # dL/d(critic input) when the scratch is too small for it
     sizes.append(od)  # the environment's observation
+    if task is not None:  # its float64 parameters, state, uniforms and action
+        sizes += [2 * len(task.PARAMETERS), 2 * task.STATE_DIM, 2 * max(task.RESET_DRAWS, task.STEP_DRAWS, 1), 2 * ad]
     return [4 * k for k in sizes[2:]] + sizes[:2]
 
 
@@ -45,14 +48,15 @@ OBJECT_BYTES_PER_LAYER = 1664  # the six networks together
 OBJECT_SLACK = 256  # on the 32-bit Cortex-M3 port the scaled figure fell up to 112 bytes short
 
 
-def estimate_bytes(obs_dim, act_dim, config=None, gc_block=32, fixed_replay=None):
+def estimate_bytes(obs_dim, act_dim, config=None, gc_block=32, fixed_replay=None, task=None):
     """RAM that TD3(env, config) takes on a MicroPython heap with gc_block-byte allocation blocks
     (32 on 64-bit ports, 16 on 32-bit): every buffer rounded up to whole blocks plus its array
     object, and the objects around them. fixed_replay: whether the environment's bounds make the
-    replay rows 16-bit (default: the config's replay_fixed_point)."""
+    replay rows 16-bit (default: the config's replay_fixed_point); task: the task module, whose
+    environment's arrays count too."""
     c = config or TD3Config()
     total = 0
-    for b in buffer_sizes(obs_dim, act_dim, c, fixed_replay):
+    for b in buffer_sizes(obs_dim, act_dim, c, fixed_replay, task):
         total += (b + gc_block - 1) // gc_block * gc_block + gc_block
     scale = gc_block / 32.0
     layers = len(c.hidden) + 1

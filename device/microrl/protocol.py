@@ -30,7 +30,7 @@ INFER = 0x02  # float32 observation -> compute time u32 (us), float32 action
 LOAD = 0x03  # policy path (utf-8) -> n_in u16, n_out u16, description (utf-8)
 ROLLOUT = 0x04  # seed u32, episodes u16 [, task u8] -> steps u32, compute us u32 (sum), float32 returns;
 #                 task TASK_QUADROTOR -> steps u32, policy us u32, total us u32, then float32
-#                 (return, success, final distance m, steps) per episode (microrl.quadrotor.fly)
+#                 (return, success, final distance m, steps) per episode (microrl.tasks.quadrotor.fly)
 EXIT = 0x05  # -> empty reply, then the server returns to the REPL
 TASK_PENDULUM = 0
 TASK_QUADROTOR = 1

@@ -202,18 +202,19 @@ class Server:
         if not 1 <= episodes <= 200:
             return self.error(seq, P.E_PAYLOAD, "episodes must be 1..200, got %d" % episodes)
         from .evaluate import evaluate
-        from .pendulum import Pendulum
+        from .task import Env
+        from .tasks import pendulum
 
         timed = _Timed(self.policy)
-        mean, std, returns = evaluate(timed, Pendulum(), episodes, seed=seed)
+        mean, std, returns = evaluate(timed, Env(pendulum), episodes, seed=seed)
         self.send(P.ROLLOUT | P.REPLY, seq, P.pack_returns(timed.calls, timed.us, returns))
 
     def fly(self, seq, seed, episodes):
-        """The policy flying the board's own quadrotor (microrl.quadrotor.fly): steps, policy us,
+        """The policy flying the board's own quadrotor (microrl.tasks.quadrotor.fly): steps, policy us,
         total us, then (return, success, final distance, steps) per episode."""
         if not 1 <= episodes <= P.MAX_FLIGHTS:
             return self.error(seq, P.E_PAYLOAD, "quadrotor episodes must be 1..%d, got %d" % (P.MAX_FLIGHTS, episodes))
-        from .quadrotor import ACT_DIM, OBS_DIM, fly
+        from .tasks.quadrotor import ACT_DIM, OBS_DIM, fly
 
         if self.policy.obs_dim != OBS_DIM or self.policy.act_dim != ACT_DIM:
             return self.error(seq, P.E_PAYLOAD, "the quadrotor needs a %d-in %d-out policy, this one is %d-in %d-out" % (OBS_DIM, ACT_DIM, self.policy.obs_dim, self.policy.act_dim))

@@ -46,9 +46,22 @@ class TD3Config:
         return {k: getattr(self, k) for k in dir(self) if not k.startswith("_") and k != "as_dict"}
 
 
+def action_map(low, high, act_dim):
+    """(scale, offset) arrays: action = scale * a + offset maps a in [-1, 1] onto [low, high]
+    (per action, or one bound for all), float32 as the policy file holds them."""
+    scale = zeros(act_dim)
+    offset = zeros(act_dim)
+    for i in range(act_dim):
+        lo = low if isinstance(low, (float, int)) else low[i]
+        hi = high if isinstance(high, (float, int)) else high[i]
+        scale[i] = (hi - lo) / 2.0
+        offset[i] = (hi + lo) / 2.0
+    return scale, offset
+
+
 class TD3:
-    """TD3 for an environment with reset()/step() as microrl.pendulum.Pendulum, and actions in
-    [action_low, action_high] (the networks work in [-1, 1])."""
+    """TD3 for an environment with reset()/step() as microrl.task.Env, and actions in
+    [action_low, action_high] (a bound per action, or one for all; the networks work in [-1, 1])."""
 
     def __init__(self, env, config=None, seed=0):
         c = config or TD3Config()
@@ -88,8 +101,7 @@ class TD3:
         self.da = zeros(n * ad)
         self.da_view = self.actor.B.matrix(self.da, 0, n, ad)
         self.action = zeros(ad)
-        self.scale = (env.action_high - env.action_low) / 2.0
-        self.offset = (env.action_high + env.action_low) / 2.0
+        self.scale, self.offset = action_map(env.action_low, env.action_high, ad)
         self.env_action = zeros(ad)
         # weights last: initialising makes garbage (a float object per draw on MicroPython), which
         # would leave holes between buffers allocated after it
@@ -138,7 +150,7 @@ class TD3:
             a = self.act(self.obs, c.exploration_noise)
         ea = self.env_action
         for i in range(self.act_dim):
-            ea[i] = self.scale * a[i] + self.offset
+            ea[i] = self.scale[i] * a[i] + self.offset[i]
         next_obs, reward, terminated, truncated = self.env.step(ea)
         self.replay.add(self.obs, a, reward, next_obs, terminated, terminated or truncated)
         self.episode_return += reward
@@ -245,6 +257,5 @@ class TD3:
         """The current actor as a Policy in environment units (sharing the actor's weights)."""
         from .policy import Policy  # imported when asked: a board training TD3 need not hold it
 
-        ad = self.act_dim
-        return Policy(self.actor.sizes, self.actor.acts, params=self.actor.params, act_scale=[self.scale] * ad, act_offset=[self.offset] * ad)
+        return Policy(self.actor.sizes, self.actor.acts, params=self.actor.params, act_scale=self.scale, act_offset=self.offset)
 

@@ -1,6 +1,7 @@
 # Train TD3 on Pendulum end to end, with evaluations along the way.
 from .evaluate import evaluate
-from .pendulum import Pendulum
+from .task import Env
+from .tasks import pendulum
 from .td3 import TD3, TD3Config
 
 
@@ -8,8 +9,8 @@ def train_pendulum(steps=10000, seed=0, eval_every=1000, eval_episodes=10, progr
     """Returns (agent, evaluations) where evaluations is a list of (step, mean, std).
     progress(step, agent, last_eval) is called after every evaluation and episode end when given."""
     config = TD3Config(steps=steps, **settings)
-    agent = TD3(Pendulum(), config, seed)
-    eval_env = Pendulum()
+    agent = TD3(Env(pendulum), config, seed)
+    eval_env = Env(pendulum)
     evaluations = []
     last = None
     for step in range(1, steps + 1):

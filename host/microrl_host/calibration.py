@@ -1,22 +1,23 @@
 """Host side of the fixed-point path: calibration observations for quantising a policy, and the
-closed-loop comparison of an int16 policy against its float original on Pendulum (returns, not
+closed-loop comparison of an int16 policy against its float original on its task (returns, not
 only action differences). Used by `microrl export --int16`, the tests and bench/."""
 from microrl.evaluate import evaluate
-from microrl.pendulum import Pendulum
 from microrl.rng import Rng
+from microrl.task import Env
 
 
-def fits_pendulum(policy):
-    return policy.obs_dim == Pendulum.obs_dim and policy.act_dim == Pendulum.act_dim
+def fits(policy, task):
+    """Whether policy runs on the task module (its observation and action sizes)."""
+    return task is not None and policy.obs_dim == task.OBS_DIM and policy.act_dim == task.ACT_DIM
 
 
-def calibration_observations(policy, episodes=5, seed=1, obs_range=None, samples=2000):
-    """Observations to set the activation scales from. A Pendulum-shaped policy is rolled out
-    in closed loop (the states it will meet); otherwise, or when obs_range is given, uniform
-    samples in +-obs_range per observation (in the units the policy receives)."""
+def calibration_observations(policy, episodes=5, seed=1, obs_range=None, samples=2000, task=None):
+    """Observations to set the activation scales from. A policy that fits task (a task module)
+    is rolled out on it in closed loop (the states it will meet); otherwise, or when obs_range
+    is given, uniform samples in +-obs_range per observation (in the units the policy receives)."""
     rng = Rng(seed)
-    if obs_range is None and fits_pendulum(policy):
-        env = Pendulum()
+    if obs_range is None and fits(policy, task):
+        env = Env(task)
         seen = []
         for _ in range(episodes):
             obs = env.reset(rng)
@@ -28,6 +29,32 @@ def calibration_observations(policy, episodes=5, seed=1, obs_range=None, samples
         return seen
     r = 10.0 if obs_range is None else float(obs_range)
     return [[rng.uniform(-r, r) for _ in range(policy.obs_dim)] for _ in range(samples)]
+
+
+def check_range(policy, obs_range, headroom=1.25):
+    """ValueError (one line) when uniform calibration observations in +-obs_range would give the
+    network inputs that int16 fixed point cannot hold (more than 32767 / headroom after the
+    policy's normalisation): said before any work, with the largest range that fits."""
+    from microrl.fixedpoint import _INT16_MAX
+
+    limit = _INT16_MAX / headroom
+    mean = policy.obs_mean
+    std = policy.obs_std
+    worst, fits, spread = 0.0, float("inf"), 0.0
+    for i in range(policy.obs_dim):
+        m = 0.0 if mean is None else mean[i]
+        s = 1.0 if std is None else std[i]
+        worst = max(worst, (abs(m) + obs_range) / s)
+        fits = min(fits, limit * s - abs(m))
+        spread = max(spread, obs_range / s)
+    finest = 2.0 ** -15  # int16 inputs have at most 15 fractional bits
+    if spread < finest:
+        raise ValueError("--obs-range %g is below what int16 inputs resolve (2**-15 = %.2g after the policy's normalisation): every calibration "
+                         "observation would be the same number; give the range the observations really span" % (obs_range, finest))
+    if worst > limit:
+        raise ValueError("--obs-range %g gives the network inputs up to +-%.6g; int16 fixed point holds +-%d (+-%.6g with the %.2f headroom "
+                         "calibration keeps, whole numbers only), so for this policy give --obs-range %.6g or less (a range as large as "
+                         "the observations really get), or train with observation normalisation" % (obs_range, worst, _INT16_MAX, limit, headroom, max(0.0, fits)))
 
 
 def action_error(policy, quantised, observations):
@@ -46,10 +73,10 @@ def action_error(policy, quantised, observations):
     return worst, total / max(1, count)
 
 
-def closed_loop(policy, quantised, episodes=10, seed=12345):
-    """Pendulum returns of both policies from the same initial states: a dict with the means,
-    standard deviations, per-episode returns and the largest per-episode difference."""
-    env = Pendulum()
+def closed_loop(policy, quantised, episodes=10, seed=12345, task=None):
+    """Returns of both policies on the task module from the same initial states: a dict with
+    the means, standard deviations, per-episode returns and the largest per-episode difference."""
+    env = Env(task)
     f_mean, f_std, f_returns = evaluate(policy, env, episodes, seed)
     q_mean, q_std, q_returns = evaluate(quantised, env, episodes, seed)
     return {

@@ -45,11 +45,12 @@ def main():
 
     import microrl
     from microrl.evaluate import evaluate
-    from microrl.pendulum import Pendulum
+    from microrl.task import Env
+    from microrl.tasks import pendulum
     from microrl_host.algos.td3 import ALGO
 
-    policy, evals = ALGO.train_pendulum(steps=args.steps, seed=args.seed, eval_every=args.steps, eval_episodes=10)
-    mean, std, _ = evaluate(policy, Pendulum(), 20, seed=4242)
+    policy = ALGO.run("pendulum", steps=args.steps, seed=args.seed, eval_every=args.steps, eval_episodes=10).policy
+    mean, std, _ = evaluate(policy, Env(pendulum), 20, seed=4242)
     if mean < -300:
         sys.exit("seed %d returned %.1f: pick another seed, the tests need a policy that balances" % (args.seed, mean))
     microrl.save(POLICY, policy)

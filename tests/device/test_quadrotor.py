@@ -1,13 +1,17 @@
 from math import sqrt
 
-from microrl import quadrotor as Q
-from microrl.quadrotor import Quadrotor
 from microrl.rng import Rng
+from microrl.task import Env
+from microrl.tasks import quadrotor as Q
 from tiny import SINGLE_PRECISION, assert_close
 
 # one formula: a few ulps (float32 on boards, doubles here); a whole episode's drift
 ONE = 1e-5 if SINGLE_PRECISION else 1e-12
 DRIFT = 1e-3 if SINGLE_PRECISION else 1e-6
+
+
+def quadrotor_env(rng, evaluation=False):
+    return Env(Q, rng=rng, evaluation=evaluation)
 
 
 def _at_rest(P, rpm):
@@ -16,7 +20,7 @@ def _at_rest(P, rpm):
 
 def test_hover_rpm_holds_the_weight():
     P = Q.new_parameters()
-    env = Quadrotor(Rng(0))
+    env = quadrotor_env(Rng(0))
     env.set_state(_at_rest(P, Q.hover_rpm(P)))
     a = [Q.hover_action(P)] * 4
     for _ in range(Q.EPISODE_STEPS - 1):
@@ -34,18 +38,16 @@ def test_hover_rpm_holds_the_weight():
 
 def test_free_fall_and_termination():
     P = Q.new_parameters()
-    s = _at_rest(P, 0.0)
-    big = [0.0] * Q.WORK_DIM
+    s = _at_rest(P, 0.0) + [0.0] * (Q.STATE_DIM - Q.PHYSICS_DIM)
     a = [-1.0] * 4
-    sp = [0.0] * 4
     t = 0
     while True:
-        r, done = Q.step(P, s, a, sp, big)
+        r, done = Q.advance(P, s, a)
         t += 1
         if done:
             break
         # rotors at RPM_MIN give C0 of thrust each: a little less than free fall
-        expected_v = -(P[Q.GRAVITY] - 4 * P[Q.THRUST_C0] / P[Q.MASS]) * t * P[Q.DT]
+        expected_v = -(P[Q.GRAVITY] - 4 * P[Q.THRUST_C0] / P[Q.MASS]) * t * P[Q.TIME_STEP]
         assert_close(s[9], expected_v, 1e-6, 1e-9, "vertical velocity")
     assert r == 0.0
     assert s[9] < -P[Q.LIMIT_VELOCITY] or s[2] < -P[Q.LIMIT_POSITION]
@@ -53,7 +55,7 @@ def test_free_fall_and_termination():
 
 def test_quaternion_stays_unit_and_motors_lag():
     P = Q.new_parameters()
-    env = Quadrotor(Rng(3))
+    env = quadrotor_env(Rng(3))
     env.reset()
     rpm0 = env.s[Q.RPM]
     env.step([1.0, -1.0, 1.0, -1.0])
@@ -62,9 +64,9 @@ def test_quaternion_stays_unit_and_motors_lag():
     assert_close(n, 1.0, ONE, ONE, "quaternion norm")
     # first-order motor: one step of 10 ms moves about dt/tau of the way to the setpoint
     frac = (s[Q.RPM] - rpm0) / (P[Q.RPM_MAX] - rpm0)
-    assert 0.8 * P[Q.DT] / P[Q.TAU_RISING] < frac < P[Q.DT] / P[Q.TAU_RISING]
+    assert 0.8 * P[Q.TIME_STEP] / P[Q.TAU_RISING] < frac < P[Q.TIME_STEP] / P[Q.TAU_RISING]
     frac = (rpm0_down(env, P))
-    assert 0.8 * P[Q.DT] / P[Q.TAU_FALLING] < frac < P[Q.DT] / P[Q.TAU_FALLING]
+    assert 0.8 * P[Q.TIME_STEP] / P[Q.TAU_FALLING] < frac < P[Q.TIME_STEP] / P[Q.TAU_FALLING]
 
 
 def rpm0_down(env, P):
@@ -75,7 +77,7 @@ def rpm0_down(env, P):
 
 def test_differential_thrust_rolls_the_right_way():
     P = Q.new_parameters()
-    env = Quadrotor(Rng(0))
+    env = quadrotor_env(Rng(0))
     h = Q.hover_rpm(P)
     env.set_state(_at_rest(P, h))
     up = Q.hover_action(P) + 0.1
@@ -89,8 +91,8 @@ def test_differential_thrust_rolls_the_right_way():
 
 def test_reset_distributions():
     P = Q.new_parameters()
-    env = Quadrotor(Rng(5))
-    ev = Quadrotor(Rng(6), evaluation=True)
+    env = quadrotor_env(Rng(5))
+    ev = quadrotor_env(Rng(6), evaluation=True)
     at_target = 0
     for _ in range(300):
         obs = env.reset()
@@ -115,13 +117,13 @@ def test_reset_distributions():
 
 def test_reward_is_l2fs_squared_hover_reward():
     P = Q.new_parameters()
-    s = [0.1, -0.2, 0.3, 0.9, 0.3, -0.2, 0.2, 0.5, 0.1, -0.3, 0.0, 0.0, 0.0, 0.7, 0.7, 0.7, 0.7]
+    s = [0.1, -0.2, 0.3, 0.9, 0.3, -0.2, 0.2, 0.5, 0.1, -0.3, 0.0, 0.0, 0.0, 0.7, 0.7, 0.7, 0.7] + [0.0] * (Q.STATE_DIM - Q.PHYSICS_DIM)
     n = sqrt(sum(v * v for v in s[3:7]))
     for i in range(3, 7):
         s[i] /= n
     a = [0.1, 0.2, 0.3, 0.4]
     before = list(s)
-    r, done = Q.step(P, s, a, [0.0] * 4, [0.0] * Q.WORK_DIM)
+    r, done = Q.advance(P, s, a)
     assert not done
     h = Q.hover_action(P)
     cost = (P[Q.REWARD_POSITION] * (0.01 + 0.04 + 0.09) + P[Q.REWARD_ORIENTATION] * (1 - before[3] ** 2)
@@ -131,17 +133,18 @@ def test_reward_is_l2fs_squared_hover_reward():
 
 def test_success_means_close_and_calm():
     s = [0.05, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.1, 0.0, 0.0, 0.8, 0.8, 0.8, 0.8]
-    assert Q.success(s)
+    P = Q.new_parameters()
+    assert Q.success(P, s)
     s[1] = 0.1
-    assert not Q.success(s)
+    assert not Q.success(P, s)
     s[1] = 0.0
     s[12] = 1.0
-    assert not Q.success(s)
+    assert not Q.success(P, s)
 
 
 def test_observation_is_position_rotation_velocities_rotors():
     P = Q.new_parameters()
-    env = Quadrotor(Rng(7))
+    env = quadrotor_env(Rng(7))
     obs = env.reset()
     s = env.s
     assert len(obs) == Q.OBS_DIM == 22
@@ -167,7 +170,7 @@ def test_motor_estimate_follows_the_simulated_rotors():
     """A craft without rotor-speed sensing feeds the motor model's estimate: from the same start
     it stays within a small fraction of the range of what the simulation integrates."""
     P = Q.new_parameters()
-    env = Quadrotor(Rng(0))
+    env = quadrotor_env(Rng(0))
     h = Q.hover_rpm(P)
     env.set_state(_at_rest(P, h))
     est = [h] * 4

@@ -1,5 +1,6 @@
 from microrl.compat import zeros
-from microrl.pendulum import Pendulum
+from microrl.task import Env
+from microrl.tasks import pendulum
 from microrl.replay import ReplayBuffer, bounds, bytes_per_transition
 from microrl.rng import Rng
 from tiny import raises
@@ -9,7 +10,7 @@ def test_bytes_per_transition_documented():
     # Pendulum: obs 3 + action 1 + reward 1 values and one flag byte; the next obs is not stored
     assert bytes_per_transition(3, 1) == 11
     assert bytes_per_transition(3, 1, fixed=False) == 21
-    assert ReplayBuffer(10, 3, 1, bounds(Pendulum())).nbytes() == 10 * 11
+    assert ReplayBuffer(10, 3, 1, bounds(Env(pendulum))).nbytes() == 10 * 11
     assert ReplayBuffer(10, 3, 1).nbytes() == 10 * 21
 
 
@@ -61,7 +62,7 @@ def test_episode_end_keeps_the_final_next_observation():
 
 
 def test_fixed_point_rows_round_to_their_field_scales():
-    env = Pendulum()
+    env = Env(pendulum)
     b = bounds(env)
     assert len(b) == 5 and b[2] == 8.0 and b[4] > 16.0
     rb = ReplayBuffer(50, 3, 1, b)

@@ -1,13 +1,14 @@
 # TD3 mechanics on a tiny configuration (the learning check is a slow host test).
 from microrl.evaluate import evaluate
-from microrl.pendulum import Pendulum
+from microrl.task import Env
+from microrl.tasks import pendulum
 from microrl.td3 import TD3, TD3Config
 from tiny import raises
 
 
 def _small(seed=0, **kw):
     cfg = TD3Config(hidden=(8,), batch=8, warmup=16, replay_capacity=64, **kw)
-    return TD3(Pendulum(), cfg, seed)
+    return TD3(Env(pendulum), cfg, seed)
 
 
 def test_same_seed_same_training():
@@ -54,7 +55,7 @@ def test_episode_returns_reported():
 
 def test_evaluate_is_deterministic():
     agent = _small(4)
-    env = Pendulum()
+    env = Env(pendulum)
     m1, s1, r1 = evaluate(agent.policy(), env, episodes=2, seed=5)
     m2, s2, r2 = evaluate(agent.policy(), env, episodes=2, seed=5)
     assert r1 == r2 and len(r1) == 2 and s1 >= 0
@@ -76,16 +77,16 @@ def test_memory_estimate_matches_allocation():
     for cfg in (TD3Config(hidden=(16, 16), batch=16, replay_capacity=500), TD3Config(hidden=(24,), batch=8, replay_capacity=200, activation="gelu")):
         gc.collect()
         before = gc.mem_alloc()
-        agent = TD3(Pendulum(), cfg, 0)
+        agent = TD3(Env(pendulum), cfg, 0)
         gc.collect()
         used = gc.mem_alloc() - before
-        est = estimate_bytes(3, 1, cfg)
+        est = estimate_bytes(3, 1, cfg, task=pendulum)
         assert 0 <= est - used < 1024, (used, est)  # never under, within 1 KB
         del agent
 
 
 def test_learning_rate_falls_linearly_to_lr_end():
-    agent = TD3(Pendulum(), TD3Config(hidden=(8,), batch=8, warmup=16, replay_capacity=64, steps=100, lr_end=0.1), 0)
+    agent = TD3(Env(pendulum), TD3Config(hidden=(8,), batch=8, warmup=16, replay_capacity=64, steps=100, lr_end=0.1), 0)
     assert agent.lr_scale() == 1.0
     for _ in range(50):
         agent.step()

@@ -5,9 +5,6 @@ from microrl.td3 import TD3Config
 # the paper keeps 10,000 transitions for 10,000 steps, i.e. all of them; the host keeps up to
 # a million (memory is only used as the buffer fills, and checkpoints hold the filled part)
 REPLAY_CAPACITY = 1000000
-# `microrl train quadrotor`'s budget. L2F's is 300,000; here (bench/quadrotor.py --seeds 10)
-# 9 of 10 seeds had flown by 500,000, 8 by 300,000
-QUADROTOR_STEPS = 500000
 
 
 def td3_config():

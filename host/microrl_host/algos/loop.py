@@ -1,9 +1,14 @@
-"""The compiled off-policy training loop, one definition for TD3 and SAC. Each algorithm brings
-two compiled functions: explore(S, hp, obs, out), the policy's exploratory action once the
-warm-up is over, and update(S, hp), one gradient step from a replay batch, and binds them to
-its State class with bind(). The loop finds them by the type of S when it is compiled, so numba
-compiles (and caches on disk) one loop per algorithm from this one source. (Passing them as
-arguments would do the same, but numba's disk cache misses such a loop in every new process.)
+"""The compiled off-policy training loop, one definition for TD3 and SAC and every task. Each
+algorithm brings two compiled functions: explore(S, hp, obs, out), the policy's exploratory
+action once the warm-up is over, and update(S, hp), one gradient step from a replay batch, and
+binds them to its State class with bind(). The loop finds them by the type of S when it is
+compiled, so numba compiles (and caches on disk) one loop per algorithm from this one source.
+(Passing them as arguments would do the same, but numba's disk cache misses such a loop in
+every new process.) A task (envs/task.py) is bound the other way, by bind_task(): a copy of the
+loop compiled with the task's functions and layout as its constants, cached under the task's
+name and a hash of its source. (A class per task in the State's type would do the same, but
+numba's disk cache pickles such types into the loop's index, and a user's task module is not
+importable in every later process.)
 
 S is the algorithm's State, a namedtuple of arrays with at least counters, replay, rng, env,
 obs, next_obs, action and reward (whose length is the batch); hp its hyperparameters as a
@@ -13,10 +18,8 @@ critics' halves of its updates.
 import numpy as np
 from numba.extending import overload
 
-from ..envs import quadrotor
-from ..envs.pendulum import MAX_TORQUE, pendulum_reset, pendulum_step
 from ..nn import sync
-from ..nn.jit import COMPILED_ONLY, inline, jit_nogil
+from ..nn.jit import COMPILED_ONLY, bound_copy, inline, jit_nogil
 from ..nn.rng import new_rng, uniform
 from .replay import new_replay, replay_add
 
@@ -26,6 +29,7 @@ WARMUP = 0  # hp[WARMUP]: steps of uniform random actions before the first updat
 # pieces (algos/twin.py) until told to quit. The worker runs the training loop's own compiled
 # code, so that a first run compiles (and the cache keeps) one function rather than two.
 SERVE = -1
+BEGIN = -2  # n_steps of a bound loop called to start the first episode of a run
 
 
 def loop_arrays(config, obs_dim, act_dim, seed):
@@ -37,7 +41,7 @@ def loop_arrays(config, obs_dim, act_dim, seed):
         replay=new_replay(config.replay_capacity, obs_dim, act_dim),
         rng=new_rng(seed),
         counters=np.zeros(3, np.int64),
-        env=np.zeros(4),
+        env=np.zeros(0),  # the task's (envs/task.py), set by the driver
         obs=np.zeros(obs_dim, f32),
         next_obs=np.zeros(obs_dim, f32),
         action=np.zeros(act_dim, f32),
@@ -120,53 +124,65 @@ def observe(S, hp, obs, action, reward, next_obs, terminated, train_every):
         algorithm_update(S, hp)
 
 
-# nogil: twin.py's worker thread runs beside these loops
+# ---------------------------------------------------------------- the loop, bound to a task
+# the names a bound copy of run_task sees in place of these (envs/task.py, CompiledTask.bindings)
+task_reset = task_step = None
+RETURN = P0 = S0 = U0 = A0 = END = ACT_DIM = RESET_DRAWS = STEP_DRAWS = 0
+ACTION_SCALE = ACTION_OFFSET = (0.0,)
 
 
-@jit_nogil
-def run_pendulum(S, hp, n_steps, ep_step, ep_return):
-    """n_steps of training on the compiled Pendulum. Episode ends go to ep_step/ep_return;
-    returns how many. n_steps SERVE: the worker thread's loop."""
+def run_task(S, hp, n_steps, ep_step, ep_return, train_every):
+    """n_steps of training on the task bound to this copy (S.env is its array: envs/task.py),
+    one update every train_every steps. Episode ends go to ep_step/ep_return (as many as they
+    hold); returns how many. n_steps BEGIN: start the first episode; SERVE: the worker
+    thread's loop (twin.py). nogil: the worker runs beside it."""
     if n_steps == SERVE:
         algorithm_serve(S, hp)
+        return 0
+    env = S.env
+    P = env[P0:S0]
+    s = env[S0:U0]
+    u = env[U0:A0]
+    a = env[A0:END]
+    if n_steps == BEGIN:
+        for i in range(RESET_DRAWS):
+            u[i] = uniform(S.rng, 0.0, 1.0)
+        task_reset(P, s, u, S.obs)
+        env[RETURN] = 0.0
         return 0
     ended = 0
     for _ in range(n_steps):
         explore(S, hp, S.obs, S.action)
-        r, truncated = pendulum_step(S.env, MAX_TORQUE * S.action[0], S.next_obs)
-        observe(S, hp, S.obs, S.action, r, S.next_obs, False, 1)
-        if truncated:
-            ep_step[ended] = S.counters[STEPS]
-            ep_return[ended] = S.env[3]
-            ended += 1
-            S.counters[EPISODES] += 1
-            pendulum_reset(S.env, S.rng, S.obs)
-        else:
-            for i in range(S.obs.shape[0]):
-                S.obs[i] = S.next_obs[i]
-    return ended
-
-
-@jit_nogil
-def run_quadrotor(S, hp, n_steps, ep_step, ep_return, train_every):
-    """n_steps of training on the compiled quadrotor (envs/quadrotor.py; S.env is its array),
-    one update every train_every steps (L2F: 10). n_steps SERVE: the worker thread's loop."""
-    if n_steps == SERVE:
-        algorithm_serve(S, hp)
-        return 0
-    ended = 0
-    for _ in range(n_steps):
-        explore(S, hp, S.obs, S.action)
-        r, terminated, truncated = quadrotor.step(S.env, S.action, S.next_obs)
+        for i in range(ACT_DIM):  # [-1, 1] onto the task's range
+            a[i] = ACTION_SCALE[i] * S.action[i] + ACTION_OFFSET[i]
+        for i in range(STEP_DRAWS):
+            u[i] = uniform(S.rng, 0.0, 1.0)
+        r, terminated, truncated = task_step(P, s, a, u, S.next_obs)
+        env[RETURN] += r
         observe(S, hp, S.obs, S.action, r, S.next_obs, terminated, train_every)
         if terminated or truncated:
             if ended < ep_step.shape[0]:
                 ep_step[ended] = S.counters[STEPS]
-                ep_return[ended] = S.env[quadrotor.RETURN]
+                ep_return[ended] = env[RETURN]
                 ended += 1
             S.counters[EPISODES] += 1
-            quadrotor.reset(S.env, S.rng, S.obs)
+            for i in range(RESET_DRAWS):
+                u[i] = uniform(S.rng, 0.0, 1.0)
+            task_reset(P, s, u, S.obs)
+            env[RETURN] = 0.0
         else:
             for i in range(S.obs.shape[0]):
                 S.obs[i] = S.next_obs[i]
     return ended
+
+
+_TASK_LOOPS = {}  # CompiledTask.key -> its loop
+
+
+def bind_task(task):
+    """run_task compiled for task (an envs.task.CompiledTask): run(S, hp, n_steps, ep_step,
+    ep_return, train_every), one per task and process, cached on disk under task.key."""
+    run = _TASK_LOOPS.get(task.key)
+    if run is None:
+        run = _TASK_LOOPS[task.key] = bound_copy(run_task, "run_task_" + task.key, task.bindings, jit_nogil)
+    return run

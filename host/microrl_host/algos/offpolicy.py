@@ -1,6 +1,8 @@
 """What the host's off-policy trainers (td3.py, sac.py) share: the training driver (run log,
-evaluation, checkpoints, resume) over the compiled Pendulum or a gymnasium env, and export to the
-policy file. It prints nothing: a caller follows a run through Callbacks (callbacks.py).
+evaluation, checkpoints, resume) over a task compiled into the loop (envs/task.py) or a gymnasium
+env, and export to the policy file. It prints nothing: a caller follows a run through Callbacks
+(callbacks.py). A task's suggested settings (its TRAINING), curriculum and success test are its
+own data and hooks: nothing here knows a task by name.
 
 An algorithm module describes itself as ALGO = Algorithm(name=..., squash=..., ...): its
 default_config(), hyperparameters(config) (the warm-up first), new_state(config, obs_dim,
@@ -17,11 +19,8 @@ import numpy as np
 
 from microrl.policy import Policy, save
 
-from .. import atomic
+from .. import atomic, tasks
 from ..envs.gym import GymTask, evaluate_gym
-from ..envs import quadrotor
-from ..envs.quadrotor import QUADROTOR, CompiledQuadrotor, flight_summary
-from ..envs.pendulum import PENDULUM, CompiledPendulum, evaluate_pendulum, pendulum_reset
 from ..nn.blas import one_blas_thread
 from ..nn.mlp import Net, greedy_action, view
 from ..nn.rng import randint
@@ -33,15 +32,9 @@ from .checkpoint import read as read_checkpoint
 from .config import settings as config_settings
 from .results import run_result
 
-# The quadrotor trains as L2F's TD3 does (learning-to-fly src/config/config.h): batch 256,
-# 15,000 steps before the first update, but one update every 5 environment steps (L2F: 10);
-# the settings a user gives win.
-QUADROTOR_SETTINGS = {"batch": 256, "warmup": 15000}
-QUADROTOR_TRAIN_EVERY = 5  # L2F: 10; in exploratory runs here, 10 left most seeds crashing at 300,000 steps
-QUADROTOR_EVERY = 10000  # evaluations fly 100 episodes of up to 500 steps: less often
-QUADROTOR_EVAL_EPISODES = 100  # success rates need more episodes than a Pendulum return
-# steps over which the quadrotor's start states widen from near hover to L2F's full distribution
-QUADROTOR_CURRICULUM_STEPS = 50000
+# settings of a task's TRAINING (its suggestions, which a user's own settings override) that
+# configure the algorithm; the rest configure the driver
+ALGORITHM_SETTINGS = ("batch", "warmup")
 # ---------------------------------------------------------------- state <-> flat arrays
 
 
@@ -89,6 +82,9 @@ def restore(state, arrays, path):
         if k in REPLAY_ROWS and src.shape[1:] == dst.shape[1:] and src.shape[0] <= dst.shape[0] and src.dtype == dst.dtype:
             dst[: src.shape[0]] = src
             continue
+        if k == "env" and src.shape != dst.shape:
+            raise CheckpointError("checkpoint %s holds the task's state in another layout (written by an earlier version of microrl, or of the task); "
+                                  "start a new run (another --run-dir)" % path)
         if src.shape != dst.shape or src.dtype != dst.dtype:
             raise CheckpointError("checkpoint %s: %s is %s %s, expected %s %s" % (path, k, src.dtype, src.shape, dst.dtype, dst.shape))
         dst[...] = src
@@ -172,12 +168,14 @@ def resume_differences(saved, saved_seed, given, given_seed):
 
 
 def make_task(task):
-    """The environment a task name means: 'pendulum' compiled in the loop, else a gymnasium id."""
-    if task.lower() == PENDULUM:
-        return CompiledPendulum()
-    if task.lower() == QUADROTOR:
-        return CompiledQuadrotor()
-    return GymTask(task)
+    """The environment a task means (tasks.resolve: a registry name, a task module or file, a
+    gymnasium id or Env): compiled in the loop when it is written against the task interface."""
+    found = tasks.resolve(task)
+    if found.module is not None:
+        from ..envs.task import CompiledTask
+
+        return CompiledTask(found.module, name=found.name)
+    return GymTask(found.gym_id if found.gym_env is None else found.gym_env, name=found.name)
 
 
 class Run:
@@ -202,7 +200,7 @@ class Algorithm:
         self.hyperparameters = hyperparameters
         self.new_state = new_state
         self.actor_export = actor_export
-        self.flight_stats = {}  # the quadrotor's success rate and distance at the last evaluation
+        self.task_stats = {}  # a task with a success test: its evaluation summary (tasks.summary)
 
     # configuration ---------------------------------------------------
     def config(self, **overrides):
@@ -224,25 +222,23 @@ class Algorithm:
         return config_settings(config or self.default_config())
 
     # training ----------------------------------------------------------
-    def train_pendulum(self, steps=10000, seed=0, **kwargs):
-        """Train on the compiled Pendulum; returns (microrl.policy.Policy, [(step, mean, std)])."""
-        run = self.run(PENDULUM, steps=steps, seed=seed, **kwargs)
-        return run.policy, run.evals
-
-    def train(self, config, env=PENDULUM, callbacks=None, seed=None, **options):
-        """Train with a configuration (self.config(...)) on env ('pendulum' or a gymnasium id);
-        returns a Run. options: those of run() (eval_every, out, run_dir, resume, ...)."""
+    def train(self, config, env=None, callbacks=None, seed=None, **options):
+        """Train with a configuration (self.config(...)) on env (a task: tasks.resolve; default
+        tasks.DEFAULT); returns a Run. options: those of run() (eval_every, out, run_dir, resume, ...)."""
         settings = self.settings(config)
         steps = settings.pop("steps")
-        return self.run(env, steps=steps, seed=seed, callbacks=callbacks, **dict(settings, **options))
+        return self.run(tasks.DEFAULT if env is None else env, steps=steps, seed=seed, callbacks=callbacks, **dict(settings, **options))
 
-    def run(self, task, steps=10000, seed=None, eval_every=1000, eval_episodes=10, out=None, run_dir=None, checkpoint_every=0, resume=False, callbacks=None, threads=None, **settings):
-        """Train; returns a Run. out: policy file to write; run_dir: folder for run.json,
-        progress.csv and checkpoint.npz (checkpoints every checkpoint_every steps and at the end);
-        resume: continue from run_dir's checkpoint; callbacks: a Callbacks, told of every chunk of
-        up to 1000 steps (trainer: the State; figures: {"eval": the last evaluation's mean});
-        threads: 1, or 2 to run the twin critics' halves of each update on a second thread
-        (default: 2 where two CPUs are free for this process; the run is the same either way)."""
+    def run(self, task, steps=None, seed=None, eval_every=None, eval_episodes=None, out=None, run_dir=None, checkpoint_every=None, resume=False, callbacks=None, threads=None, **settings):
+        """Train on task (tasks.resolve: a registry name, a task module or its file, a gymnasium
+        id or Env); returns a Run. Settings left None take the task's suggestion (its TRAINING),
+        else: steps 10000, eval_every 1000, eval_episodes 10, checkpoint_every 0 (at the end).
+        out: policy file to write; run_dir: folder for run.json, progress.csv and checkpoint.npz
+        (checkpoints every checkpoint_every steps and at the end); resume: continue from
+        run_dir's checkpoint; callbacks: a Callbacks, told of every chunk of up to 1000 steps
+        (trainer: the State; figures: {"eval": the last evaluation's mean}); threads: 1, or 2 to
+        run the twin critics' halves of each update on a second thread (default: 2 where two
+        CPUs are free for this process; the run is the same either way)."""
         threads = twin.default_threads() if threads is None else int(threads)
         if threads < 1:
             raise ValueError("threads must be 1 or more, not %d" % threads)
@@ -253,7 +249,17 @@ class Algorithm:
         callbacks = callbacks or NONE
         wall0 = time.perf_counter()
         env = make_task(task)
-        self.flight_stats = {}
+        suggested = getattr(env, "training", {})
+
+        def default(value, key, otherwise):
+            return value if value is not None else suggested.get(key, otherwise)
+
+        steps = default(steps, "steps", 10000)
+        eval_every = default(eval_every, "eval_every", 1000)
+        eval_episodes = default(eval_episodes, "eval_episodes", 10)
+        checkpoint_every = default(checkpoint_every, "checkpoint_every", 0)
+        train_every = int(suggested.get("train_every", 1))
+        self.task_stats = {}
         ckpt_path = os.path.join(run_dir, "checkpoint.npz") if run_dir else None
         meta = None
         if resume:
@@ -268,14 +274,13 @@ class Algorithm:
                 raise CheckpointError("the checkpoint in %s was made with other settings: %s; resume without them, or start a new run (another --run-dir)" % (run_dir, "; ".join(differences)))
             seed = meta["seed"]
         else:
-            if env.name == QUADROTOR:
-                settings = dict(QUADROTOR_SETTINGS, **{k: v for k, v in settings.items() if v is not None})
-            config = self.config(**settings)
+            given = {k: v for k, v in settings.items() if v is not None}
+            config = self.config(**dict({k: suggested[k] for k in ALGORITHM_SETTINGS if k in suggested}, **given))
             seed = 0 if seed is None else seed
         config.steps = int(steps)
         state = self.new_state(config, env.obs_dim, env.act_dim, int(seed))
-        if env.name == QUADROTOR:
-            state = state._replace(env=quadrotor.new_env())
+        if env.compiled:
+            state = state._replace(env=env.new_env())
         if resume:
             restore(state, arrays, ckpt_path)
         hp = self.hyperparameters(config)
@@ -301,17 +306,14 @@ class Algorithm:
         t0 = time.perf_counter()
         ep_step = np.zeros(1024, np.int64)
         ep_return = np.zeros(1024)
-        if env.name == QUADROTOR:
+        if env.compiled:
+            run_loop = loop.bind_task(env)
             if start == 0:
-                quadrotor.reset(state.env, state.rng, state.obs)
-            loop.run_quadrotor(state, hp, 0, ep_step, ep_return, QUADROTOR_TRAIN_EVERY)
-            quadrotor.evaluate(state.actor, self.squash, 0, 0, state.env[quadrotor.P0 :])
-        elif env.compiled:
-            if start == 0:
-                pendulum_reset(state.env, state.rng, state.obs)
-            loop.run_pendulum(state, hp, 0, ep_step, ep_return)
+                env.curriculum(state.env, 0)
+                run_loop(state, hp, loop.BEGIN, ep_step, ep_return, train_every)
+            run_loop(state, hp, 0, ep_step, ep_return, train_every)
             if eval_episodes:
-                evaluate_pendulum(state.actor, self.squash, 0, 0)
+                env.evaluate(state.actor, self.squash, 0, 0)
         else:
             rng = state.rng.copy()
             loop.explore(state, hp, state.obs, state.action)
@@ -321,7 +323,7 @@ class Algorithm:
         compile_s = time.perf_counter() - t0
 
         evals = []
-        best = None  # quadrotor: ((success rate, -distance), step, flight stats, actor parameters) of the best evaluation
+        best = None  # a task with a success test: (score, step, its summary, actor parameters) of the best evaluation
         train_s = 0.0
         train_cpu_s = 0.0
         eval_s = 0.0
@@ -342,11 +344,9 @@ class Algorithm:
                     hp[:] = self.hyperparameters(scaled_learning_rates(config, lr_share))
                 t0 = time.perf_counter()
                 c0 = time.process_time()
-                if env.name == QUADROTOR:
-                    state.env[quadrotor.CURRICULUM] = min(1.0, step / float(QUADROTOR_CURRICULUM_STEPS))
-                    ended = runner.run(loop.run_quadrotor, state, hp, n, ep_step, ep_return, QUADROTOR_TRAIN_EVERY)
-                elif env.compiled:
-                    ended = runner.run(loop.run_pendulum, state, hp, n, ep_step, ep_return)
+                if env.compiled:
+                    env.curriculum(state.env, step)
+                    ended = runner.run(run_loop, state, hp, n, ep_step, ep_return, train_every)
                 else:
                     ended = self._run_gym(env, state, hp, n, ep_step, ep_return)
                 train_s += time.perf_counter() - t0
@@ -367,10 +367,10 @@ class Algorithm:
                     eval_s += time.perf_counter() - t0
                     evals.append((step, mean, std))
                     last_eval = mean
-                    if env.name == QUADROTOR:
-                        score = (self.flight_stats["success_rate"], -self.flight_stats["position_error_m"])
+                    if self.task_stats:
+                        score = tasks.score(env.module, self.task_stats, mean)
                         if best is None or score > best[0]:
-                            best = (score, step, dict(self.flight_stats), self.actor_export(state)[2])
+                            best = (score, step, dict(self.task_stats), self.actor_export(state)[2])
                     if log:
                         log.row(step, eval_mean=mean, eval_std=std)
                 if ckpt_path and ((checkpoint_every and step % checkpoint_every == 0) or step == steps):
@@ -381,14 +381,14 @@ class Algorithm:
             callbacks.on_end()
             if log:
                 log.close()
-            if not env.compiled:
-                env.close()
+            env.close()
         policy = self.policy(state, env)
         if best is not None:
-            # TD3 on the quadrotor is not monotone: a policy that flies can be lost later, so the
-            # run keeps the actor of its best evaluation, as a checkpoint-on-best would
-            final_success = self.flight_stats["success_rate"]
-            self.flight_stats = dict(best[2], policy_step=best[1], final_success_rate=final_success)
+            # learning is not monotone (TD3 on the quadrotor: a policy that flies can be lost
+            # later), so a run on a task with a success test keeps the actor of its best
+            # evaluation, as a checkpoint-on-best would
+            final_success = self.task_stats["success_rate"]
+            self.task_stats = dict(best[2], policy_step=best[1], final_success_rate=final_success)
             if best[1] != step:
                 policy = self.policy(state, env, params=best[3])
         if out:
@@ -407,7 +407,7 @@ class Algorithm:
             self.name, env.name, seed, steps, start if resume else None, wall_s=time.perf_counter() - wall0, train_s=train_s, train_cpu_s=train_cpu_s,
             compile_s=compile_s, eval_s=eval_s, evals=evals, policy=out, run_dir=run_dir, used=used,
         )
-        stats.update(self.flight_stats)  # quadrotor: success rate, position error, crash rate
+        stats.update(self.task_stats)  # a task with a success test: success rate, final error, termination rate
         return Run(policy, evals, stats, state)
 
     def _run_gym(self, env, state, hp, n, ep_step, ep_return):
@@ -440,14 +440,18 @@ class Algorithm:
     def evaluate_state(self, env, state, episodes, seed):
         if not episodes:
             return float("nan"), float("nan")
-        if env.name == QUADROTOR:
-            rows = quadrotor.evaluate(state.actor, self.squash, max(episodes, QUADROTOR_EVAL_EPISODES), seed, state.env[quadrotor.P0 :])
-            self.flight_stats = flight_summary(rows)
-            return float(rows[:, 0].mean()), float(rows[:, 0].std())
         if env.compiled:
-            returns = evaluate_pendulum(state.actor, self.squash, episodes, seed)
+            rows = env.evaluate(state.actor, self.squash, episodes, seed)
+            if env.has_success:
+                self.task_stats = tasks.summary(env.module, rows)
+            returns = np.ascontiguousarray(rows[:, 0])
             return float(returns.mean()), float(returns.std())
-        return evaluate_gym(self.policy(state, env), env.name, episodes, seed)[:2]
+        if env.gym_env is None:
+            return evaluate_gym(self.policy(state, env), env.name, episodes, seed)[:2]
+        result = evaluate_gym(self.policy(state, env), env.gym_env, episodes, seed)
+        if getattr(env.gym_env, "spec", None) is None:
+            env.obs = None  # evaluated on the Env itself: training starts a new episode
+        return result[:2]
 
     def policy(self, state, env, params=None):
         """The deterministic actor (or exported actor parameters saved earlier) as a

@@ -1,6 +1,7 @@
-"""The one shape of a training run's results, the same for every algorithm and task (the
-quadrotor adds success_rate, position_error_m, crash_rate of the policy written, policy_step
-where it came from and final_success_rate at the last step): what
+"""The one shape of a training run's results, the same for every algorithm and task (a task
+with a success test adds success_rate and its evaluation summary of the policy written, e.g.
+the quadrotor's position_error_m and crash_rate (microrl_host.tasks.summary), policy_step where
+it came from and final_success_rate at the last step): what
 `microrl train --json` prints, offpolicy.Run.stats and a PPO learner's `result`. docs/training.md
 ("Results") explains each key; tests/test_host_cli.py checks that every algorithm gives them all."""
 import platform
@@ -10,6 +11,7 @@ KEYS = (
     "wall_s", "train_s", "train_cpu_s", "compile_s", "eval_s", "steps_per_s",
     "eval_mean", "eval_std", "evals", "policy", "run_dir", "versions",
 )
+SUCCESS_KEYS = ("success_rate", "final_success_rate", "policy_step")  # a task with a success test adds these, and its summary's
 # packages whose version a result names, when the run loaded them (null otherwise)
 PACKAGES = ("numpy", "numba", "scipy", "gymnasium", "mujoco")
 
@@ -55,12 +57,13 @@ def run_result(algo, task, seed, steps, resumed_from, wall_s, train_s, train_cpu
 
 
 def summary_line(r):
-    """One line for a person: what ran, how long, how well, where the files are (the quadrotor's
-    extra keys success_rate, position_error_m and crash_rate, when there, say whether it flies)."""
+    """One line for a person: what ran, how long, how well, where the files are (a task with a
+    success test: its success rate and the rest of its evaluation summary)."""
     how_well = "eval return %s" % ("%.1f +- %.1f" % (r["eval_mean"], r["eval_std"]) if r["eval_mean"] is not None else "not evaluated")
     if r.get("success_rate") is not None:
-        how_well = "flies %.0f%% of its evaluation flights, final distance to the target %.3f m (median), crashes %.0f%%%s; %s" % (
-            100 * r["success_rate"], r["position_error_m"], 100 * r["crash_rate"],
+        figures = "".join(", %s %.3g" % (k, r[k]) for k in sorted(r) if k not in KEYS and k not in SUCCESS_KEYS and isinstance(r[k], float))
+        how_well = "succeeds in %.0f%% of its evaluation episodes%s%s; %s" % (
+            100 * r["success_rate"], figures,
             " (the best evaluation, step %d; at the last step %.0f%%)" % (r["policy_step"], 100 * r["final_success_rate"]) if r.get("policy_step") not in (None, r["steps"]) else "", how_well)
     return "%s on %s: %d steps in %.2f s (%.0f steps/s; compile/cache load %.2f s), %s; policy: %s; run: %s" % (
         r["algo"], r["task"], r["steps"], r["train_s"], r["steps_per_s"] or 0.0, r["compile_s"], how_well, r["policy"], r["run_dir"])

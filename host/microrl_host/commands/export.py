@@ -3,7 +3,7 @@ import json
 import os
 
 from . import CommandError
-from .options import check_output
+from .options import EPISODES, EPISODES_OR_NONE, OUTPUT_HELP, SEED, check_output, load_policy, number
 
 
 def register(sub):
@@ -13,48 +13,50 @@ def register(sub):
         description="Quantise a float policy (.mrlp) to int16 weights and activations with per-layer power-of-two "
         "scales (a .mrlq file, docs/fixedpoint.md). On the board, microrl.load() reads it and runs it with "
         "@micropython.viper integer code: no float math in the network, no native module, no ulab, half the RAM. "
-        "Activation scales come from calibration observations: closed-loop Pendulum rollouts of the float policy "
-        "when it is Pendulum-shaped (3 observations, 1 action), else uniform samples in +-OBS_RANGE. The report "
-        "compares the two policies' actions, and for Pendulum their closed-loop returns.",
+        "Activation scales come from calibration observations: closed-loop rollouts of the float policy on its task "
+        "(--task, or the built-in task of the policy's shape, e.g. Pendulum for 3 observations and 1 action), else uniform "
+        "samples in +-OBS_RANGE. The report compares the two policies' actions, and on the task their closed-loop returns.",
     )
     p.add_argument("policy", help="a float policy file (.mrlp), e.g. from microrl train")
     p.add_argument("--int16", action="store_true", help="quantise to int16 fixed point (the one export format so far)")
-    p.add_argument("--out", help="output file (default: POLICY with the extension .mrlq)")
-    p.add_argument("--obs-range", type=float, default=None, help="calibrate on uniform observations in +-OBS_RANGE instead of Pendulum rollouts")
-    p.add_argument("--calibration-episodes", type=int, default=5, help="Pendulum episodes for calibration (default 5)")
-    p.add_argument("--eval-episodes", type=int, default=10, help="Pendulum episodes comparing the returns (default 10; 0 skips)")
-    p.add_argument("--seed", type=int, default=1, help="seed of the calibration rollouts or samples (default 1)")
+    p.add_argument("--out", help="output file (default: POLICY with the extension .mrlq)" + OUTPUT_HELP)
+    p.add_argument("--task", metavar="TASK", help="the policy's task: a built-in name or a task file or module (default: the built-in task of the policy's shape, if any)")
+    p.add_argument("--obs-range", type=number(above=0), default=None, help="calibrate on uniform observations in +-OBS_RANGE instead of rollouts on the task")
+    p.add_argument("--calibration-episodes", type=EPISODES, default=5, help="episodes on the task for calibration (default 5)")
+    p.add_argument("--eval-episodes", type=EPISODES_OR_NONE, default=10, help="episodes on the task comparing the returns (default 10; 0 skips)")
+    p.add_argument("--seed", type=SEED, default=1, help="seed of the calibration rollouts or samples, 0 to 2**32-1 (default 1)")
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     p.set_defaults(func=run)
 
 
 def run(args):
-    import microrl
     from microrl import fixedpoint
 
     from .. import calibration as Q
+    from .. import tasks
+    from .eval import pick_task
 
     if not args.int16:
         raise CommandError("choose the format to export to: --int16 (int16 fixed point for the viper path)")
-    if not os.path.isfile(args.policy):
-        raise CommandError("%s: no such file (give a float policy file, e.g. from microrl train)" % args.policy)
-    try:
-        policy = microrl.load(args.policy)
-    except microrl.PolicyFileError as e:
-        raise CommandError(str(e)) from None
+    policy = load_policy(args.policy, " (give a float policy file, e.g. from microrl train)")
     if isinstance(policy, fixedpoint.QuantisedPolicy):
         raise CommandError("%s is already an int16 policy; export a float policy (.mrlp)" % args.policy)
     out = args.out or os.path.splitext(args.policy)[0] + ".mrlq"
-    if os.path.abspath(out) == os.path.abspath(args.policy):
+    if os.path.abspath(out) == os.path.abspath(args.policy) or (os.path.exists(out) and os.path.samefile(out, args.policy)):
         raise CommandError("--out would overwrite the input policy; choose another file")
-    if args.calibration_episodes < 1:
-        raise CommandError("--calibration-episodes must be at least 1")
-    if args.eval_episodes < 0:
-        raise CommandError("--eval-episodes must be at least 0")
-    if args.obs_range is not None and not 0 < args.obs_range < float("inf"):
-        raise CommandError("--obs-range must be a finite number above 0")
     check_output(out, "--out")
-    observations = Q.calibration_observations(policy, args.calibration_episodes, args.seed, args.obs_range)
+    task = None
+    if args.task is not None or len(tasks.by_shape(policy.obs_dim, policy.act_dim)) == 1:
+        found = pick_task(policy, args.task)
+        if not found.compiled:
+            raise CommandError("--task %s is a gymnasium id; export calibrates on a task written against docs/tasks.md (or give --obs-range)" % args.task)
+        task = found.module
+    if args.obs_range is not None:
+        try:
+            Q.check_range(policy, args.obs_range)
+        except ValueError as e:
+            raise CommandError(str(e)) from None
+    observations = Q.calibration_observations(policy, args.calibration_episodes, args.seed, args.obs_range, task=task)
     try:
         quantised = fixedpoint.quantise(policy, observations)
     except ValueError as e:
@@ -73,8 +75,9 @@ def run(args):
         "action_error_max": worst,
         "action_error_mean": mean,
     }
-    if args.eval_episodes > 0 and Q.fits_pendulum(policy):
-        loop = Q.closed_loop(policy, quantised, args.eval_episodes)
+    if args.eval_episodes > 0 and task is not None:
+        report["task"] = task.NAME
+        loop = Q.closed_loop(policy, quantised, args.eval_episodes, task=task)
         report.update({k: loop[k] for k in ("float_mean", "float_std", "int16_mean", "int16_std", "mean_difference", "worst_episode_difference")})
     if args.json:
         print(json.dumps(report))
@@ -83,7 +86,7 @@ def run(args):
     print("fractional bits: activations %s, weights %s" % (quantised.fx, quantised.fw))
     print("action error on %d calibration observations: max %.3g, mean %.3g" % (len(observations), worst, mean))
     if "int16_mean" in report:
-        print("Pendulum return over %d episodes: float %.1f +- %.1f, int16 %.1f +- %.1f (difference %+.2f; worst episode %.2f)"
-              % (args.eval_episodes, report["float_mean"], report["float_std"], report["int16_mean"], report["int16_std"],
+        print("%s return over %d episodes: float %.1f +- %.1f, int16 %.1f +- %.1f (difference %+.2f; worst episode %.2f)"
+              % (report["task"], args.eval_episodes, report["float_mean"], report["float_std"], report["int16_mean"], report["int16_std"],
                  report["mean_difference"], report["worst_episode_difference"]))
     return 0

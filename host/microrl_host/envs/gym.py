@@ -2,21 +2,20 @@
 stepped from Python (TD3/SAC), and the one evaluation loop of a policy on a gymnasium env."""
 import numpy as np
 
-EXAMPLE_ENVS = ("Pendulum-v1", "MountainCarContinuous-v0", "LunarLanderContinuous-v3", "BipedalWalker-v3")
-
-
-class TaskError(ValueError):
-    """A task (environment) that cannot be trained: unknown id, or not continuous actions."""
+from ..tasks import GYM_EXAMPLES, TaskError, builtin_names
 
 
 class GymTask:
-    """A gymnasium environment with Box observations and actions, stepped from Python."""
+    """A gymnasium environment with Box observations and actions, stepped from Python: env is
+    its id, or an Env (the Python API's; evaluations run on a fresh one made from its spec, else
+    on it, after which training starts a new episode)."""
 
     compiled = False
 
-    def __init__(self, env_id):
-        self.name = env_id
-        self.env = make_gym_env(env_id)
+    def __init__(self, env, name=None):
+        self.name = name or env
+        self.gym_env = None if isinstance(env, str) else env
+        self.env = make_gym_env(env)
         self.obs_dim = int(np.prod(self.env.observation_space.shape))
         self.act_dim = int(np.prod(self.env.action_space.shape))
         self.low = np.asarray(self.env.action_space.low, np.float32).reshape(-1)
@@ -25,26 +24,30 @@ class GymTask:
         self.episode_return = 0.0
 
     def close(self):
-        self.env.close()
+        if self.gym_env is None:  # a user's Env stays theirs to close
+            self.env.close()
 
 
 def make_gym_env(env_id, **kwargs):
-    """gymnasium.make with errors a user can act on (TaskError)."""
+    """gymnasium.make with errors a user can act on (TaskError); an Env given in place of the id
+    is checked the same way and returned."""
     try:
         import gymnasium as gym
     except ImportError as e:  # pragma: no cover - gymnasium is a core dependency
         raise TaskError("gymnasium is not installed (pip install gymnasium): %s" % e)
     try:
-        env = gym.make(env_id, **kwargs)
+        env = env_id if hasattr(env_id, "action_space") else gym.make(env_id, **kwargs)
     except gym.error.Error as e:
-        raise TaskError("unknown task %r (%s); use 'pendulum' (compiled, fastest) or a gymnasium id with continuous actions, e.g. %s; short MuJoCo names such as 'ant' are --algo ppo's" % (env_id, e, ", ".join(EXAMPLE_ENVS)))
+        raise TaskError("unknown task %r (%s); use a built-in task (%s: compiled, fastest), a task file or module (docs/tasks.md), or a gymnasium id with "
+                        "continuous actions, e.g. %s (module:EnvId imports the module that registers it); short MuJoCo names such as 'ant' are --algo ppo's"
+                        % (env_id, e, ", ".join(builtin_names()), ", ".join(GYM_EXAMPLES)))
     except ImportError as e:
         raise TaskError("task %r needs a package that is not installed: %s" % (env_id, e))
     from gymnasium import spaces
 
     if not isinstance(env.action_space, spaces.Box):
         env.close()
-        raise TaskError("task %r has %s actions; TD3 and SAC need continuous (Box) actions, e.g. %s" % (env_id, type(env.action_space).__name__, ", ".join(EXAMPLE_ENVS)))
+        raise TaskError("task %r has %s actions; TD3 and SAC need continuous (Box) actions, e.g. %s" % (env_id, type(env.action_space).__name__, ", ".join(GYM_EXAMPLES)))
     if not isinstance(env.observation_space, spaces.Box):
         env.close()
         raise TaskError("task %r has %s observations; only flat Box observations are supported" % (env_id, type(env.observation_space).__name__))
@@ -76,9 +79,14 @@ def rollout_returns(policy, env, episodes, seed, clip=False):
 
 
 def evaluate_gym(policy, env_id, episodes=10, seed=12345):
-    """(mean, std, returns) of a policy on the gymnasium env env_id (see rollout_returns)."""
-    env = make_gym_env(env_id)
+    """(mean, std, returns) of a policy on the gymnasium env env_id (see rollout_returns); an Env
+    in its place: on a fresh one made from its spec, else on it."""
+    given = not isinstance(env_id, str)
+    if given and getattr(env_id, "spec", None) is not None:
+        env_id, given = env_id.spec, False
+    env = env_id if given else make_gym_env(env_id)
     try:
         return rollout_returns(policy, env, episodes, seed)
     finally:
-        env.close()
+        if not given:
+            env.close()

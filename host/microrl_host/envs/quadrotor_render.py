@@ -4,7 +4,7 @@ import io
 
 import numpy as np
 
-from microrl import quadrotor as Q
+from microrl.tasks import quadrotor as Q
 
 ARM_SCALE = 4.0  # the Crazyflie is 9 cm across; drawn larger so its attitude reads at 1 m scale
 
@@ -44,7 +44,9 @@ def frames(policy, episodes=2, seed=12345, every=4, size=320, params=None):
     from microrl.rng import Rng
 
     rng = Rng(seed)
-    env = Q.Quadrotor(rng, params, evaluation=True)
+    from microrl.task import Env
+
+    env = Env(Q, params, rng, evaluation=True)
     P = env.P
     arms = np.array([[P[Q.ROTOR_X + i], P[Q.ROTOR_Y + i], 0.0] for i in range(4)]) * ARM_SCALE
     circle = np.linspace(0, 2 * np.pi, 16)
@@ -55,7 +57,7 @@ def frames(policy, episodes=2, seed=12345, every=4, size=320, params=None):
     summary = []
     for e in range(episodes):
         states, actions, total, crashed = episode(policy, env, rng)
-        flew = (not crashed) and Q.success(states[-1])
+        flew = (not crashed) and Q.success(P, states[-1])
         summary.append((total, flew, float(np.linalg.norm(states[-1, 0:3]))))
         trail = states[:, 0:3]
         for t in list(range(0, len(states), every)) + ([len(states) - 1] if (len(states) - 1) % every else []):
@@ -78,7 +80,7 @@ def frames(policy, episodes=2, seed=12345, every=4, size=320, params=None):
                 ax.plot(ring[:, 0], ring[:, 1], ring[:, 2], color="tab:blue", lw=1)
             up = p + R @ np.array([0, 0, 0.12])
             ax.plot([p[0], up[0]], [p[1], up[1]], [p[2], up[2]], color="tab:orange", lw=1)
-            ax.set_title("episode %d  t=%.2f s  |p|=%.3f m%s" % (e + 1, t * P[Q.DT], np.linalg.norm(p), "  crashed" if crashed and t == len(states) - 1 else ""), fontsize=8)
+            ax.set_title("episode %d  t=%.2f s  |p|=%.3f m%s" % (e + 1, t * P[Q.TIME_STEP], np.linalg.norm(p), "  crashed" if crashed and t == len(states) - 1 else ""), fontsize=8)
             buf = io.BytesIO()
             fig.savefig(buf, format="png")
             buf.seek(0)

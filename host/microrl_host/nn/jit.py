@@ -68,3 +68,18 @@ def _compiled_only(options):
 
 compiled_only = _compiled_only(COMPILED_ONLY)
 compiled_only_refcounted = _compiled_only(REFCOUNTED)
+
+
+def bound_copy(template, name, bindings, decorate):
+    """A copy of the plain function template, named name, that sees bindings (a dict) in place
+    of the same global names of its module, compiled with decorate (one of the decorators
+    above). numba compiles global names as constants, so one source compiles into one function
+    per binding; its disk cache keys the copy by its name and template's file (numba's cache
+    does not see other files: a name that changes with whatever the bindings were made from
+    keeps a changed binding from loading stale code)."""
+    scope = dict(template.__globals__)
+    scope.update(bindings)
+    copy = FunctionType(template.__code__, scope, name, template.__defaults__, template.__closure__)
+    copy.__qualname__ = name
+    copy.__module__, copy.__doc__ = template.__module__, template.__doc__
+    return decorate(copy)

@@ -3,7 +3,8 @@
 # its largest free block (mem_info) and the heap usable in 1 kB pieces.
 import gc, sys
 from microrl.td3 import TD3, TD3Config
-from microrl.pendulum import Pendulum
+from microrl.task import Env
+from microrl.tasks import pendulum
 from microrl import backend_name
 gc.collect()
 try:

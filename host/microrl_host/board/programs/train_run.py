@@ -15,7 +15,7 @@ def non_finite(agent):
 
 
 gc.collect()
-agent = TD3(Pendulum(), TD3Config(hidden=HIDDEN, batch=BATCH, replay_capacity=REPLAY, warmup=WARMUP, steps=STEPS, replay_overwrite=OVERWRITE,
+agent = TD3(Env(pendulum), TD3Config(hidden=HIDDEN, batch=BATCH, replay_capacity=REPLAY, warmup=WARMUP, steps=STEPS, replay_overwrite=OVERWRITE,
                         actor_lr=ACTOR_LR, critic_lr=CRITIC_LR), SEED)
 gc.collect()
 print('M', gc.mem_free())

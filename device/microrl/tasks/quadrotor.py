@@ -1,17 +1,21 @@
 # A quadrotor hovering at a target, as L2F (RLtools' "Learning to Fly in Seconds",
 # arXiv 2311.13081; PyPI `l2f` 2.0.18, rl_tools/rl/environments/l2f) simulates a Crazyflie 2.x,
-# defined once: the device core steps it, and the host trainer compiles these same scalar
-# functions with numba (microrl_host/envs/quadrotor.py). Differences from L2F: docs/quadrotor.md.
+# written once against the task interface (docs/tasks.md): the device core steps it
+# (microrl.task.Env, fly()), and the host trainer compiles these same functions with numba into
+# its training loop. Differences from L2F: docs/quadrotor.md.
 #
 # Everything is a flat float array indexed by the constants below (data), and free functions
 # that read and write such arrays at offsets (operations): nothing here allocates an array.
-#   P  parameters (PARAM_DIM): airframe, motors, time step, initial-state ranges
-#   s  state (STATE_DIM): position, orientation quaternion (w, x, y, z), linear velocity (world
-#      frame), angular velocity (body frame), rotor speeds (normalised, RPM_MIN..RPM_MAX)
-#   w  work space for one RK4 step (WORK_DIM)
+#   P  parameters (PARAM_DIM): airframe, motors, time step, initial-state ranges, reward, limits
+#   s  state (STATE_DIM): the simulated craft (PHYSICS_DIM: position, orientation quaternion
+#      (w, x, y, z), linear velocity (world frame), angular velocity (body frame), rotor speeds
+#      (normalised, RPM_MIN..RPM_MAX)), the step count, an RK4 step's work space and the rotor
+#      setpoints
 from math import acos, cos, exp, pi, sin, sqrt
 
-from .compat import const, zeros
+from ..compat import const, zeros
+
+NAME = "quadrotor"
 
 # ---------------------------------------------------------------- parameters
 MASS = const(0)  # kg
@@ -27,7 +31,7 @@ TAU_RISING = const(9)  # first-order motor time constants, s (L2F: separate up a
 TAU_FALLING = const(10)
 RPM_MIN = const(11)  # action -1 maps to RPM_MIN, +1 to RPM_MAX
 RPM_MAX = const(12)
-DT = const(13)  # s per control step (one RK4 step)
+TIME_STEP = const(13)  # s per control step (one RK4 step)
 ROTOR_X = const(14)  # 4 rotor positions x (m), body frame
 ROTOR_Y = const(18)  # 4 rotor positions y (m)
 ROTOR_SPIN = const(22)  # 4 yaw torque directions (+1 / -1)
@@ -88,19 +92,40 @@ CRAZYFLIE = (
     1000.0,  # termination angular velocity: none
 )
 
+PARAMETERS = CRAZYFLIE
+PARAM_NAMES = (
+    "mass", "gravity", "j_xx", "j_yy", "j_zz", "thrust_c0", "thrust_c1", "thrust_c2", "torque_constant", "tau_rising", "tau_falling",
+    "rpm_min", "rpm_max", "time_step", "rotor_x_0", "rotor_x_1", "rotor_x_2", "rotor_x_3", "rotor_y_0", "rotor_y_1", "rotor_y_2", "rotor_y_3",
+    "rotor_spin_0", "rotor_spin_1", "rotor_spin_2", "rotor_spin_3", "init_guidance", "init_position", "init_angle", "init_velocity",
+    "init_angular_velocity", "init_rpm_low", "init_rpm_high", "reward_scale", "reward_constant", "reward_position", "reward_orientation",
+    "reward_velocity", "reward_action", "limit_position", "limit_velocity", "limit_angular_velocity",
+)
+
 # ---------------------------------------------------------------- state, observation, task
 POSITION = const(0)
 ORIENTATION = const(3)  # w, x, y, z
 VELOCITY = const(7)
 ANGULAR_VELOCITY = const(10)
 RPM = const(13)
-STATE_DIM = const(17)
-WORK_DIM = const(85)  # k1, k2, k3, k4 and one intermediate state
-INIT_DRAWS = const(17)  # uniforms in [0, 1) that initial_state() consumes
+PHYSICS_DIM = const(17)  # the simulated craft
+STEP = const(17)  # steps into the episode
+WORK = const(18)  # an RK4 step's work space: k1, k2, k3, k4 and one intermediate state
+WORK_DIM = const(85)
+SETPOINT = const(103)  # the four rotor speed setpoints of the step
+STATE_DIM = const(107)
+RESET_DRAWS = const(17)  # uniforms in [0, 1) that initial_state() consumes
+STEP_DRAWS = const(0)
 
 OBS_DIM = const(22)  # position error, rotation matrix, linear and angular velocity, rotor speeds
 ACT_DIM = const(4)  # motor commands in [-1, 1]
+ACTION_LOW = (-1.0, -1.0, -1.0, -1.0)
+ACTION_HIGH = (1.0, 1.0, 1.0, 1.0)
 EPISODE_STEPS = const(500)  # 5 s at 100 Hz
+DT = CRAZYFLIE[TIME_STEP]
+# bounds of the 16-bit replay rows (values beyond are clipped): position (terminates beyond
+# 0.6 m), rotation matrix, velocities, rotor speeds; rewards lie in about [-6, 2] at the limits
+OBS_HIGH = (1.0,) * 3 + (1.0,) * 9 + (5.0,) * 3 + (30.0,) * 3 + (1.0,) * 4
+REWARD_BOUND = 10.0
 
 # what "it flies" means in microrl eval: from a start within +-0.5 m and 30 deg of tilt, at rest,
 # after EPISODE_STEPS without termination, within 0.1 m of the target and turning slowly
@@ -108,6 +133,19 @@ SUCCESS_POSITION = 0.1  # m
 SUCCESS_ANGULAR_VELOCITY = 0.5  # rad/s
 EVAL_POSITION = 0.5
 EVAL_ANGLE = pi / 6.0
+# evaluations report the median final distance and the share of crashed episodes under these names
+ERROR_NAME = "position_error_m"
+TERMINATED_NAME = "crash_rate"
+
+# how the host trains it, where a user gives no other setting: as L2F's TD3 does
+# (learning-to-fly src/config/config.h) batch 256 and 15,000 steps before the first update, but
+# one update every 5 environment steps (L2F: 10; in exploratory runs here, 10 left most seeds
+# crashing at 300,000 steps); evaluations of 100 flights (success rates need more episodes than
+# a Pendulum return) every 10,000 steps; start states widening from near hover to L2F's full
+# distribution over the first 50,000 steps (curriculum()). 500,000 steps: L2F's budget is
+# 300,000; here (bench/quadrotor.py --seeds 10) 9 of 10 seeds had flown by 500,000, 8 by 300,000
+TRAINING = {"steps": 500000, "batch": 256, "warmup": 15000, "train_every": 5, "eval_every": 10000, "eval_episodes": 100,
+            "checkpoint_every": 10000, "curriculum_steps": 50000}
 
 
 def new_parameters(values=CRAZYFLIE):
@@ -141,9 +179,9 @@ def rpm_setpoint(P, a):
     return a * half + P[RPM_MIN] + half
 
 
-def derivative(P, x, xo, sp, d, do):
-    """d[do:do+STATE_DIM] = time derivative of the state x[xo:xo+STATE_DIM] under rotor speed
-    setpoints sp[0:4] (L2F's multirotor_dynamics: thrust and torque from the rotor speeds,
+def derivative(P, x, xo, sp, so, d, do):
+    """d[do:do+PHYSICS_DIM] = time derivative of the state x[xo:xo+PHYSICS_DIM] under rotor speed
+    setpoints sp[so:so+4] (L2F's multirotor_dynamics: thrust and torque from the rotor speeds,
     quaternion kinematics, Euler's equations, first-order motors)."""
     qw = x[xo + 3]
     qx = x[xo + 4]
@@ -167,7 +205,7 @@ def derivative(P, x, xo, sp, d, do):
         tz += P[ROTOR_SPIN + i] * km * f
         tx += P[ROTOR_Y + i] * f  # rotor position x (0, 0, f)
         ty -= P[ROTOR_X + i] * f
-        target = sp[i]
+        target = sp[so + i]
         tau = P[TAU_RISING] if target >= r else P[TAU_FALLING]
         d[do + 13 + i] = (target - r) / tau
     d[do] = x[xo + 7]
@@ -190,24 +228,25 @@ def derivative(P, x, xo, sp, d, do):
 
 
 def _axpy(x, xo, a, y, yo, out, oo):
-    for i in range(STATE_DIM):
+    for i in range(PHYSICS_DIM):
         out[oo + i] = x[xo + i] + a * y[yo + i]
 
 
-def step_state(P, s, sp, w):
-    """Advance s by one control step DT with rotor setpoints sp: classic RK4 as L2F integrates,
-    then the quaternion renormalised and rotor speeds clipped to their range (L2F's
-    post_integration). w: WORK_DIM scratch."""
-    h = P[DT]
-    derivative(P, s, 0, sp, w, 0)
-    _axpy(s, 0, 0.5 * h, w, 0, w, 68)
-    derivative(P, w, 68, sp, w, 17)
-    _axpy(s, 0, 0.5 * h, w, 17, w, 68)
-    derivative(P, w, 68, sp, w, 34)
-    _axpy(s, 0, h, w, 34, w, 68)
-    derivative(P, w, 68, sp, w, 51)
-    for i in range(STATE_DIM):
-        s[i] = s[i] + h / 6.0 * w[i] + h / 3.0 * w[17 + i] + h / 3.0 * w[34 + i] + h / 6.0 * w[51 + i]
+def step_state(P, s):
+    """Advance s by one control step with its rotor setpoints s[SETPOINT:SETPOINT+4]: classic RK4
+    as L2F integrates (in s's work space), then the quaternion renormalised and rotor speeds
+    clipped to their range (L2F's post_integration)."""
+    h = P[TIME_STEP]
+    w = WORK
+    derivative(P, s, 0, s, SETPOINT, s, w)
+    _axpy(s, 0, 0.5 * h, s, w, s, w + 68)
+    derivative(P, s, w + 68, s, SETPOINT, s, w + 17)
+    _axpy(s, 0, 0.5 * h, s, w + 17, s, w + 68)
+    derivative(P, s, w + 68, s, SETPOINT, s, w + 34)
+    _axpy(s, 0, h, s, w + 34, s, w + 68)
+    derivative(P, s, w + 68, s, SETPOINT, s, w + 51)
+    for i in range(PHYSICS_DIM):
+        s[i] = s[i] + h / 6.0 * s[w + i] + h / 3.0 * s[w + 17 + i] + h / 3.0 * s[w + 34 + i] + h / 6.0 * s[w + 51 + i]
     n = sqrt(s[3] * s[3] + s[4] * s[4] + s[5] * s[5] + s[6] * s[6])
     for i in range(3, 7):
         s[i] = s[i] / n
@@ -231,20 +270,19 @@ def terminated(P, s):
     return False
 
 
-def step(P, s, a, sp, w):
-    """One control step from commands a[0:4] in [-1, 1]: (reward, terminated). sp: 4 scratch
-    floats for the setpoints. The reward (L2F's squared reward) reads the state before the
-    step; termination the state after it."""
+def advance(P, s, a):
+    """One control step of the craft from commands a[0:4] in [-1, 1]: (reward, terminated). The
+    reward (L2F's squared reward) reads the state before the step; termination the state after it."""
     hover = hover_action(P)
     action = 0.0
     for i in range(4):
-        sp[i] = rpm_setpoint(P, a[i])
+        s[SETPOINT + i] = rpm_setpoint(P, a[i])
         e = a[i] - hover
         action += e * e
     position = s[0] * s[0] + s[1] * s[1] + s[2] * s[2]
     orientation = 1.0 - s[3] * s[3]
     velocity = s[7] * s[7] + s[8] * s[8] + s[9] * s[9]
-    step_state(P, s, sp, w)
+    step_state(P, s)
     if terminated(P, s):
         return 0.0, True
     cost = P[REWARD_POSITION] * position + P[REWARD_ORIENTATION] * orientation + P[REWARD_VELOCITY] * velocity + P[REWARD_ACTION] * action
@@ -252,7 +290,7 @@ def step(P, s, a, sp, w):
 
 
 def initial_state(P, s, u, position, angle, velocity, angular_velocity, guidance, rpm_low, rpm_high):
-    """A start state from INIT_DRAWS uniforms u[0:17] in [0, 1): with probability guidance at
+    """A start state from RESET_DRAWS uniforms u[0:17] in [0, 1): with probability guidance at
     the target at rest, else position and velocities uniform in +-their ranges, tilted about a
     uniformly random axis by an angle uniform in [0, angle]; rotor speeds uniform in
     hover_rpm + [rpm_low, rpm_high]. (L2F's sample_initial_state with its ranges as arguments,
@@ -284,7 +322,7 @@ def initial_state(P, s, u, position, angle, velocity, angular_velocity, guidance
         s[13 + i] = rpm_low + (rpm_high - rpm_low) * u[13 + i]
 
 
-def observe(P, s, obs, offset=0):
+def observe(P, s, obs):
     """OBS_DIM values: position error to the target (the origin), the rotation matrix (body to
     world, row by row; L2F's attitude input: with a quaternion the policies hovered at
     yaw-dependent offsets), linear velocity (world), angular velocity (body), and the four rotor
@@ -295,25 +333,24 @@ def observe(P, s, obs, offset=0):
     qx = s[4]
     qy = s[5]
     qz = s[6]
-    o = offset
-    obs[o] = s[0]
-    obs[o + 1] = s[1]
-    obs[o + 2] = s[2]
-    obs[o + 3] = 1.0 - 2.0 * (qy * qy + qz * qz)
-    obs[o + 4] = 2.0 * (qx * qy - qw * qz)
-    obs[o + 5] = 2.0 * (qx * qz + qw * qy)
-    obs[o + 6] = 2.0 * (qx * qy + qw * qz)
-    obs[o + 7] = 1.0 - 2.0 * (qx * qx + qz * qz)
-    obs[o + 8] = 2.0 * (qy * qz - qw * qx)
-    obs[o + 9] = 2.0 * (qx * qz - qw * qy)
-    obs[o + 10] = 2.0 * (qy * qz + qw * qx)
-    obs[o + 11] = 1.0 - 2.0 * (qx * qx + qy * qy)
+    obs[0] = s[0]
+    obs[1] = s[1]
+    obs[2] = s[2]
+    obs[3] = 1.0 - 2.0 * (qy * qy + qz * qz)
+    obs[4] = 2.0 * (qx * qy - qw * qz)
+    obs[5] = 2.0 * (qx * qz + qw * qy)
+    obs[6] = 2.0 * (qx * qy + qw * qz)
+    obs[7] = 1.0 - 2.0 * (qx * qx + qz * qz)
+    obs[8] = 2.0 * (qy * qz - qw * qx)
+    obs[9] = 2.0 * (qx * qz - qw * qy)
+    obs[10] = 2.0 * (qy * qz + qw * qx)
+    obs[11] = 1.0 - 2.0 * (qx * qx + qy * qy)
     for i in range(6):
-        obs[o + 12 + i] = s[7 + i]
+        obs[12 + i] = s[7 + i]
     lo = P[RPM_MIN]
     span = P[RPM_MAX] - lo
     for i in range(4):
-        obs[o + 18 + i] = 2.0 * (s[13 + i] - lo) / span - 1.0
+        obs[18 + i] = 2.0 * (s[13 + i] - lo) / span - 1.0
 
 
 def motor_estimate(P, rpm, sp):
@@ -322,7 +359,7 @@ def motor_estimate(P, rpm, sp):
     without rotor-speed sensing observes in place of the simulated rotor speeds."""
     for i in range(4):
         tau = P[TAU_RISING] if sp[i] >= rpm[i] else P[TAU_FALLING]
-        rpm[i] = sp[i] + (rpm[i] - sp[i]) * exp(-P[DT] / tau)
+        rpm[i] = sp[i] + (rpm[i] - sp[i]) * exp(-P[TIME_STEP] / tau)
 
 
 def tilt(s):
@@ -331,84 +368,65 @@ def tilt(s):
     return acos(c if c < 1.0 else 1.0) if c > -1.0 else pi
 
 
-def success(s):
+def success(P, s):
     """Close to the target and turning slowly (after an episode that did not terminate)."""
     p = sqrt(s[0] * s[0] + s[1] * s[1] + s[2] * s[2])
     w = sqrt(s[10] * s[10] + s[11] * s[11] + s[12] * s[12])
     return p < SUCCESS_POSITION and w < SUCCESS_ANGULAR_VELOCITY
 
 
-class Quadrotor:
-    """The hover task with a 500-step (5 s) limit, as microrl envs are: reset(rng) -> obs,
-    step(action) -> (obs, reward, terminated, truncated); the observation buffer is reused.
-    evaluation=True starts as `microrl eval` does (within +-0.5 m and 30 deg, at rest, rotors
-    at hover); otherwise L2F's training distribution."""
+def final_error(P, s):
+    """Distance to the target, m."""
+    return sqrt(s[0] * s[0] + s[1] * s[1] + s[2] * s[2])
 
-    obs_dim = OBS_DIM
-    act_dim = ACT_DIM
-    action_low = -1.0
-    action_high = 1.0
-    max_steps = EPISODE_STEPS
 
-    def __init__(self, rng=None, params=None, evaluation=False):
-        self.rng = rng
-        self.P = new_parameters(params or CRAZYFLIE)
-        self.evaluation = evaluation
-        self.s = zeros(STATE_DIM, "d")
-        self.w = zeros(WORK_DIM, "d")
-        self.sp = zeros(4, "d")
-        self.u = zeros(INIT_DRAWS, "d")
-        self.a = zeros(ACT_DIM, "d")
-        self.obs = zeros(OBS_DIM)
-        self.t = 0
-        self.s[3] = 1.0
+# ---------------------------------------------------------------- the task interface
 
-    def reset(self, rng=None):
-        rng = rng or self.rng
-        for i in range(INIT_DRAWS):
-            self.u[i] = rng.uniform(0.0, 1.0)
-        P = self.P
-        if self.evaluation:
-            initial_state(P, self.s, self.u, EVAL_POSITION, EVAL_ANGLE, 0.0, 0.0, 0.0, 0.0, 0.0)
-        else:
-            initial_state(P, self.s, self.u, P[INIT_POSITION], P[INIT_ANGLE], P[INIT_VELOCITY], P[INIT_ANGULAR_VELOCITY], P[INIT_GUIDANCE], P[INIT_RPM_LOW], P[INIT_RPM_HIGH])
-        self.t = 0
-        observe(self.P, self.s, self.obs)
-        return self.obs
 
-    def set_state(self, values):
-        for i in range(STATE_DIM):
-            self.s[i] = values[i]
-        observe(self.P, self.s, self.obs)
-        return self.obs
+def reset(P, s, u, obs):
+    """A start state from P's initial-state ranges (L2F's training distribution; narrowed by
+    curriculum() or evaluation())."""
+    initial_state(P, s, u, P[INIT_POSITION], P[INIT_ANGLE], P[INIT_VELOCITY], P[INIT_ANGULAR_VELOCITY], P[INIT_GUIDANCE], P[INIT_RPM_LOW], P[INIT_RPM_HIGH])
+    s[STEP] = 0.0
+    observe(P, s, obs)
 
-    def step(self, action):
-        for i in range(ACT_DIM):
-            self.a[i] = action[i]
-        r, done = step(self.P, self.s, self.a, self.sp, self.w)
-        self.t += 1
-        observe(self.P, self.s, self.obs)
-        return self.obs, r, done, self.t >= EPISODE_STEPS and not done
+
+def step(P, s, a, u, obs):
+    """Motor commands a[0:4] in [-1, 1] for one step: (reward, terminated, truncated)."""
+    r, done = advance(P, s, a)
+    s[STEP] += 1.0
+    observe(P, s, obs)
+    return r, done, (not done) and s[STEP] >= EPISODE_STEPS
+
+
+def evaluation(P):
+    """microrl eval's starts: within +-0.5 m and 30 deg of tilt, at rest, rotors at hover."""
+    P[INIT_POSITION] = EVAL_POSITION
+    P[INIT_ANGLE] = EVAL_ANGLE
+    P[INIT_VELOCITY] = 0.0
+    P[INIT_ANGULAR_VELOCITY] = 0.0
+    P[INIT_GUIDANCE] = 0.0
+    P[INIT_RPM_LOW] = 0.0
+    P[INIT_RPM_HIGH] = 0.0
+
+
+def curriculum(P, nominal, level):
+    """Start-state ranges at curriculum level in [0, 1]: from near hover (level 0) to the nominal
+    ranges (level 1, L2F's full training distribution), linearly."""
+    k = 0.2 + 0.8 * level
+    P[INIT_POSITION] = nominal[INIT_POSITION] * k
+    P[INIT_ANGLE] = nominal[INIT_ANGLE] * k
+    P[INIT_VELOCITY] = nominal[INIT_VELOCITY] * k
+    P[INIT_ANGULAR_VELOCITY] = nominal[INIT_ANGULAR_VELOCITY] * k
 
 
 def fly(policy, episodes=10, seed=12345, params=None):
     """Run policy (obs -> 4 commands in [-1, 1]) from `microrl eval`'s start states drawn from
     Rng(seed): a list of (return, success 1/0, final distance to the target in m, steps flown)
     per episode. The same on the host and on a board."""
-    from .rng import Rng
+    from ..evaluate import rollouts
+    from ..rng import Rng
+    from ..task import Env
+    from . import quadrotor
 
-    rng = Rng(seed)
-    env = Quadrotor(rng, params, evaluation=True)
-    out = []
-    for _ in range(episodes):
-        obs = env.reset()
-        total = 0.0
-        done = False
-        truncated = False
-        while not (done or truncated):
-            obs, r, done, truncated = env.step(policy(obs))
-            total += r
-        s = env.s
-        ok = 1 if (not done) and success(s) else 0
-        out.append((total, ok, sqrt(s[0] * s[0] + s[1] * s[1] + s[2] * s[2]), env.t))
-    return out
+    return rollouts(policy, Env(quadrotor, params, Rng(seed), evaluation=True), episodes)

@@ -1,0 +1,82 @@
+# Any task module (microrl.tasks.pendulum, microrl.tasks.quadrotor, a user's own: the interface
+# is docs/tasks.md) as the environment object that TD3, evaluate() and the board's server use:
+# reset(rng) -> obs, step(action) -> (obs, reward, terminated, truncated). It owns the task's
+# arrays (parameters, state, uniforms, action), allocated once, and draws the task's uniforms
+# from a microrl.rng.Rng; the observation buffer is reused between calls.
+from .compat import zeros
+
+
+def parameters(task, values=None):
+    """A task's parameter array (float64): its defaults, or values (PARAM_DIM numbers)."""
+    values = task.PARAMETERS if values is None else values
+    n = len(task.PARAMETERS)
+    if len(values) != n:
+        raise ValueError("%s takes %d parameters, got %d" % (task.NAME, n, len(values)))
+    P = zeros(n, "d")
+    for i in range(n):
+        P[i] = values[i]
+    return P
+
+
+class Env:
+    """task: a task module. params: its parameter values (default: the task's PARAMETERS).
+    rng: the Rng that reset() and step() draw from (reset(rng) may give another). evaluation:
+    starts from the task's evaluation distribution (its evaluation() hook) rather than
+    training's."""
+
+    def __init__(self, task, params=None, rng=None, evaluation=False):
+        self.task = task
+        self.name = task.NAME
+        self.obs_dim = task.OBS_DIM
+        self.act_dim = task.ACT_DIM
+        self.action_low = task.ACTION_LOW
+        self.action_high = task.ACTION_HIGH
+        self.max_steps = task.EPISODE_STEPS
+        # bounds of each observation field and of |reward|: compact replay rows (replay.bounds)
+        self.obs_high = getattr(task, "OBS_HIGH", None)
+        self.reward_bound = getattr(task, "REWARD_BOUND", None)
+        self.rng = rng
+        self.P = parameters(task, params)
+        if evaluation and hasattr(task, "evaluation"):
+            task.evaluation(self.P)
+        self.s = zeros(task.STATE_DIM, "d")
+        self.u = zeros(max(task.RESET_DRAWS, task.STEP_DRAWS, 1), "d")
+        self.a = zeros(task.ACT_DIM, "d")
+        self.obs = zeros(task.OBS_DIM)
+        self.t = 0
+
+    def _draw(self, n):
+        rng = self.rng
+        u = self.u
+        for i in range(n):
+            u[i] = rng.uniform(0.0, 1.0)
+
+    def reset(self, rng=None):
+        if rng is not None:
+            self.rng = rng
+        self._draw(self.task.RESET_DRAWS)
+        self.task.reset(self.P, self.s, self.u, self.obs)
+        self.t = 0
+        return self.obs
+
+    def step(self, action):
+        """action: in the task's units (a float, or act_dim numbers). Returns (obs, reward,
+        terminated, truncated)."""
+        a = self.a
+        if isinstance(action, (float, int)):
+            a[0] = action
+        else:
+            for i in range(self.act_dim):
+                a[i] = action[i]
+        self._draw(self.task.STEP_DRAWS)
+        reward, terminated, truncated = self.task.step(self.P, self.s, a, self.u, self.obs)
+        self.t += 1
+        return self.obs, reward, terminated, truncated
+
+    def set_state(self, values):
+        """Put the task in a given state (its first len(values) numbers; tests, comparisons with
+        other simulators); returns the observation (the task's observe() hook)."""
+        for i in range(len(values)):
+            self.s[i] = values[i]
+        self.task.observe(self.P, self.s, self.obs)
+        return self.obs

@@ -1,0 +1,38 @@
+"""Pendulum and quadrotor training write the same policy bytes as before the task interface
+(issue 31): one compiled loop for every task (algos/loop.py, bound to a task) replaced the
+loops written per task, and the quadrotor's training settings became its TRAINING data.
+
+The expected SHA-256 digests below were recorded from main's code before that change (commit
+ea4b84b, `microrl train TASK --algo ALGO --steps N --seed S --threads T --out FILE`, on an AMD
+EPYC host), not computed by the code under test. A run's bits depend on the CPU's BLAS and
+SIMD kernels (docs/training.md, Reproducibility), so both are pinned here: OpenBLAS's
+Sandybridge kernels and numba's generic x86-64 code, which every x86-64 machine with AVX runs
+alike. The quadrotor SAC run keeps the actor of its best evaluation (step 10,000, not the last):
+the best-actor keeping is held too."""
+import hashlib
+import json
+
+import pytest
+
+from helpers import run_cpython
+
+PINNED = {"OPENBLAS_CORETYPE": "Sandybridge", "NUMBA_CPU_NAME": "generic"}
+# (task, algo, steps, seed, threads, SHA-256 of the policy file main wrote, policy_step)
+RUNS = [
+    ("pendulum", "td3", 3000, 0, 1, "3a1f1266a4d3e9e20ab6a753d303f5e137dd399c88ef20d197a5be3a33629730", None),
+    ("pendulum", "td3", 3000, 0, 2, "3a1f1266a4d3e9e20ab6a753d303f5e137dd399c88ef20d197a5be3a33629730", None),
+    ("pendulum", "sac", 3000, 1, 2, "01c00ff05a72f5e9bc5a931952f0d2889569edf93ee195d920e9033bb2fb7df7", None),
+    ("quadrotor", "td3", 20000, 0, 2, "856f47ed6978b4776f5520f3b33fd0c979da2988c37012231d04dd7a64d42652", 20000),
+    ("quadrotor", "sac", 20000, 0, 1, "0781c54dc28a0f86262bb5d6a1b5674bc5bc57edef669a43300a97a55b8f03e8", 10000),
+]
+
+
+@pytest.mark.parametrize("task,algo,steps,seed,threads,digest,policy_step", RUNS, ids=["-".join(map(str, r[:5])) for r in RUNS])
+def test_training_writes_mains_policy_bytes(tmp_path, task, algo, steps, seed, threads, digest, policy_step):
+    out = tmp_path / "policy.mrlp"
+    proc = run_cpython(["-m", "microrl_host.cli", "train", task, "--algo", algo, "--steps", str(steps), "--seed", str(seed), "--threads", str(threads),
+                        "--out", str(out), "--json"], timeout=1800, **PINNED)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert hashlib.sha256(out.read_bytes()).hexdigest() == digest
+    assert result.get("policy_step") == policy_step
