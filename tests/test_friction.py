@@ -1,0 +1,39 @@
+"""The newcomer's friction list of issue 34, one test per item that it reproduced: what a user
+trying the commands for the first time ran into (messages naming the wrong thing, help that
+says nothing, files written where no one asked)."""
+import os
+
+import pytest
+
+from helpers import assert_refused, run_microrl
+
+
+def ant_shaped_policy(path):
+    """A policy file of Ant's shape (105 observations, 8 actions), as `train ant --algo ppo` saves."""
+    from microrl import policy as pf
+
+    pf.save(str(path), pf.Policy([105, 8, 8], ["tanh", "identity"]))
+    return str(path)
+
+
+def test_eval_answers_a_mujoco_short_name_with_its_gymnasium_id(tmp_path):
+    # was: "... short MuJoCo names such as 'ant' are --algo ppo's": eval has no --algo
+    pytest.importorskip("gymnasium")
+    policy = ant_shaped_policy(tmp_path / "ant.mrlp")
+    proc = run_microrl("eval", policy, "--task", "ant")
+    assert_refused(proc, "gymnasium id, Ant-v5")
+    assert "are --algo ppo's" not in proc.stderr, proc.stderr
+    assert os.listdir(tmp_path) == ["ant.mrlp"]
+
+
+@pytest.mark.parametrize("task", [None, "ant", "Ant-v5"])
+def test_render_offers_only_what_it_can_draw(tmp_path, task):
+    # was: render ant.mrlp -> "--env pendulum needs ...", then "say which task with --task (... or
+    # a gymnasium id)", then, given one, "render draws a task written against docs/tasks.md"
+    pytest.importorskip("gymnasium")
+    policy = ant_shaped_policy(tmp_path / "ant.mrlp")
+    proc = run_microrl("render", policy, *(["--task", task] if task else []))
+    assert_refused(proc, "picture()")
+    assert "--algo" not in proc.stderr and "--env" not in proc.stderr and "give its gymnasium id" not in proc.stderr, proc.stderr
+    assert "or a gymnasium id" not in proc.stderr, proc.stderr
+    assert os.listdir(tmp_path) == ["ant.mrlp"]
