@@ -2,10 +2,19 @@
 trying the commands for the first time ran into (messages naming the wrong thing, help that
 says nothing, files written where no one asked)."""
 import os
+import shutil
+import subprocess
+import sys
 
 import pytest
 
-from helpers import assert_refused, run_microrl
+from helpers import assert_refused, repo_env, run_microrl, trained_pendulum_policy
+
+
+def microrl_in(folder, *args, timeout=300):
+    """`microrl ARGS` run in folder (the current folder of a user)."""
+    return subprocess.run([sys.executable, "-m", "microrl_host.cli"] + [str(a) for a in args], capture_output=True, text=True,
+                          timeout=timeout, env=repo_env(), cwd=str(folder))
 
 
 def ant_shaped_policy(path):
@@ -37,3 +46,13 @@ def test_render_offers_only_what_it_can_draw(tmp_path, task):
     assert "--algo" not in proc.stderr and "--env" not in proc.stderr and "give its gymnasium id" not in proc.stderr, proc.stderr
     assert "or a gymnasium id" not in proc.stderr, proc.stderr
     assert os.listdir(tmp_path) == ["ant.mrlp"]
+
+
+def test_render_names_its_gif_after_the_policy(tmp_path):
+    # was: `render fly.mrlp` wrote pendulum.gif (the task's name) into the current folder
+    (tmp_path / "runs").mkdir()
+    shutil.copy(trained_pendulum_policy(), tmp_path / "runs" / "swing.mrlp")
+    proc = microrl_in(tmp_path, "render", "runs/swing.mrlp", "--size", 32)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(os.listdir(tmp_path)) == ["runs"] and sorted(os.listdir(tmp_path / "runs")) == ["swing.gif", "swing.mrlp"]
+    assert (tmp_path / "runs" / "swing.gif").read_bytes()[:3] == b"GIF" and "swing.gif" in proc.stdout
