@@ -56,3 +56,19 @@ def test_render_names_its_gif_after_the_policy(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert sorted(os.listdir(tmp_path)) == ["runs"] and sorted(os.listdir(tmp_path / "runs")) == ["swing.gif", "swing.mrlp"]
     assert (tmp_path / "runs" / "swing.gif").read_bytes()[:3] == b"GIF" and "swing.gif" in proc.stdout
+
+
+def test_every_train_option_is_described_and_takes_its_own_default():
+    # was: --replay-fixed-point and --replay-overwrite typed FLOAT (their defaults True and
+    # 'oldest' refused, and the host's replay ignored them); --lr-end described as "lr end"
+    from microrl_host.commands import train
+
+    for name, entry in train.available().items():
+        if not isinstance(entry, train.OffPolicy):
+            continue
+        config = train.offpolicy_config.settings(entry.default_config())
+        for option in entry.options():
+            help_text = option.kwargs["help"]
+            assert help_text.split(" (default")[0] != option.dest.replace("_", " "), (name, option.flag, help_text)  # more than its name
+            if option.dest in config and config[option.dest] is not None:
+                option.kwargs["type"](str(config[option.dest]))  # the default, written out, is accepted

@@ -43,6 +43,9 @@ class Option:
 
 # ---------------------------------------------------------------- TD3 and SAC
 SHARED = ("hidden", "gamma", "activation", "steps")  # off-policy settings set by the shared options
+# settings of the device core's replay (16-bit rows, random overwrite: what a board's small heap
+# needs, set by train-on-board); the host's replay holds float32 rows in a ring and ignores them
+BOARD_ONLY = ("replay_fixed_point", "replay_overwrite")
 OFFPOLICY_HELP = {
     "batch": "transitions per update",
     "tau": "Polyak rate of the target networks",
@@ -53,10 +56,12 @@ OFFPOLICY_HELP = {
     "policy_delay": "critic updates per actor and target update",
     "target_noise": "std of the target policy smoothing noise",
     "target_noise_clip": "clip of the target policy smoothing noise",
-    "replay_capacity": "transitions the replay buffer keeps",
+    "replay_capacity": "transitions the replay buffer keeps (float32 rows; when full, the oldest is overwritten)",
     "warmup": "uniform random steps before the actor acts and training starts",
     "initial_alpha": "starting entropy temperature",
     "target_entropy": "entropy the temperature is tuned towards (default: -action_dim)",
+    "lr_end": "the learning rates fall linearly from their value at the first step to this share of it at the last "
+              "(1.0: constant; 0.1 ends at a tenth, which settles small networks late in a run)",
 }
 
 
@@ -78,7 +83,7 @@ class OffPolicy:
     def options(self):
         out = []
         for k, default in sorted(offpolicy_config.settings(self.default_config()).items()):
-            if k in SHARED:
+            if k in SHARED or k in BOARD_ONLY:
                 continue
             whole_number = (isinstance(default, int) and not isinstance(default, bool)) or k == "replay_capacity"
             text = OFFPOLICY_HELP.get(k, k.replace("_", " "))
