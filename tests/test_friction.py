@@ -72,3 +72,22 @@ def test_every_train_option_is_described_and_takes_its_own_default():
             assert help_text.split(" (default")[0] != option.dest.replace("_", " "), (name, option.flag, help_text)  # more than its name
             if option.dest in config and config[option.dest] is not None:
                 option.kwargs["type"](str(config[option.dest]))  # the default, written out, is accepted
+
+
+def test_the_summary_line_keeps_the_last_evaluation_apart_from_the_saved_policys_figures():
+    # was: "succeeds in 85% ..., crash_rate 0.07, position_error_m 0.031 (the best evaluation,
+    # step 40000; at the last step 0%); eval return ...": the last step's success rate read as a
+    # crash rate, and the return was the last evaluation's beside the best one's success
+    from microrl_host.algos.results import summary_line
+
+    r = {"algo": "td3", "task": "quadrotor", "steps": 50000, "train_s": 10.0, "steps_per_s": 5000.0, "compile_s": 1.0,
+         "eval_mean": -12.0, "eval_std": 3.0, "policy": "q.mrlp", "run_dir": "q.run",
+         "success_rate": 0.85, "final_success_rate": 0.0, "policy_step": 40000, "crash_rate": 0.07, "position_error_m": 0.031}
+    line = summary_line(r)
+    saved, _, last = line.partition("the last evaluation")
+    assert "85%" in saved and "crash_rate 0.07" in saved and "40000" in saved, line
+    assert "0%" not in saved.replace("85%", ""), line
+    assert last.strip().startswith("(step 50000) succeeded in 0%") and "-12.0 +- 3.0" in last, line
+    r.update(policy_step=50000, final_success_rate=0.85)  # the last evaluation is the policy saved: said once
+    line = summary_line(r)
+    assert "the last evaluation" not in line and "85%" in line and "-12.0 +- 3.0" in line, line
