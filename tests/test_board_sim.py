@@ -127,6 +127,20 @@ def test_bad_flash_and_folder_are_named(tmp_path):
         assert r.returncode == 2 and "heap size" in r.stderr and "Traceback" not in r.stderr, r.stderr
 
 
+@pytest.mark.parametrize("image", [b"", b"\xff" * 65536, bytes(1 << 20)], ids=["empty", "64K", "zeros"])
+def test_a_flash_image_that_cannot_be_mounted_is_refused(tmp_path, image):
+    """The 0-byte flash.img an earlier board left when it failed to make its image (issue 34's
+    friction list), one of another size, one that holds no littlefs: each board started on its
+    host folder without a word, its files unlimited. Now one line naming the image, nothing
+    changed in it."""
+    folder = tmp_path / "fs"
+    folder.mkdir()
+    (folder / "flash.img").write_bytes(image)
+    r = cli("board", "sim", "--folder", folder, "--flash", "1M", timeout=60)
+    assert r.returncode == 2 and "flash.img" in r.stderr and "Traceback" not in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    assert (folder / "flash.img").read_bytes() == image and os.listdir(folder) == ["flash.img"]
+
+
 def test_folder_is_checked_as_every_output_folder_and_an_empty_size_is_no_default(tmp_path):
     """--folder takes the output-folder check of every command (options.check_output): a named
     pipe was called "a file" and a link loop "File exists"; --heap '' and --flash '' started a
