@@ -91,3 +91,16 @@ def test_the_summary_line_keeps_the_last_evaluation_apart_from_the_saved_policys
     r.update(policy_step=50000, final_success_rate=0.85)  # the last evaluation is the policy saved: said once
     line = summary_line(r)
     assert "the last evaluation" not in line and "85%" in line and "-12.0 +- 3.0" in line, line
+
+
+def test_the_train_examples_name_no_task_that_does_not_learn():
+    # was: the README's `microrl train MountainCarContinuous-v0 --algo sac` and --help's TD3
+    # example ended at return 0.0 (docs/training.md, "Tasks", says why it does not learn here)
+    from helpers import ROOT
+
+    proc = run_microrl("train", "--help")
+    with open(os.path.join(ROOT, "README.md")) as f:
+        readme = [line for line in f if line.startswith("microrl train")]
+    assert proc.returncode == 0 and readme
+    for text in [proc.stdout] + readme:
+        assert "MountainCar" not in text, text
