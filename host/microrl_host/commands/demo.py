@@ -81,6 +81,15 @@ def run(args):
     return 0
 
 
+def too_small(error, policy, port):
+    """What to do when the board has no room for the demo's policy (a 64K board): the board's
+    words, then a board with more RAM or a smaller policy of one's own."""
+    shape = "-".join(str(n) for n in policy.sizes)
+    return ("the board has no room for the demo's %s policy (%s); the demo needs a board with more RAM (160K works), or train a "
+            "smaller policy for this one: microrl train pendulum --hidden 16,16 --out small.mrlp, then microrl deploy --port %s "
+            "--policy small.mrlp --mpy" % (shape, error.split("MemoryError: ", 1)[-1], port))
+
+
 def run_demo(port=None, steps=10000, seed=0, episodes=5, requests=200, out="demo-policy.mrlp", heap=None, mpy=False, quiet=False, say=print, board_dir=None):
     """The whole demo; returns a dict of results. say(text) prints a line of the story. It writes
     the policy file out and nothing else outside board_dir (the virtual board's filesystem;
@@ -122,7 +131,12 @@ def run_demo(port=None, steps=10000, seed=0, episodes=5, requests=200, out="demo
         if report["native_note"]:
             say("    " + report["native_note"])
         with SerialLink(p) as link:
-            link.load(BOARD_POLICY)
+            try:
+                link.load(BOARD_POLICY)
+            except LinkError as e:
+                if "MemoryError" not in str(e):
+                    raise
+                raise LinkError(too_small(str(e), policy, p)) from None
             returns, n_steps, compute = link.rollout(eval_seed, episodes, timeout=60.0 + 2.0 * episodes * 200)
             bm = sum(returns) / len(returns)
             bs = (sum((r - bm) ** 2 for r in returns) / len(returns)) ** 0.5
