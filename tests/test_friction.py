@@ -120,3 +120,21 @@ def test_demo_on_a_64k_board_says_what_would_fit(tmp_path):
                            "--out", tmp_path / "demo.mrlp", "--mpy", "--quiet", timeout=600)
     assert_refused(proc, "--hidden 16,16", "microrl deploy")
     assert "board error" not in proc.stderr, proc.stderr
+
+
+def test_a_short_ppo_run_trains_more_than_it_evaluates(tmp_path):
+    # was: PPO evaluated every iteration on short runs (10 episodes of up to 1,000 steps each
+    # time: 7 s of evaluation per 1.7 s of training on Ant); a short run now evaluates at its end
+    pytest.importorskip("mujoco")
+    import json
+
+    proc = run_microrl("train", "inverted_pendulum", "--algo", "ppo", "--steps", 2048, "--envs", 8, "--rollout-steps", 64, "--hidden", "16,16",
+                       "--threads", 1, "--out", tmp_path / "p.mrlp", "--json", timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    r = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert [e[0] for e in r["evals"]] == [2048], r["evals"]
+    proc = run_microrl("train", "inverted_pendulum", "--algo", "ppo", "--steps", 2000, "--envs", 8, "--rollout-steps", 64, "--hidden", "16,16",
+                       "--threads", 1, "--eval-every", 1500, "--eval-episodes", 2, "--out", tmp_path / "q.mrlp", "--json", timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    r = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert [e[0] for e in r["evals"]] == [1536, 2048], r["evals"]  # as given, and at the end

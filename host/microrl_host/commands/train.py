@@ -205,7 +205,7 @@ class PPOCommand:
             raise CommandError("nothing to resume in %s (no %s); start without --resume" % (run_dir, ppo.CHECKPOINT))
         eval_every = args.eval_every
         if eval_every is None:
-            eval_every = max(config.envs * config.rollout_steps, min(100_000, config.steps // 10))
+            eval_every = ppo_eval_every(config.steps, config.envs * config.rollout_steps, args.eval_episodes or 10)
         try:
             learner, evals = ppo.train(
                 config, task, callbacks, run_dir=run_dir, out=args.out, resume=args.resume,
@@ -214,6 +214,18 @@ class PPOCommand:
         except (MujocoMissingError, UnknownTaskError, CheckpointError, ppo.TrainingDiverged) as e:
             raise CommandError(str(e)) from None
         return learner.result
+
+
+PPO_EPISODE_STEPS = 1000  # the longest episode of gymnasium's MuJoCo tasks: what one evaluation episode may take
+PPO_EVAL_SHARE = 4  # PPO's default evaluations step at most a quarter as much as training does
+
+
+def ppo_eval_every(steps, per_iteration, episodes):
+    """PPO's default steps between evaluations: a tenth of the run, at most 100,000, at least an
+    iteration, and so that evaluating (episodes of up to 1,000 steps, one environment stepped in
+    Python: per step as slow as training, measured on Ant) takes at most a quarter of the steps
+    trained. A short run is evaluated at its end only (it always is, whatever the spacing)."""
+    return max(per_iteration, min(100_000, steps // 10), PPO_EVAL_SHARE * episodes * PPO_EPISODE_STEPS)
 
 
 # the registry: --algo NAME -> how the command runs it
@@ -307,7 +319,9 @@ def register(sub):
     p.add_argument("--overwrite", action="store_true", help="start again in a run folder that holds a run, replacing its files "
                    "(without --resume or --overwrite such a folder is refused: its checkpoint is kept)")
     p.add_argument("--checkpoint-every", type=whole(0, MAX_STEPS), metavar="N", help="checkpoint every N steps and at the end; 0: at the end only (default: the task's suggestion, else the algorithm's; TD3/SAC 1000)")
-    p.add_argument("--eval-every", type=whole(0, MAX_STEPS), metavar="N", help="evaluate the deterministic policy every N steps and at the end (default: the task's suggestion, else the algorithm's; TD3/SAC 1000)")
+    p.add_argument("--eval-every", type=whole(0, MAX_STEPS), metavar="N", help="evaluate the deterministic policy every N steps and at the end (default: the task's suggestion, else the algorithm's; TD3/SAC 1000; "
+                   "PPO a tenth of the run, at most 100,000, and at least 4 x episodes x 1,000, so that evaluating takes at most a quarter "
+                   "of the steps trained)")
     p.add_argument("--eval-episodes", type=EPISODES_OR_NONE, default=None, metavar="N", help="episodes per evaluation (default: the task's suggestion, else 10)")
     p.add_argument("--hidden", type=parse_hidden, metavar="SIZES", help="hidden layer sizes, e.g. 64,64 (default: the algorithm's)")
     p.add_argument("--gamma", type=float, help="discount factor (default: the algorithm's, 0.99)")
