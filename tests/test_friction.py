@@ -138,3 +138,18 @@ def test_a_short_ppo_run_trains_more_than_it_evaluates(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     r = json.loads(proc.stdout.strip().splitlines()[-1])
     assert [e[0] for e in r["evals"]] == [1536, 2048], r["evals"]  # as given, and at the end
+
+
+def test_train_on_board_on_a_board_too_small_does_not_say_to_leave_out_what_was_left_out():
+    # was (a 64K board, no sizes given): "... use a smaller --replay, --batch or --hidden, or
+    # leave them out to have them chosen"
+    from microrl_host.board.train import BoardTrainError, choose
+
+    with pytest.raises(BoardTrainError) as refused:
+        choose(1000, free=17 * 1024, largest=20 * 1024)
+    said = str(refused.value)
+    assert "leave them out" not in said and "--replay" not in said and "microrl train" in said and "more RAM" in said, said
+    with pytest.raises(BoardTrainError) as refused:
+        choose(1000, free=17 * 1024, largest=20 * 1024, hidden=(32, 32))
+    said = str(refused.value)
+    assert "--hidden" in said and "leave --hidden out" in said and "--batch or" not in said, said
