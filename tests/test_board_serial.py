@@ -76,6 +76,19 @@ def test_bench_serial_few_hundred_requests(board):
 
 
 @needs_board
+def test_bench_serials_bar_shows_the_rate_the_table_gives(board):
+    # was (issue 34's friction list): the bar said 442 req/s where the table said 5,230/s, its
+    # clock started before the link was opened, the policy loaded and the warm-up requests made
+    import re
+
+    proc = cli("bench", "serial", "--port", board.port, "--policy", board.policy_path, "-n", "400", "--no-deploy")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    bar = float(re.findall(r"([0-9.]+)req/s", proc.stderr)[-1])
+    table = float(re.search(r"inferences per second\s+([0-9.,]+)", proc.stdout).group(1).replace(",", ""))
+    assert 0.75 < bar / table < 1.33, (bar, table, proc.stderr[-500:], proc.stdout)
+
+
+@needs_board
 def test_board_reset_in_the_middle_of_a_benchmark(board):
     import subprocess
     import sys

@@ -546,6 +546,16 @@ def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_epi
                 last_good[0] = step
                 policy_file.save(os.path.join(run_dir, POLICY), learner.to_policy())
 
+        def evaluate_now():
+            nonlocal eval_s
+            t0 = time.perf_counter()
+            mean_r, std_r, _ = evaluate_policy(learner.to_policy(), task, eval_episodes, seed=12345)
+            eval_s += time.perf_counter() - t0
+            evals.append((step, mean_r, std_r))
+            if log:
+                log.row(step, eval_mean=mean_r, eval_std=std_r, time_s=elapsed_before + time.perf_counter() - start)
+            callbacks.on_message("step %d: deterministic return %.1f +- %.1f (%d episodes)" % (step, mean_r, std_r, eval_episodes))
+
         last_good = [step if resume else None]  # the step of the last checkpoint written
         interrupt = _DeferredInterrupt(callbacks.on_message)
         consistent = True  # learner, step and iteration agree: a checkpoint now resumes exactly
@@ -598,15 +608,9 @@ def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_epi
                 if recent:
                     figures["return"] = episode_return
                 recent = []
-                if next_eval and step >= next_eval:
-                    t0 = time.perf_counter()
-                    mean_r, std_r, _ = evaluate_policy(learner.to_policy(), task, eval_episodes, seed=12345)
-                    eval_s += time.perf_counter() - t0
-                    evals.append((step, mean_r, std_r))
-                    if log:
-                        log.row(step, eval_mean=mean_r, eval_std=std_r, time_s=elapsed_before + time.perf_counter() - start)
-                    callbacks.on_message("step %d: deterministic return %.1f +- %.1f (%d episodes)" % (step, mean_r, std_r, eval_episodes))
-                    next_eval += eval_every
+                if next_eval and (step >= next_eval or step >= c.steps):  # and at the end, however far the next one was
+                    evaluate_now()
+                    next_eval = (step // eval_every + 1) * eval_every
                 if next_ckpt and step >= next_ckpt:
                     save_checkpoint()
                     next_ckpt += checkpoint_every

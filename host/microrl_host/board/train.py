@@ -171,11 +171,17 @@ def choose(steps, free, largest, gc_block=32, hidden=None, batch=None, replay=No
     r = replay if replay is not None else min(SMALLEST_REPLAY, wanted)
     est = estimate_bytes(h, b, r, gc_block, task)
     detail = ", ".join("%s %.1f kB" % (k, v / 1024.0) for k, v in est.items() if k != "total")
+    given = [flag for flag, value in (("--hidden", hidden), ("--batch", batch), ("--replay", replay)) if value is not None]
+    if given:  # smaller values of those given, or those chosen
+        advice = "use a smaller %s (the replay takes %d bytes per transition), or leave %s out to have %s chosen" % (
+            " or ".join(given), row_bytes(task), " and ".join(given), "it" if len(given) == 1 else "them")
+    else:  # the smallest sizes were tried: no option helps
+        advice = ("no smaller run learns: train on the host (microrl train %s --hidden 16,16) and deploy the policy, "
+                  "which runs on this board, or train on a board with more RAM" % task.NAME)
     raise BoardTrainError(
         "this run needs about %.1f kB of RAM (%s), with %.1f kB in one block, but the board has %.1f kB usable after "
-        "importing microrl, %.1f kB in its largest block: use a smaller --replay (%d bytes per transition), --batch or "
-        "--hidden, or leave them out to have them chosen"
-        % (est["total"] / 1024.0, detail, replay_block_bytes(r, task) / 1024.0, free / 1024.0, largest / 1024.0, row_bytes(task))
+        "importing microrl, %.1f kB in its largest block: %s"
+        % (est["total"] / 1024.0, detail, replay_block_bytes(r, task) / 1024.0, free / 1024.0, largest / 1024.0, advice)
     )
 
 

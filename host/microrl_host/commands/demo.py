@@ -106,6 +106,15 @@ def _returns(rows):
     return mean, (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
 
 
+def too_small(error, policy, port, task_name):
+    """What to do when the board has no room for the demo's policy (a 64K board): the board's
+    words, then a board with more RAM or a smaller policy of one's own."""
+    shape = "-".join(str(n) for n in policy.sizes)
+    return ("the board has no room for the demo's %s policy (%s); the demo needs a board with more RAM (160K works), or train a "
+            "smaller policy for this one: microrl train %s --hidden 16,16 --out small.mrlp, then microrl deploy --port %s "
+            "--policy small.mrlp --mpy" % (shape, error.split("MemoryError: ", 1)[-1], task_name, port))
+
+
 def run_demo(task=tasks.DEFAULT, port=None, steps=None, seed=0, episodes=5, requests=200, out="demo-policy.mrlp", heap=None, mpy=False, quiet=False, say=print,
              board_dir=None):
     """The whole demo on task (a tasks.Found, or what tasks.resolve takes); returns a dict of
@@ -159,7 +168,12 @@ def run_demo(task=tasks.DEFAULT, port=None, steps=None, seed=0, episodes=5, requ
         if report["native_note"]:
             say("    " + report["native_note"])
         with SerialLink(p) as link:
-            link.load(BOARD_POLICY)
+            try:
+                link.load(BOARD_POLICY)
+            except LinkError as e:
+                if "MemoryError" not in str(e):
+                    raise
+                raise LinkError(too_small(str(e), policy, p, found.name)) from None
             rows, n_steps, policy_us, total_us = link.rollout(module, eval_seed, episodes)
             board_summary = tasks.summary(module, rows) if summary else {}
             mean, std = _returns(rows)
