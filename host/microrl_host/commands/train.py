@@ -248,6 +248,10 @@ def register(sub):
     p.add_argument("--seed", type=whole(0), default=None, help="random seed (default 0; on --resume the checkpoint's): the same seed repeats a run bit for bit on the same machine and library versions; another CPU's BLAS/SIMD kernels give another run of the same quality (docs/training.md, Reproducibility)")
     p.add_argument("--out", metavar="FILE", help="policy file to write (default <task>-<algo>.mrlp)")
     p.add_argument("--run-dir", metavar="DIR", help="run folder for run.json, progress.csv, checkpoint.npz (default: --out without .mrlp, plus .run)")
+    p.add_argument("--tensorboard", nargs="?", const="", metavar="DIR",
+                   help="also write TensorBoard logs (returns, losses, learning rates, success rate, steps/s, the settings as hyperparameters) "
+                   "into DIR, or with no DIR into the run folder's tensorboard/; off unless given. Needs tensorboardX: "
+                   'pip install "microrl[tensorboard]"; then: tensorboard --logdir DIR')
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     p.add_argument("--json", action="store_true", help="print one JSON object of results (implies --quiet)")
     p.add_argument("--resume", action="store_true", help="continue from the run folder's checkpoint up to --steps")
@@ -305,7 +309,17 @@ def run(args):
     entry.check(args)
     check_output(args.out, "--out")
     check_output(args.run_dir, "--run-dir", folder=True)
-    result = entry.run(args, ProgressBar(quiet=args.quiet or args.json))
+    callbacks = ProgressBar(quiet=args.quiet or args.json)
+    if args.tensorboard is not None:
+        from ..tensorboard import TensorBoard, TensorBoardMissing
+
+        folder = args.tensorboard or os.path.join(args.run_dir, "tensorboard")
+        check_output(folder, "--tensorboard", folder=True)
+        try:
+            callbacks = TensorBoard(folder, callbacks)
+        except TensorBoardMissing as e:
+            raise CommandError("--tensorboard: %s" % e) from None
+    result = entry.run(args, callbacks)
     if args.json:
         print(json.dumps(result, sort_keys=True))
     elif not args.quiet:
