@@ -49,7 +49,8 @@ class TensorBoard(Callbacks):
         self.inner = inner
         self.writer = None
         self.settings = {}
-        self.last = {}
+        self.last = {}  # the latest value of each tag, and its step
+        self.last_step = 0
 
     def on_compile(self, text):
         self.inner.on_compile(text)
@@ -70,7 +71,21 @@ class TensorBoard(Callbacks):
         for tag, value in scalars.items():
             self.writer.add_scalar(tag, value, step)
         self.last.update(scalars)
+        self.last_step = step
         self.inner.on_record(step, scalars)
+
+    def _hparams(self):
+        """The settings and the last evaluation into this run's own event file: add_hparams()
+        would open a sub-run (named by the time), or in this folder a second writer whose file
+        name, made of the second and the host, can be this writer's own."""
+        from tensorboardX.summary import hparams
+
+        metrics = {name: float(self.last[tag]) for tag, name in METRICS.items() if tag in self.last}
+        file_writer = self.writer._get_file_writer()  # what add_hparams writes through, in tensorboardX and torch alike
+        for summary in hparams(self.settings, metrics):
+            file_writer.add_summary(summary)
+        for name, value in metrics.items():
+            self.writer.add_scalar(name, value, self.last_step)
 
     def on_message(self, text):
         self.inner.on_message(text)
@@ -78,11 +93,8 @@ class TensorBoard(Callbacks):
     def on_end(self):
         try:
             if self.writer is not None:
-                metrics = {name: float(self.last[tag]) for tag, name in METRICS.items() if tag in self.last}
                 if self.settings:
-                    # name ".": the hyperparameters beside the scalars in this run's folder
-                    # (tensorboardX would otherwise make a sub-run named by the time)
-                    self.writer.add_hparams(self.settings, metrics, name=".")
+                    self._hparams()
                 self.writer.close()
         finally:
             self.inner.on_end()

@@ -314,11 +314,11 @@ def run(args):
         from ..tensorboard import TensorBoard, TensorBoardMissing
 
         folder = args.tensorboard or os.path.join(args.run_dir, "tensorboard")
-        check_output(folder, "--tensorboard", folder=True)
         try:
-            callbacks = TensorBoard(folder, callbacks)
+            callbacks = TensorBoard(folder, callbacks)  # writes nothing until the run starts
         except TensorBoardMissing as e:
             raise CommandError("--tensorboard: %s" % e) from None
+        check_output(folder, "--tensorboard", folder=True)
     result = entry.run(args, callbacks)
     if args.json:
         print(json.dumps(result, sort_keys=True))
