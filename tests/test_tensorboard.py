@@ -57,6 +57,14 @@ def test_recording_leaves_the_run_unchanged(tmp_path):
     assert plain.evals == logged.evals
 
 
+def test_a_resumed_run_continues_the_same_logs(tmp_path):
+    tb, run_dir = tmp_path / "tb", str(tmp_path / "run")
+    td3.ALGO.run("pendulum", steps=2000, seed=0, eval_every=1000, eval_episodes=1, run_dir=run_dir, checkpoint_every=1000, callbacks=TensorBoard(tb))
+    td3.ALGO.run("pendulum", steps=3000, eval_every=1000, eval_episodes=1, run_dir=run_dir, resume=True, callbacks=TensorBoard(tb))
+    scalars, _ = read(tb)
+    assert [s for s, _ in scalars["eval/return_mean"]] == [1000, 2000, 3000]
+
+
 def test_success_rate_of_a_task_with_a_success_test(tmp_path):
     td3.ALGO.run("quadrotor", steps=2000, seed=0, eval_every=1000, eval_episodes=2, callbacks=TensorBoard(tmp_path / "tb"))
     scalars, _ = read(tmp_path / "tb")

@@ -56,8 +56,8 @@ class TensorBoard(Callbacks):
         self.inner.on_compile(text)
 
     def on_start(self, total, initial, desc):
-        # purge_step: TensorBoard hides events of a previous run past the step resumed from
-        self.writer = self.SummaryWriter(self.folder, purge_step=initial or None, flush_secs=30)
+        # purge_step: TensorBoard hides what a killed run logged after the step resumed from
+        self.writer = self.SummaryWriter(self.folder, purge_step=initial + 1 if initial else None, flush_secs=30)
         self.inner.on_start(total, initial, desc)
 
     def on_settings(self, settings):
