@@ -6,8 +6,8 @@ nothing inside it, so this ratio should be 1 within the noise) and of the whole 
 (which adds the losses measured at each evaluation and the event file writes), their ratios
 with/without, and the machine's load before and after.
 
-    python bench/tensorboard.py                    # TD3 and SAC, 10,000 steps, 5 rounds
-    python bench/tensorboard.py --algos td3 --rounds 9 --json
+    python bench/tensorboard_cost.py                    # TD3 and SAC, 10,000 steps, 5 rounds
+    python bench/tensorboard_cost.py --algos td3 --rounds 9 --json
 """
 import argparse
 import json
