@@ -283,8 +283,8 @@ def register(sub):
     p.add_argument("--run-dir", metavar="DIR", help="run folder for run.json, progress.csv, checkpoint.npz (default: --out without .mrlp, plus .run)" + FOLDER_HELP)
     p.add_argument("--tensorboard", nargs="?", const="", metavar="DIR",
                    help="also write TensorBoard logs (returns, losses, learning rates, success rate, steps/s, the settings as hyperparameters) "
-                   "into DIR, or with no DIR into the run folder's tensorboard/; off unless given; made if missing. Needs tensorboardX: "
-                   'pip install "microrl[tensorboard]"; then: tensorboard --logdir DIR')
+                   "into DIR, or with no DIR into the run folder's tensorboard/ (off unless given). Needs tensorboardX: "
+                   'pip install "microrl[tensorboard]"; then: tensorboard --logdir DIR. DIR is' + FOLDER_HELP[1:])
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     p.add_argument("--json", action="store_true", help="print one JSON object of results (implies --quiet)")
     p.add_argument("--resume", action="store_true", help="continue from the run folder's checkpoint up to --steps")
