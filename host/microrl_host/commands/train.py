@@ -313,6 +313,10 @@ def register(sub):
     p.add_argument("--seed", type=SEED, default=None, help="random seed, 0 to 2**32-1 (default 0; on --resume the checkpoint's): the same seed repeats a run bit for bit on the same machine and library versions; another CPU's BLAS/SIMD kernels give another run of the same quality (docs/training.md, Reproducibility)")
     p.add_argument("--out", metavar="FILE", help="policy file to write (default <task>-<algo>.mrlp)" + OUTPUT_HELP)
     p.add_argument("--run-dir", metavar="DIR", help="run folder for run.json, progress.csv, checkpoint.npz (default: --out without .mrlp, plus .run)" + FOLDER_HELP)
+    p.add_argument("--tensorboard", nargs="?", const="", metavar="DIR",
+                   help="also write TensorBoard logs (returns, losses, learning rates, success rate, steps/s, the settings as hyperparameters) "
+                   "into DIR, or with no DIR into the run folder's tensorboard/ (off unless given). Needs tensorboardX: "
+                   'pip install "microrl[tensorboard]"; then: tensorboard --logdir DIR. DIR is' + FOLDER_HELP[1:])
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     p.add_argument("--json", action="store_true", help="print one JSON object of results (implies --quiet)")
     p.add_argument("--resume", action="store_true", help="continue from the run folder's checkpoint up to --steps")
@@ -348,7 +352,12 @@ def run(args):
             if os.path.isfile(os.path.join(args.run_dir, name)):
                 os.remove(os.path.join(args.run_dir, name))
     try:
-        result = entry.run(args, ProgressBar(quiet=args.quiet or args.json))
+        callbacks = ProgressBar(quiet=args.quiet or args.json)
+        if getattr(args, "tensorboard", None):
+            from ..tensorboard import TensorBoard
+
+            callbacks = TensorBoard(args.tensorboard, callbacks)
+        result = entry.run(args, callbacks)
     except OSError as e:
         # a write of the run's files failed (a full disk, a file system gone read-only): say
         # so in a line, and what the run folder still holds
@@ -408,5 +417,14 @@ def check(args):
         path = os.path.join(args.run_dir, held)
         if os.path.lexists(path):
             check_output(path, "--run-dir")
+    if getattr(args, "tensorboard", None) is not None:
+        from ..tensorboard import TensorBoardMissing, summary_writer
+
+        args.tensorboard = args.tensorboard or os.path.join(args.run_dir, "tensorboard")
+        try:
+            summary_writer()
+        except TensorBoardMissing as e:
+            raise CommandError("--tensorboard: %s" % e) from None
+        check_output(args.tensorboard, "--tensorboard", folder=True)
     check_run_folder(args)
     return entry
