@@ -57,6 +57,12 @@ def make_gym_env(env_id, **kwargs):
     if not np.all(np.isfinite(env.action_space.low)) or not np.all(np.isfinite(env.action_space.high)):
         env.close()
         raise TaskError("task %r has unbounded actions; TD3 and SAC need finite action bounds" % env_id)
+    if not has_time_limit(env):  # evaluations run episodes to their end: one that never ends would hang them
+        if env is not env_id:
+            env.close()
+        raise TaskError("task %r has no time limit (no max_episode_steps in its spec, no TimeLimit wrapper): an episode that never ends would "
+                        "never finish an evaluation; wrap it, gymnasium.wrappers.TimeLimit(env, max_episode_steps=N), or register it with "
+                        "max_episode_steps=N" % (env_id if isinstance(env_id, str) else type(getattr(env_id, "unwrapped", env_id)).__name__))
     return env
 
 
@@ -68,6 +74,21 @@ def _mujoco_id(name):
         return resolve_task(name) if isinstance(name, str) else None
     except UnknownTaskError:
         return None
+
+
+def has_time_limit(env):
+    """Whether a gymnasium env ends its episodes after a number of steps (a TimeLimit wrapper, or
+    its spec's max_episode_steps)."""
+    from gymnasium.wrappers import TimeLimit
+
+    spec = getattr(env, "spec", None)
+    if spec is not None and spec.max_episode_steps:
+        return True
+    while env is not None:
+        if isinstance(env, TimeLimit):
+            return True
+        env = getattr(env, "env", None)
+    return False
 
 
 def rollout_returns(policy, env, episodes, seed, clip=False):
