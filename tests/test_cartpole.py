@@ -207,7 +207,7 @@ def test_the_commands_take_it_by_name(tmp_path):
     assert r["env"] == "cartpole" and r["episodes"] == 2 and 0 <= r["mean"] <= C.EPISODE_STEPS * C.REWARD_BOUND
     proc = microrl("render", "cartpole-td3.mrlp", "--size", 48, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert (tmp_path / "cartpole.gif").read_bytes()[:3] == b"GIF"
+    assert (tmp_path / "cartpole-td3.gif").read_bytes()[:3] == b"GIF"  # render names the GIF after the policy file
     proc = microrl("export", "cartpole-td3.mrlp", "--int16", "--eval-episodes", 2, "--json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["task"] == "cartpole" and (tmp_path / "cartpole-td3.mrlq").exists()
