@@ -108,8 +108,8 @@ def test_sac_swings_the_cartpole_up():
     4 reach 700, median 750 or better (750: swung up within about a second of the best and
     balanced near the centre).
 
-    Measured with this AMD EPYC's own kernels, seeds 0-2 (microrl's evaluation at 100,000 steps):
-    854, 833, 830; with Sandybridge, seeds 0-2: 760, 846, 797 (`python bench/learning_checks.py
+    Measured with this AMD EPYC's own kernels, seeds 0-4 (bench/cartpole.py's evaluation): 854,
+    833, 830, 742, 848; with Sandybridge, seeds 0-2: 760, 846, 797 (`python bench/learning_checks.py
     cartpole_sac --seeds 0-4 --settings Sandybridge`, stopped after three seeds for time, 2026-11-24,
     load 12: docs/results/learning_cartpole_sandybridge_2026-11-24.json)."""
     assert_quorum(final_returns("cartpole_sac", range(5)), 700, 4, 750)
