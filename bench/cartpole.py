@@ -5,10 +5,11 @@ wrapper's (`rltools` on PyPI, with MKL), in the same run.
 The task: 1,000 steps of 10 ms, reward in [0, 1] per step (docs/cartpole.md). The peers train on
 a gymnasium wrapper of the same task module (`TaskEnv` below; tests/test_cartpole_dm_control.py
 holds the module to dm_control's own steps), stepped from Python as they step any gymnasium env;
-ours steps the module compiled into its loop. Same hyperparameters for all: microrl's defaults
-(the TD3 paper's 64-64 ReLU, batch 100, Adam 1e-3, gamma .99, tau .005; TD3: policy delay 2,
-target noise .2 clipped at .5, exploration noise .1, 1,000 warm-up steps; SAC: automatic entropy
-from alpha 1, 100 warm-up steps). Each run is a fresh process with torch, MKL, OpenBLAS and
+ours steps the module compiled into its loop. Same hyperparameters for all: what `microrl train
+cartpole` uses, microrl's defaults (the TD3 paper's 64-64 ReLU, batch 100, Adam 1e-3, gamma .99,
+tau .005; TD3: policy delay 2, target noise .2 clipped at .5, exploration noise .1; SAC: automatic
+entropy from alpha 1) with the task's suggestions (its TRAINING: 10,000 random warm-up steps,
+100,000 steps in all). Each run is a fresh process with torch, MKL, OpenBLAS and
 OpenMP on one thread (microrl on its default two where two CPUs are free, as in
 bench/pendulum_td3.py).
 
@@ -25,7 +26,7 @@ pumping then LQR, balancing at the centre, scores 865 (dm_control's published ag
 centre (0.6 m off: 754).
 
     pip install torch==2.13.0 && pip install -e .[bench]    # peers (a CPU torch wheel)
-    nice -n 5 python bench/cartpole.py                      # 5 seeds each, 100,000 steps
+    nice -n 10 python bench/cartpole.py                     # 5 seeds each, the task's 100,000 steps
     python bench/cartpole.py --seeds 1 --steps 20000 --json  # quick
     python bench/cartpole.py --reference                     # the threshold's calibration
 """
@@ -46,7 +47,7 @@ for _p in (os.path.join(ROOT, "host"), os.path.join(ROOT, "device")):
 
 from pendulum_td3 import blas_in_use, peer_env  # noqa: E402  (bench/: one-thread peers, BLAS report)
 
-STEPS = 100000
+STEPS = None  # the task's own (its TRAINING)
 EVAL_EVERY = 5000
 EVAL_EPISODES = 10
 EVAL_SEED = 1000
@@ -163,9 +164,18 @@ class Clock:
 
 
 def _settings():
+    """TD3's and SAC's settings as `microrl train cartpole` takes them: the defaults with the
+    task's suggestions (batch, warm-up)."""
     from microrl_host.algos import config
+    from microrl_host.algos.offpolicy import ALGORITHM_SETTINGS
 
-    return config.td3_config(), config.SACConfig()
+    suggested = task_module().TRAINING
+    out = config.td3_config(), config.SACConfig()
+    for c in out:
+        for k in ALGORITHM_SETTINGS:
+            if k in suggested:
+                setattr(c, k, suggested[k])
+    return out
 
 
 # ------------------------------------------------------------------ one run of each peer
@@ -400,7 +410,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
     p.add_argument("--json", action="store_true", help="print one JSON object of the figures")
     p.add_argument("--seeds", type=int, default=5, help="seeds per peer (default 5)")
-    p.add_argument("--steps", type=int, default=STEPS, help="environment steps per run (default %d)" % STEPS)
+    p.add_argument("--steps", type=int, default=STEPS, help="environment steps per run (default: the task's, %d)" % task_module().TRAINING["steps"])
     p.add_argument("--eval-every", type=int, default=EVAL_EVERY, help="steps between evaluations (default %d; a multiple of 1000)" % EVAL_EVERY)
     p.add_argument("--algos", default="td3,sac", help="td3, sac or both (default td3,sac)")
     p.add_argument("--peers", default="microrl,rltools,sb3", help="which of microrl, rltools, sb3 (default all)")
@@ -408,6 +418,8 @@ def main(argv=None):
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.steps is None:
+        args.steps = task_module().TRAINING["steps"]
     if args.eval_every <= 0 or args.eval_every % 1000:
         p.error("--eval-every must be a positive multiple of 1000 (microrl reports its progress every 1,000 steps), got %d" % args.eval_every)
     if args.worker:
@@ -422,7 +434,7 @@ def main(argv=None):
                 print("%-40s return %6.1f  successes %d/%d" % (name, s["return"], s["successes"], EVAL_EPISODES))
         return 0
 
-    log = (lambda *a: None) if args.json else (lambda *a: print(*a, file=sys.stderr, flush=True))
+    log = lambda *a: print(*a, file=sys.stderr, flush=True)  # progress on stderr, with --json too
     kinds = [k.strip() for k in args.peers.split(",") if k.strip()]
     algos = [a.strip() for a in args.algos.split(",") if a.strip()]
     result = {"task": "cartpole swing-up (dm_control's), 1000-step episodes", "steps": args.steps, "eval_every": args.eval_every,

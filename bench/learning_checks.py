@@ -7,6 +7,7 @@ tests/ asserts on a median or a quorum of seeds with a threshold set from this s
 
     python bench/learning_checks.py device_td3 --seeds 0-9 --settings own,Sandybridge,Haswell
     python bench/learning_checks.py host_td3 host_sac ppo_ip --seeds 0-9 --json runs.json
+    python bench/learning_checks.py cartpole_td3 cartpole_sac --seeds 0-4 --settings own,Sandybridge
 
 Settings: `own` (the machine's own kernels), any OPENBLAS_CORETYPE name (Sandybridge, Haswell,
 SkylakeX: only on a CPU that has AVX-512), and `generic` (NUMBA_CPU_NAME=generic with Sandybridge
@@ -57,7 +58,25 @@ def _ppo_ip(seed, steps):
         return ppo.train(config, "InvertedPendulum-v5", run_dir=run_dir, eval_every=10240, eval_episodes=5)[1]
 
 
-CHECKS = {"device_td3": _device_td3, "host_td3": _host_td3, "host_sac": _host_sac, "ppo_ip": _ppo_ip}
+def _cartpole(algo, seed, steps):
+    """The cart-pole swing-up with its own suggested settings (microrl.tasks.cartpole.TRAINING:
+    what `microrl train cartpole` does), evaluated every 10,000 steps."""
+    from microrl_host.algos import sac, td3
+
+    module = td3 if algo == "td3" else sac
+    return module.ALGO.run("cartpole", steps=steps or None, seed=seed, eval_every=10000).evals
+
+
+def _cartpole_td3(seed, steps):
+    return _cartpole("td3", seed, steps)
+
+
+def _cartpole_sac(seed, steps):
+    return _cartpole("sac", seed, steps)
+
+
+CHECKS = {"device_td3": _device_td3, "host_td3": _host_td3, "host_sac": _host_sac, "ppo_ip": _ppo_ip, "cartpole_td3": _cartpole_td3,
+          "cartpole_sac": _cartpole_sac}
 
 
 def setting_env(name):
