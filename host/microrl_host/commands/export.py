@@ -2,6 +2,7 @@
 import json
 import os
 
+from ..references import COUNT
 from . import CommandError
 from .options import check_output
 
@@ -25,6 +26,10 @@ def register(sub):
     p.add_argument("--calibration-episodes", type=int, default=5, help="episodes on the task for calibration (default 5)")
     p.add_argument("--eval-episodes", type=int, default=10, help="episodes on the task comparing the returns (default 10; 0 skips)")
     p.add_argument("--seed", type=int, default=1, help="seed of the calibration rollouts or samples (default 1)")
+    p.add_argument("--references", type=int, default=COUNT, metavar="N",
+                   help="reference vectors in the int16 file (default %d; 0: none, a version 1 file an older microrl reads): the float "
+                   "file's reference observations (else calibration observations), each moved to the middle of its int16 input step, "
+                   "with the int16 policy's actions; microrl deploy and microrl.load(path, check=True) check them" % COUNT)
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     p.set_defaults(func=run)
 
@@ -56,6 +61,8 @@ def run(args):
         raise CommandError("--eval-episodes must be at least 0")
     if args.obs_range is not None and not 0 < args.obs_range < float("inf"):
         raise CommandError("--obs-range must be a finite number above 0")
+    if not 0 <= args.references <= 1000:
+        raise CommandError("--references must be from 0 to 1000 (a handful is enough: each costs 4 bytes per observation and action)")
     check_output(out, "--out")
     task = None
     if args.task is not None or len(tasks.by_shape(policy.obs_dim, policy.act_dim)) == 1:
@@ -68,6 +75,8 @@ def run(args):
         quantised = fixedpoint.quantise(policy, observations)
     except ValueError as e:
         raise CommandError(str(e)) from None
+    if args.references:
+        _attach_references(quantised, policy, args.policy, observations, args.references)
     fixedpoint.save(out, quantised)
     worst, mean = Q.action_error(policy, quantised, observations)
     report = {
@@ -81,6 +90,7 @@ def run(args):
         "calibration_observations": len(observations),
         "action_error_max": worst,
         "action_error_mean": mean,
+        "references": quantised.references.count if quantised.references is not None else 0,
     }
     if args.eval_episodes > 0 and task is not None:
         report["task"] = task.NAME
@@ -92,8 +102,24 @@ def run(args):
     print("wrote %s: %s, %d bytes (float: %d)" % (out, report["network"], report["bytes_int16"], report["bytes_float"]))
     print("fractional bits: activations %s, weights %s" % (quantised.fx, quantised.fw))
     print("action error on %d calibration observations: max %.3g, mean %.3g" % (len(observations), worst, mean))
+    if report["references"]:
+        print("%d reference vectors (the int16 policy's actions on the host; microrl deploy checks them on the board)" % report["references"])
     if "int16_mean" in report:
         print("%s return over %d episodes: float %.1f +- %.1f, int16 %.1f +- %.1f (difference %+.2f; worst episode %.2f)"
               % (report["task"], args.eval_episodes, report["float_mean"], report["float_std"], report["int16_mean"], report["int16_std"],
                  report["mean_difference"], report["worst_episode_difference"]))
     return 0
+
+
+def _attach_references(quantised, policy, float_path, calibration, count):
+    """The float file's reference observations (else calibration observations), centred on their
+    int16 input steps, with the quantised policy's actions."""
+    from microrl.references import read
+
+    from ..references import attach, centred_for_int16, spread
+
+    refs = read(policy, float_path)
+    source = [list(refs.observation(k)) for k in range(refs.count)] if refs is not None else spread(calibration, 4 * count)
+    centred = centred_for_int16(quantised, source)[:count]
+    if centred:
+        attach(quantised, centred, [list(quantised(o)) for o in centred])
