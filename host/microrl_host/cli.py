@@ -9,9 +9,9 @@ import sys
 # about 0.1 CPU-s at start-up here; a value set by the user wins.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from .commands import CommandError, bench, board, demo, deploy, eval, export, info, plot, render, sweep, train, train_on_board  # noqa: E402
+from .commands import CommandError, bench, board, demo, deploy, eval, export, import_, info, plot, render, sweep, train, train_on_board  # noqa: E402
 
-COMMANDS = (bench, board, demo, deploy, eval, export, info, plot, render, sweep, train, train_on_board)
+COMMANDS = (bench, board, demo, deploy, eval, export, import_, info, plot, render, sweep, train, train_on_board)
 
 
 def build_parser():
