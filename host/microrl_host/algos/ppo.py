@@ -28,8 +28,8 @@ from microrl.activations import IDENTITY
 from microrl.nn import MLP
 
 from ..envs.gym import rollout_returns
-from ..references import attach as attach_references
 from ..nn.blas import one_blas_thread
+from ..references import attach as attach_references
 from ..runlog import RunLog
 from . import checkpoint
 from .callbacks import NONE
