@@ -1,6 +1,6 @@
 # What the two policy file formats share (float: policy.py, b"MRLP"; int16: fixedpoint.py,
 # b"MRLQ"): the 16-byte fixed header, its checks, the errors a reader raises, the CRC-32 that
-# ends every file (and frames the serial protocol). What only writers need is in writer.py: a
+# ends every file (and frames the serial protocol). What only writers need is in filewrite.py: a
 # board that only loads policies does not hold it.
 #
 #  0  4  magic                    12  1  number of layers L
@@ -96,7 +96,7 @@ def file_size(path):
 
 def check_values(policy, where):
     """Refuse a policy that cannot give finite actions: NaN or infinite weights, biases,
-    normalisation, scaling or clipping, an observation std that is not positive, or a clipping
+    normalisation, scaling or clipping, an observation std below the smallest normal float32, or a clipping
     range whose low is above its high: InvalidValueError naming the first bad number (of a
     Policy, or of a QuantisedPolicy's floats)."""
     std = policy.obs_std
@@ -106,8 +106,10 @@ def check_values(policy, where):
         if block is not None:
             for i in range(len(block)):
                 v = block[i]
-                # v - v: nan for nan and inf; a clipping range's low must not be above its high
-                if v - v != 0.0 or (block is std and not v > 0.0) or (name[-4:] == "_low" and v > getattr(policy, name[:-3] + "high")[i]):
+                # v - v: nan for nan and inf; a std below the smallest normal float32 (a subnormal, or
+                # zero) makes (obs - mean) / std overflow, and the actions NaN; a clipping range's
+                # low must not be above its high
+                if v - v != 0.0 or (block is std and not v >= 1.1754943508222875e-38) or (name[-4:] == "_low" and v > getattr(policy, name[:-3] + "high")[i]):
                     bad = True
     if bad:
         from .refusals import invalid_values
@@ -144,6 +146,18 @@ def check_header(head, size, where="policy", magic=b"MRLP", version=2, kind="pol
     if flags & ~(3 if found == 1 else 31):  # version 2 added the flags 4, 8 and 16
         refuse(CorruptPolicyError, "flags", where, flags, found)
     return header_len, total, L, flags, found
+
+
+def check_zero_bytes(f, header_len, meta_len, where):
+    # the reserved bytes 14-15 and the header's padding must be zero (every writer wrote zeros);
+    # checked after the checksum: a damaged file is a ChecksumError first
+    f.seek(14)
+    bad = any(f.read(2))
+    f.seek(FIXED + meta_len)
+    if bad or any(f.read(header_len - FIXED - meta_len)):
+        from .refusals import not_zero
+
+        raise CorruptPolicyError(not_zero(where))
 
 
 def checksum_file(f, size, where):

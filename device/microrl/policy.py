@@ -19,7 +19,7 @@ from .fileformat import FIXED as _FIXED
 from .fileformat import ChecksumError, CorruptPolicyError, InvalidValueError, NotAPolicyError, PolicyFileError, TruncatedPolicyError, UnsupportedVersionError  # noqa: F401
 from .fileformat import check_header as _check_header
 from .fileformat import checksum_file as _checksum_file
-from .fileformat import blocks_of, check_values, crc32, file_size, references_bytes, refuse  # noqa: F401 (crc32: policy.crc32, as before)
+from .fileformat import blocks_of, check_values, check_zero_bytes, crc32, file_size, references_bytes, refuse  # noqa: F401 (crc32: policy.crc32, as before)
 from .layout import layout, param_count, shape
 
 # The backend is imported only when a Policy is built: on a board, load() takes the weights'
@@ -179,15 +179,16 @@ def _floats(values, n, what):
 
 def save(path, policy):
     """Write policy to path, atomically: a reader sees the old file or the new one, never half.
-    A policy with non-finite numbers is refused (InvalidValueError) and nothing is written."""
-    from .writer import save
+    A policy with non-finite numbers is refused (InvalidValueError), so is a path that is not a
+    regular file (NotAPolicyError); nothing is written then, and no temporary is left."""
+    from .filewrite import save
 
     return save(path, policy)
 
 
 def to_bytes(policy):
     """The bytes of the policy's file."""
-    from .writer import to_bytes
+    from .filewrite import to_bytes
 
     return to_bytes(policy)
 
@@ -240,6 +241,7 @@ def load(path, check=False, tolerance=None):
         if end + 4 != total:
             refuse(CorruptPolicyError, "sizes", path)
         _checksum_file(f, size, path)
+        check_zero_bytes(f, header_len, 3 * L + 2, path)
         if sys.implementation.name == "micropython":
             # free the checksum's temporaries now, so that the small objects below fill the low
             # holes and the weights' block finds the heap's top unsplit (48K heap, 13-64-64-4)

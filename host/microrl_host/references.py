@@ -7,6 +7,7 @@ import numpy as np
 from microrl.references import TOLERANCE, References
 
 COUNT = 8  # 8 vectors: 136 bytes for Pendulum's 3-1 policy, 1.1 KB for a 27-8 one
+MAX_REFERENCES = 1000  # the most a command writes: a handful checks a runtime as well
 
 
 def spread(observations, count=COUNT):
