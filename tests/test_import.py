@@ -315,13 +315,62 @@ def test_missing_extra_is_one_line_naming_it(tmp_path):
 
 
 def test_bad_command_lines(tmp_path):
-    _user_error(_cli("import", tmp_path / "nothing.zip"), "no such file")
+    _user_error(_cli("import", tmp_path / "nothing.zip"), "no source", "nothing.zip")
     (tmp_path / "x.onnx").write_bytes(b"not onnx")
+    (tmp_path / "v.pkl").write_bytes(b"not a pickle")
     _user_error(_cli("import", tmp_path / "x.onnx", "--vecnormalize", tmp_path / "v.pkl"), "--vecnormalize", "not for onnx")
     (tmp_path / "x.txt").write_text("hello")
     _user_error(_cli("import", tmp_path / "x.txt"), "neither a Stable-Baselines3 .zip")
     _user_error(_cli("import", tmp_path / "x.onnx", "--out", tmp_path / "x.onnx"), "overwrite the source")
     _user_error(_cli("import", tmp_path / "x.onnx"), "not an ONNX model")
+    _user_error(_cli("import", tmp_path), "is a folder", "give a source")
+    _user_error(_cli("import", tmp_path / "x.onnx", "--out", tmp_path), "--out", "it is a folder")
+    _user_error(_cli("import", tmp_path / "x.onnx", "--out", ""), "--out", "give a path")
+    _user_error(_cli("import", tmp_path / "x.onnx", "--out", tmp_path / "no" / "such" / "x.mrlp"), "one missing folder at most")
+    _user_error(_cli("import", tmp_path / "x.onnx", "--seed", "-1"), "--seed", "whole number >= 0")
+    _user_error(_cli("import", tmp_path / "x.onnx", "--check", "10000000000"), "--check", "from 1 to 100,000")
+    _user_error(_cli("import", tmp_path / "x.onnx", "--tolerance", "nan"), "--tolerance", "finite number above 0 and below 1")
+    _user_error(_cli("import", tmp_path / "x.onnx", "--references", "1001"), "--references", "from 0 to 1,000")
+    _user_error(_cli("import", tmp_path / "x.onnx", "--kind", "sb3"), "not a Stable-Baselines3 .zip")
+    _user_error(_cli("import", tmp_path / "x.onnx", "--clip-actions", "--action-low", "nan", "--action-high", "1"), "--action-low", "numbers")
+    assert not list(tmp_path.rglob("*.mrlp")) and not (tmp_path / "no").exists()
+
+
+def test_damaged_and_unsupported_sources(tmp_path):
+    """A source cut short, changed, of an algorithm or layout microrl does not import, or options
+    that do not fit it: one line naming the file and the problem, exit 2, nothing written."""
+    import zipfile
+
+    model, venv, path, vn = _sb3_model(str(tmp_path), "td3", True, steps=120)
+    data = open(path, "rb").read()
+    (tmp_path / "cut.zip").write_bytes(data[: len(data) // 2])
+    _user_error(_cli("import", tmp_path / "cut.zip"), "cut.zip", "a damaged Stable-Baselines3 .zip")
+    with zipfile.ZipFile(path) as z, zipfile.ZipFile(str(tmp_path / "changed.zip"), "w") as o:
+        for name in z.namelist():
+            o.writestr(name, z.read(name))
+    raw = bytearray((tmp_path / "changed.zip").read_bytes())
+    raw[raw.index(b"policy.pth") + 200] ^= 0xFF
+    (tmp_path / "changed.zip").write_bytes(bytes(raw))
+    _user_error(_cli("import", tmp_path / "changed.zip"), "changed.zip", "fails its CRC check")
+    pkl = open(vn, "rb").read()
+    (tmp_path / "cut.pkl").write_bytes(pkl[: len(pkl) // 2])
+    _user_error(_cli("import", path, "--vecnormalize", tmp_path / "cut.pkl"), "cut.pkl", "not a VecNormalize file")
+    _user_error(_cli("import", path, "--vecnormalize", path), "not a VecNormalize file")  # a pickle error over several lines, in one
+    dqn = sb3.DQN("MlpPolicy", "CartPole-v1", device="cpu", policy_kwargs={"net_arch": [8]})
+    dqn.save(str(tmp_path / "dqn.zip"))
+    _user_error(_cli("import", tmp_path / "dqn.zip"), "(DQN)", "not TD3, DDPG, SAC, PPO or A2C")
+    elu = sb3.PPO("MlpPolicy", "Pendulum-v1", device="cpu", n_steps=64, batch_size=32, policy_kwargs={"net_arch": [8], "activation_fn": nn.ELU})
+    elu.save(str(tmp_path / "elu.zip"))
+    _user_error(_cli("import", tmp_path / "elu.zip"), "elu.zip", "ELU layer")
+    torch.save(TD3Actor(3, 1, np.array([-2.0]), np.array([2.0])).state_dict(), str(tmp_path / "actor.pt"))
+    _user_error(_cli("import", tmp_path / "actor.pt", "--layout", "ppo"), "no actor_mean.N weights", "not the ppo layout")
+    _user_error(_cli("import", tmp_path / "actor.pt", "--env", "CartPole-v1"), "--env CartPole-v1 has 4 observations, the network takes 3")
+    np.savez(str(tmp_path / "neg.npz"), mean=np.zeros(3), var=-np.ones(3))
+    _user_error(_cli("import", tmp_path / "actor.pt", "--obs-stats", tmp_path / "neg.npz"), "--obs-stats", "the variance not negative")
+    # a check that fails writes nothing, not even the one missing folder --out would be made in
+    _user_error(_cli("import", path, "--vecnormalize", vn, "--out", tmp_path / "new" / "x.mrlp", "--tolerance", "1e-12"),
+                "differ from the framework's", "not written")
+    assert not (tmp_path / "new").exists() and not list(tmp_path.rglob("*.mrlp"))
 
 
 # ---- the file on MicroPython and on a board ----

@@ -2,9 +2,14 @@
 a checked microrl policy file (docs/import.md)."""
 import json
 import os
+import warnings
 
+from ..importers.errors import brief
+from ..references import COUNT, MAX_REFERENCES
 from . import CommandError
-from .options import check_output, whole
+from .options import OUTPUT_HELP, SEED, check_input, check_output, number, whole
+
+MAX_CHECK = 100_000  # observations of the check: 256 suffice, a million rows of actions would fill the memory for nothing
 
 
 def register(sub):
@@ -23,7 +28,7 @@ def register(sub):
         "pickled .pt runs code from it, as SB3 and torch do: import only files you trust.",
     )
     p.add_argument("source", metavar="SOURCE", help="an SB3 .zip, a PyTorch .pt/.pth/.cleanrl_model state_dict, or an .onnx file")
-    p.add_argument("--out", help="the policy file to write (default: SOURCE with the extension .mrlp)")
+    p.add_argument("--out", help="the policy file to write (default: SOURCE with the extension .mrlp)" + OUTPUT_HELP)
     p.add_argument("--kind", choices=("sb3", "torch", "onnx"), help="what SOURCE is (default: told from its contents and name)")
     p.add_argument("--vecnormalize", metavar="PKL", help="SB3: the VecNormalize statistics the model was trained behind (VecNormalize.save's .pkl)")
     p.add_argument("--algo", choices=("td3", "ddpg", "sac", "ppo", "a2c"), help="SB3: the algorithm (default: from the zip's policy class)")
@@ -39,10 +44,12 @@ def register(sub):
     p.add_argument("--scale-actions", action="store_true", help="ONNX: the output is in [-1, 1]; scale it to the action Box (as SB3's unscale_action; SB3's ONNX "
                    "export guide leaves this out of the graph)")
     p.add_argument("--clip-actions", action="store_true", help="ONNX: clip the actions to the action Box")
-    p.add_argument("--check", type=whole(1), default=256, metavar="N", help="observations to check the file's actions on against the framework's (default 256)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the check's observations (default 0)")
-    p.add_argument("--tolerance", type=float, default=1e-4, help="largest difference allowed, relative to max(1, |action|) (default 1e-4)")
-    p.add_argument("--references", type=whole(0), default=8, metavar="N", help="reference vectors in the file (default 8; 0: none, a version 1 file if nothing else needs version 2)")
+    p.add_argument("--check", type=whole(1, MAX_CHECK, "a few hundred check a mapping"), default=256, metavar="N",
+                   help="observations to check the file's actions on against the framework's (default 256, at most %d)" % MAX_CHECK)
+    p.add_argument("--seed", type=SEED, default=0, help="seed of the check's observations, 0 to 2**32-1 (default 0)")
+    p.add_argument("--tolerance", type=number(above=0, below=1), default=1e-4, help="largest difference allowed, relative to max(1, |action|), above 0 and below 1 (default 1e-4)")
+    p.add_argument("--references", type=whole(0, MAX_REFERENCES, "a handful is enough: each costs 4 bytes per observation and action"), default=COUNT, metavar="N",
+                   help="reference vectors in the file (default %d, at most %d; 0: none, a version 1 file if nothing else needs version 2)" % (COUNT, MAX_REFERENCES))
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     p.set_defaults(func=run)
 
@@ -51,7 +58,9 @@ def _floats(text, option):
     try:
         values = [float(v) for v in text.split(",")]
     except ValueError:
-        raise CommandError("%s: expected numbers separated by commas, got %r" % (option, text)) from None
+        values = [float("nan")]
+    if any(v != v for v in values):
+        raise CommandError("%s: expected numbers separated by commas (inf and -inf for an unbounded action), got %r" % (option, text))
     return values
 
 
@@ -69,6 +78,8 @@ def _action_box(args, n_out, space):
             raise CommandError("--action-low/--action-high give %d/%d bounds for %d actions" % (len(low), len(high), n_out))
         low, high = np.array(low), np.array(high)
     elif space is not None:
+        if not hasattr(space, "low"):
+            raise CommandError("--env %s has %s actions, not a Box: microrl's policies give continuous actions" % (args.env, type(space).__name__))
         low, high = np.asarray(space.low, np.float64).reshape(-1), np.asarray(space.high, np.float64).reshape(-1)
         if low.size != n_out:
             raise CommandError("--env %s has %d actions, the network %d" % (args.env, low.size, n_out))
@@ -82,8 +93,7 @@ def _action_box(args, n_out, space):
 def _obs_stats(path):
     import numpy as np
 
-    if not os.path.isfile(path):
-        raise CommandError("--obs-stats %s: no such file" % path)
+    check_input(path, "--obs-stats file (a .npz of 'mean' and 'var')")
     try:
         with np.load(path) as z:
             data = {k: np.asarray(z[k], np.float64) for k in z.files}
@@ -92,11 +102,17 @@ def _obs_stats(path):
     if "mean" not in data or ("var" not in data and "std" not in data):
         raise CommandError("--obs-stats %s: needs arrays 'mean' and 'var' (np.savez(PATH, mean=..., var=...)); it has %s" % (path, ", ".join(data) or "none"))
     mean = data["mean"].reshape(-1)
-    eps = float(data.get("epsilon", 1e-8))
-    std = data["std"].reshape(-1) if "std" in data else np.sqrt(data["var"].reshape(-1) + eps)
-    clip = float(data["clip"]) if "clip" in data else None
-    if mean.shape != std.shape or not (np.all(np.isfinite(mean)) and np.all(std > 0) and np.all(np.isfinite(std))):
-        raise CommandError("--obs-stats %s: 'mean' and 'var' must be finite vectors of one length, the variance not negative" % path)
+    eps = data.get("epsilon", np.float64(1e-8)).reshape(-1)
+    clip = data["clip"].reshape(-1) if "clip" in data else None
+    if eps.size != 1 or (clip is not None and clip.size != 1):
+        raise CommandError("--obs-stats %s: 'epsilon' and 'clip' must be single numbers" % path)
+    eps, clip = float(eps[0]), None if clip is None else float(clip[0])
+    spread = data["std"].reshape(-1) if "std" in data else data["var"].reshape(-1)
+    with np.errstate(invalid="ignore"):  # a negative variance is refused below, not warned about
+        std = spread if "std" in data else np.sqrt(spread + eps)
+    if mean.shape != std.shape or not (np.all(np.isfinite(mean)) and np.all(std > 0) and np.all(np.isfinite(std))) or not (clip is None or clip > 0):
+        raise CommandError("--obs-stats %s: 'mean' and 'var' must be finite vectors of one length, the variance not negative (var + epsilon above 0), "
+                           "'clip' above 0" % path)
     return mean, std, clip
 
 
@@ -108,76 +124,87 @@ def _env_spaces(env_id):
     try:
         env = gym.make(env_id)
     except Exception as e:
-        raise CommandError("--env %s: gymnasium could not make it (%s)" % (env_id, (str(e) or type(e).__name__).splitlines()[0])) from None
+        raise CommandError("--env %s: gymnasium could not make it (%s)" % (env_id, brief(e))) from None
     try:
         return env.observation_space, env.action_space
     finally:
         env.close()
 
 
-def _width(space):
+def _width(space, env_id):
     import numpy as np
 
+    if not hasattr(space, "low") or space.shape is None:
+        raise CommandError("--env %s has %s observations, not a Box: microrl's policies take one vector" % (env_id, type(space).__name__))
     return int(np.prod(space.shape))
 
 
+def _convert(args, source, out):
+    """The import itself (run's checks done): the report, or ImportRefused/CommandError."""
+    from ..importers import convert, detect
+
+    kind = args.kind or detect(source)
+    misplaced = [opt for opt, value, kinds in (("--vecnormalize", args.vecnormalize, ("sb3",)), ("--algo", args.algo, ("sb3",)),
+                                               ("--layout", args.layout, ("torch",)), ("--activation", args.activation, ("torch",)),
+                                               ("--obs-stats", args.obs_stats, ("torch", "onnx")), ("--output", args.output, ("onnx",)),
+                                               ("--scale-actions", args.scale_actions, ("onnx",)), ("--clip-actions", args.clip_actions, ("onnx",)))
+                 if value and kind not in kinds]
+    if misplaced:
+        raise CommandError("%s: not for %s sources (%s is one)" % (", ".join(misplaced), kind, source))
+    obs_space, act_space = _env_spaces(args.env)
+    stats = _obs_stats(args.obs_stats) if args.obs_stats else None
+    if kind == "sb3":
+        from ..importers import sb3
+
+        imported = sb3.load(source, args.vecnormalize, args.algo)
+    elif kind == "torch":
+        from ..importers import cleanrl
+
+        sd = cleanrl.read_state_dict(source)
+        layout = args.layout or cleanrl.detect_layout(sd, source)
+        names = cleanrl.layer_names(sd, layout, source)
+        box = _action_box(args, sd[names[-1] + ".weight"].shape[0], act_space) if layout == "ppo" else None
+        imported = cleanrl.load(source, layout, args.activation, box, stats)
+    else:
+        from ..importers import onnx_graph
+
+        box = None
+        if args.scale_actions or args.clip_actions:
+            probe = onnx_graph.load(source, args.output, stats)  # the output width first
+            box = _action_box(args, probe.chain._width(), act_space)
+            if box is None:
+                raise CommandError("--scale-actions and --clip-actions need the action Box: give --env or --action-low/--action-high")
+        imported = onnx_graph.load(source, args.output, stats, box, args.scale_actions, args.clip_actions)
+    if obs_space is not None and _width(obs_space, args.env) != imported.chain.n_in:
+        raise CommandError("--env %s has %d observations, the network takes %d" % (args.env, _width(obs_space, args.env), imported.chain.n_in))
+    return convert(imported, out, args.check, args.seed, args.tolerance, args.references, space=obs_space)
+
+
 def run(args):
-    from ..importers import ImportRefused, convert, detect
+    from ..importers import ImportRefused
 
     source = args.source
-    if not os.path.isfile(source):
-        raise CommandError("%s: no such file (give an SB3 .zip, a PyTorch .pt state_dict or an .onnx file)" % source)
-    out = args.out or os.path.splitext(source)[0] + ".mrlp"
-    if os.path.abspath(out) == os.path.abspath(source):
+    check_input(source, "source (an SB3 .zip, a PyTorch .pt state_dict or an .onnx file)")
+    out = args.out if args.out is not None else os.path.splitext(source)[0] + ".mrlp"
+    if out and (os.path.abspath(out) == os.path.abspath(source) or (os.path.exists(out) and os.path.samefile(out, source))):
         raise CommandError("--out would overwrite the source; choose another file")
-    if not 0 < args.tolerance < 1:
-        raise CommandError("--tolerance must be above 0 and below 1")
-    if args.references > 1000:
-        raise CommandError("--references must be at most 1000 (a handful is enough: each costs 4 bytes per observation and action)")
     check_output(out, "--out")
+    for option, path in (("--vecnormalize", args.vecnormalize), ("--obs-stats", args.obs_stats)):
+        if path is not None:
+            check_input(path, "%s file" % option)
+    for option, text in (("--action-low", args.action_low), ("--action-high", args.action_high)):
+        if text is not None:
+            _floats(text, option)  # the numbers before any file is read (their count once the network's is known)
     try:
-        kind = args.kind or detect(source)
-        misplaced = [opt for opt, value, kinds in (("--vecnormalize", args.vecnormalize, ("sb3",)), ("--algo", args.algo, ("sb3",)),
-                                                   ("--layout", args.layout, ("torch",)), ("--activation", args.activation, ("torch",)),
-                                                   ("--obs-stats", args.obs_stats, ("torch", "onnx")), ("--output", args.output, ("onnx",)),
-                                                   ("--scale-actions", args.scale_actions, ("onnx",)), ("--clip-actions", args.clip_actions, ("onnx",)))
-                     if value and kind not in kinds]
-        if misplaced:
-            raise CommandError("%s: not for %s sources (%s is one)" % (", ".join(misplaced), kind, source))
-        if args.vecnormalize and not os.path.isfile(args.vecnormalize):
-            raise CommandError("--vecnormalize %s: no such file" % args.vecnormalize)
-        obs_space, act_space = _env_spaces(args.env)
-        stats = _obs_stats(args.obs_stats) if args.obs_stats else None
-        if kind == "sb3":
-            from ..importers import sb3
-
-            imported = sb3.load(source, args.vecnormalize, args.algo)
-        elif kind == "torch":
-            from ..importers import cleanrl
-
-            sd = cleanrl.read_state_dict(source)
-            layout = args.layout or cleanrl.detect_layout(sd, source)
-            n_out = None
-            if layout == "ppo":
-                last = sorted(k for k in sd if k.startswith("actor_mean.") and k.endswith(".weight"))
-                n_out = sd[max(last, key=lambda k: int(k.split(".")[1]))].shape[0]
-            box = _action_box(args, n_out, act_space) if n_out else None
-            imported = cleanrl.load(source, layout, args.activation, box, stats)
-        else:
-            from ..importers import onnx_graph
-
-            box = None
-            if args.scale_actions or args.clip_actions:
-                probe = onnx_graph.load(source, args.output, stats)  # the output width first
-                box = _action_box(args, probe.chain._width(), act_space)
-                if box is None:
-                    raise CommandError("--scale-actions and --clip-actions need the action Box: give --env or --action-low/--action-high")
-            imported = onnx_graph.load(source, args.output, stats, box, args.scale_actions, args.clip_actions)
-        if obs_space is not None and _width(obs_space) != imported.chain.n_in:
-            raise CommandError("--env %s has %d observations, the network takes %d" % (args.env, _width(obs_space), imported.chain.n_in))
-        report = convert(imported, out, args.check, args.seed, args.tolerance, args.references, space=obs_space)
+        with warnings.catch_warnings():
+            # the libraries' warnings (a model saved by another SB3 version, torch's deprecations)
+            # would break the one line of a refusal; the check against the framework's own
+            # actions is what tells whether the file is right
+            warnings.simplefilter("ignore")
+            report = _convert(args, source, out)
     except ImportRefused as e:
-        raise CommandError(str(e)) from None
+        message = str(e)  # a refusal deep in a network's layers does not name the file: the message does
+        raise CommandError(message if message.startswith(source + ":") or args.vecnormalize and message.startswith(args.vecnormalize) else "%s: %s" % (source, message)) from None
     report["input"] = source
     if args.json:
         print(json.dumps(report))

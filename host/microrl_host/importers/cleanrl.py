@@ -18,7 +18,7 @@ import re
 import numpy as np
 
 from .chain import Chain
-from .errors import ImportRefused, need
+from .errors import ImportRefused, brief, need
 from .imported import Imported, normalised, stats_note
 from .torch_modules import as_numpy
 
@@ -32,7 +32,7 @@ def read_state_dict(path):
         obj = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:
         raise ImportRefused("%s: not a PyTorch state_dict that torch.load(weights_only=True) reads (%s); save the actor's "
-                            "state_dict(), not the module" % (path, (str(e) or type(e).__name__).splitlines()[0])) from None
+                            "state_dict(), not the module" % (path, brief(e))) from None
     if isinstance(obj, (tuple, list)) and obj and isinstance(obj[0], dict):
         obj = obj[0]  # CleanRL's TD3: (actor, qf1, qf2)
     if not isinstance(obj, dict) or not all(hasattr(v, "shape") for v in obj.values()):
@@ -50,18 +50,31 @@ def detect_layout(sd, path):
         return "sac"
     raise ImportRefused("%s: a state_dict with the keys %s, none of the layouts microrl knows (CleanRL's td3: fc1, fc2, fc_mu, action_scale, "
                         "action_bias; sac: ..., fc_mean; ppo: actor_mean.0, .2, .4): see docs/import.md, or export the actor to ONNX"
-                        % (path, ", ".join(sorted(keys)[:8]) + (", ..." if len(keys) > 8 else "")))
+                        % (path, _keys(sd)))
 
 
-def _layer_names(sd, layout, path):
-    """The Linear layers' names, in order."""
+def _keys(sd):
+    keys = sorted(sd)
+    return ", ".join(keys[:8]) + (", ..." if len(keys) > 8 else "")
+
+
+def layer_names(sd, layout, path):
+    """The Linear layers' names, in order; ImportRefused when the state_dict lacks the layout's."""
     if layout == "ppo":
         idx = sorted({int(m.group(1)) for m in (re.match(r"actor_mean\.(\d+)\.weight$", k) for k in sd) if m})
         names = ["actor_mean.%d" % i for i in idx]
     else:
         hidden = sorted({int(m.group(1)) for m in (re.match(r"fc(\d+)\.weight$", k) for k in sd) if m})
-        names = ["fc%d" % i for i in hidden] + ["fc_mu" if layout == "td3" else "fc_mean"]
+        last = "fc_mu" if layout == "td3" else "fc_mean"
+        names = ["fc%d" % i for i in hidden] + ([last] if last + ".weight" in sd or last + ".bias" in sd else [])
+        if not names or names[-1] != last:
+            names = []
+    if not names:
+        raise ImportRefused("%s: no %s weights in its state_dict (keys %s): not the %s layout (docs/import.md)"
+                            % (path, "actor_mean.N" if layout == "ppo" else "fc_mu" if layout == "td3" else "fc_mean", _keys(sd), layout))
     for n in names:
+        if n + ".weight" not in sd:
+            raise ImportRefused("%s: %s.bias without %s.weight: not the %s layout (docs/import.md)" % (path, n, n, layout))
         if n + ".bias" not in sd:
             raise ImportRefused("%s: %s.weight without %s.bias: not the %s layout (docs/import.md)" % (path, n, n, layout))
     return names
@@ -75,7 +88,7 @@ def load(path, layout=None, activation=None, action_box=None, obs_stats=None):
     sd = read_state_dict(path)
     layout = layout or detect_layout(sd, path)
     hidden_act = activation or HIDDEN[layout]
-    names = _layer_names(sd, layout, path)
+    names = layer_names(sd, layout, path)
     weights = [as_numpy(sd[n + ".weight"]) for n in names]
     biases = [as_numpy(sd[n + ".bias"]) for n in names]
     n_in, n_out = weights[0].shape[1], weights[-1].shape[0]

@@ -8,7 +8,7 @@ out. Checked against onnxruntime on the same observations."""
 import numpy as np
 
 from .chain import Chain
-from .errors import ImportRefused, need
+from .errors import ImportRefused, brief, need
 from .imported import Imported, normalised, stats_note
 
 ACTIVATIONS = {"Relu": "relu", "Tanh": "tanh", "Sigmoid": "sigmoid"}
@@ -31,7 +31,7 @@ def load(path, output=None, obs_stats=None, action_box=None, scale_actions=False
     try:
         model = onnx.load(path)
     except Exception as e:
-        raise ImportRefused("%s: not an ONNX model onnx.load reads (%s)" % (path, (str(e) or type(e).__name__).splitlines()[0])) from None
+        raise ImportRefused("%s: not an ONNX model onnx.load reads (%s)" % (path, brief(e))) from None
     g = model.graph
     consts = {t.name: numpy_helper.to_array(t) for t in g.initializer}
     for node in g.node:
@@ -50,7 +50,7 @@ def load(path, output=None, obs_stats=None, action_box=None, scale_actions=False
     if output is None:
         output = outputs[0]
     elif output not in outputs:
-        raise ImportRefused("%s: no output %r (it has %s)" % (path, output, ", ".join(outputs)))
+        raise ImportRefused("%s: no output %r (its outputs: %s)" % (path, output, ", ".join(repr(o) for o in outputs)))
     # the nodes the chosen output needs, in graph order
     producer = {o: n for n in g.node for o in n.output}
     needed, todo = set(), [output]
@@ -138,7 +138,7 @@ def load(path, output=None, obs_stats=None, action_box=None, scale_actions=False
     try:
         session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     except Exception as e:
-        raise ImportRefused("%s: onnxruntime cannot run it (%s)" % (path, (str(e) or type(e).__name__).splitlines()[0])) from None
+        raise ImportRefused("%s: onnxruntime cannot run it (%s)" % (path, brief(e))) from None
     batch = len(dims) == 2
 
     def actions(obs):

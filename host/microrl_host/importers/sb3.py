@@ -17,7 +17,7 @@ import zipfile
 import numpy as np
 
 from .chain import Chain
-from .errors import ImportRefused, need
+from .errors import ImportRefused, brief, need
 from .imported import Imported
 from .torch_modules import linear, walk
 
@@ -35,18 +35,23 @@ def is_sb3_zip(path):
 
 def detect_algo(path):
     """td3, sac or ppo/a2c from the policy class the zip names (DDPG's is TD3's: loaded as TD3)."""
-    with zipfile.ZipFile(path) as z:
-        try:
+    try:
+        with zipfile.ZipFile(path) as z:
             data = json.loads(z.read("data"))
-        except (KeyError, ValueError):
-            raise ImportRefused("%s: an SB3 zip without readable 'data': saved by another tool?" % path) from None
-    module = str(data.get("policy_class", {}).get("__module__", ""))
+    except (zipfile.BadZipFile, EOFError) as e:
+        raise ImportRefused("%s: not a Stable-Baselines3 .zip (%s)" % (path, brief(e))) from None
+    except (KeyError, ValueError, zipfile.error):  # no 'data', or not JSON (UnicodeDecodeError is a ValueError)
+        raise ImportRefused("%s: an SB3 zip without readable 'data': saved by another tool?" % path) from None
+    policy_class = data.get("policy_class") if isinstance(data, dict) else None
+    module = str(policy_class.get("__module__", "")) if isinstance(policy_class, dict) else ""
     for algo in ("td3", "sac"):
         if ".%s." % algo in module:
             return algo
     if module.endswith("common.policies"):
         return "ppo" if "clip_range" in data else "a2c"
-    raise ImportRefused("%s: its policy class comes from %r, not TD3, DDPG, SAC, PPO or A2C: give --algo if it is one of them" % (path, module or "?"))
+    other = module.split(".")[1].upper() if module.startswith(("stable_baselines3.", "sb3_contrib.")) and module.count(".") >= 2 else None
+    raise ImportRefused("%s: its policy class comes from %r%s, not TD3, DDPG, SAC, PPO or A2C, the algorithms microrl imports%s"
+                        % (path, module or "?", " (%s)" % other if other else "", "" if other else ": give --algo if it is one of them"))
 
 
 def read_vecnormalize(path):
@@ -57,7 +62,7 @@ def read_vecnormalize(path):
         with open(path, "rb") as f:
             vn = pickle.load(f)
     except Exception as e:  # a pickle raises whatever its classes raise
-        raise ImportRefused("%s: not a VecNormalize file saved by VecNormalize.save (%s)" % (path, str(e) or type(e).__name__)) from None
+        raise ImportRefused("%s: not a VecNormalize file saved by VecNormalize.save (%s)" % (path, brief(e))) from None
     if not hasattr(vn, "obs_rms") or not hasattr(vn, "clip_obs"):
         raise ImportRefused("%s: holds a %s, not a VecNormalize (VecNormalize.save writes one)" % (path, type(vn).__name__))
     if not getattr(vn, "norm_obs", True):
@@ -76,7 +81,15 @@ def load(path, vecnormalize=None, algo=None):
     try:
         model = cls.load(path, device="cpu")
     except Exception as e:
-        raise ImportRefused("%s: Stable-Baselines3 could not load it as %s (%s)" % (path, algo.upper(), (str(e) or type(e).__name__).splitlines()[0])) from None
+        try:
+            with zipfile.ZipFile(path) as z:
+                bad = z.testzip()  # the first member whose CRC fails
+        except Exception:  # (SB3's own message says enough)
+            bad = None
+        if bad:
+            raise ImportRefused("%s: a damaged Stable-Baselines3 .zip (its %r fails its CRC check): changed since it was saved; save or copy it again"
+                                % (path, bad)) from None
+        raise ImportRefused("%s: Stable-Baselines3 could not load it as %s (%s)" % (path, algo.upper(), brief(e))) from None
     policy = model.policy
     from gymnasium import spaces
     from stable_baselines3.common.preprocessing import is_image_space
