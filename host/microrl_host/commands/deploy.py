@@ -49,7 +49,7 @@ def run(args):
     print("backend on the board: %s" % report["backend"])
     if "policy" in report:
         if report["policy_references"]:
-            print("policy: %s; its %d reference vectors on the board match the host's actions (largest difference %.2g)"
+            print("policy: %s; its %d reference vectors on the board match the actions stored with them (largest difference %.2g)"
                   % (report["policy"], report["policy_references"], report["policy_max_diff"]))
         else:
             print("policy: %s; actions on the board match the host's (largest difference %.2g; the file has no reference vectors)" % (report["policy"], report["policy_max_diff"]))
