@@ -25,6 +25,7 @@ import sys
 from array import array
 
 from .activations import GELU, IDENTITY, NAMES, RELU, SIGMOID, TANH
+from .compat import clip
 from .fileformat import FIXED as _FIXED
 from .fileformat import FLOAT32_MAX, NEG_FLOAT32_MAX
 from .fileformat import CorruptPolicyError, TruncatedPolicyError, blocks_of, refuse, check_header, check_values, check_zero_bytes, checksum_file, crc32, file_size, references_bytes
@@ -302,30 +303,20 @@ class QuantisedPolicy:
             from .refusals import non_finite_observation
 
             raise non_finite_observation(obs, i)
-        low = self._in_qlow
-        if low is not None:
+        if self._in_qlow is not None:
             # the input clipping on the int16 input: rounding and saturation are monotone, so
             # clipping after them to the bounds' own int16 values is clipping before them
-            high = self._in_qhigh
-            for i in range(n_in):
-                v = xq[i]
-                if v < low[i]:
-                    xq[i] = low[i]
-                elif v > high[i]:
-                    xq[i] = high[i]
+            clip(xq, self._in_qlow, self._in_qhigh, n_in)
         y = self.forward_int(xq)
         if out is None:
             out = self.out
         k = self._out_scale
         a_scale, a_offset = self.act_scale, self.act_offset
-        low, high = self.act_low, self.act_high
         for i in range(self.sizes[-1]):
             v = y[i] * k
-            if a_scale is not None:
-                v = a_scale[i] * v + a_offset[i]
-            if low is not None:
-                v = low[i] if v < low[i] else (high[i] if v > high[i] else v)
-            out[i] = v
+            out[i] = v if a_scale is None else a_scale[i] * v + a_offset[i]
+        if self.act_low is not None:
+            clip(out, self.act_low, self.act_high, self.sizes[-1])
         return out
 
     def describe(self):

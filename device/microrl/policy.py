@@ -14,7 +14,7 @@ import sys
 from array import array
 
 from .activations import GELU, NAMES, code
-from .compat import zeros
+from .compat import clip, zeros
 from .fileformat import FIXED as _FIXED
 from .fileformat import ChecksumError, CorruptPolicyError, InvalidValueError, NotAPolicyError, PolicyFileError, TruncatedPolicyError, UnsupportedVersionError  # noqa: F401
 from .fileformat import check_header as _check_header
@@ -124,15 +124,8 @@ class Policy:
             from .refusals import non_finite_observation
 
             raise non_finite_observation(obs, i)
-        low = self.in_low
-        if low is not None:  # clipped after the normalisation (VecNormalize's clip_obs)
-            high = self.in_high
-            for i in range(n_in):
-                v = x[i]
-                if v < low[i]:
-                    x[i] = low[i]
-                elif v > high[i]:
-                    x[i] = high[i]
+        if self.in_low is not None:  # clipped after the normalisation (VecNormalize's clip_obs)
+            clip(x, self.in_low, self.in_high, n_in)
         dense = self._dense
         for W, b, xin, yout, act, z in self.layers:
             dense(W, b, xin, yout, 1, act, z)
@@ -147,15 +140,8 @@ class Policy:
             offset = self.act_offset
             for i in range(self.sizes[-1]):
                 out[i] = scale[i] * y[i] + offset[i]
-        low = self.act_low
-        if low is not None:  # clipped after the scaling (SB3's PPO clips its mean to the Box)
-            high = self.act_high
-            for i in range(self.sizes[-1]):
-                v = out[i]
-                if v < low[i]:
-                    out[i] = low[i]
-                elif v > high[i]:
-                    out[i] = high[i]
+        if self.act_low is not None:  # clipped after the scaling (SB3's PPO clips its mean to the Box)
+            clip(out, self.act_low, self.act_high, self.sizes[-1])
         return out
 
     def describe(self):
