@@ -385,7 +385,7 @@ def check_policy(transport, board_path, policy, policy_bytes=None, mem_free=None
 
     step = "loading the policy %s" % board_path
     if policy.reference_count:
-        out = _run_check(transport, board_program("check_policy", POLICY_PATH=board_path, REFERENCES=True, OBSERVATIONS=None), step, policy_bytes, mem_free, mpy).split()
+        out = _run_check(transport, board_program("check_references", POLICY_PATH=board_path), step, policy_bytes, mem_free, mpy).split()
         worst, tolerance, count, k, i, here, stored = [float(v) for v in out[-7:]]
         if not worst <= tolerance:
             raise DeployError("the policy's actions on the board differ from its file's reference actions by %.3g (reference %d of %d, action[%d]: %.7g "
@@ -394,7 +394,7 @@ def check_policy(transport, board_path, policy, policy_bytes=None, mem_free=None
         return worst
     rng = Rng(7)
     obs = [[rng.uniform(-1.0, 1.0) for _ in range(policy.obs_dim)] for _ in range(4)]
-    out = _run_check(transport, board_program("check_policy", POLICY_PATH=board_path, REFERENCES=False, OBSERVATIONS=obs), step, policy_bytes, mem_free, mpy)
+    out = _run_check(transport, board_program("check_policy", POLICY_PATH=board_path, OBSERVATIONS=obs), step, policy_bytes, mem_free, mpy)
     board = ast.literal_eval(out.strip())
     worst = 0.0
     for o, b in zip(obs, board):
