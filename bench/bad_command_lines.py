@@ -168,6 +168,21 @@ def cases():
         + [["--folder", "{run}", "--flash", f] for f in ("abc", "-1", "0", "1K", str(10**30), "nan", "")])
     add("board", ["board"], [["nosuch"]])
 
+    # ---- import (sources that are damaged, of kinds microrl does not import, or options that do not fit them; with or
+    # without the import extra: without it, a source that gets as far as being read names the extra)
+    imp = ["import", "{sb3_badcrc}", "--out", "{out}"]
+    add("import", ["import"], [[p, "--out", "{out}"] for p in BAD_INPUTS + ["{sb3_truncated}", "{sb3_badcrc}", "{sb3_other}", "{onnx_garbage}",
+                                                                            "{pt_garbage}", "{zip_garbage}"]] + [[]])
+    add("import", ["import", "{sb3_badcrc}"], [["--out", o] for o in BAD_OUTPUTS + ["{sb3_badcrc}"]])
+    add("import", imp, ints("--check", 1, extra=["100001"]) + ints("--seed", 0, extra=[str(2**32)]) + ints("--references", 0, extra=["1001"])
+        + floats("--tolerance", "0", ["1", "-1"]) + [["--vecnormalize", p] for p in BAD_INPUTS] + [["--kind", "nosuch"], ["--algo", "dqn"],
+        ["--layout", "nosuch"], ["--activation", "elu"], ["--obs-stats", "{npz_garbage}"], ["--output", "nosuch"], ["--scale-actions"]])
+    add("import", ["import", "{pt_garbage}", "--out", "{out}"], [["--obs-stats", p] for p in BAD_INPUTS + ["{npz_garbage}"]]
+        + [["--vecnormalize", "{pkl_garbage}"], ["--kind", "sb3"], ["--kind", "onnx"], ["--layout", "ppo"]])
+    add("import", ["import", "{onnx_garbage}", "--out", "{out}"], [["--clip-actions"] + v for v in
+        ([["--action-low", a, "--action-high", "1"] for a in NOT_FLOAT + ["nan", "1,2,x"]] + [["--action-low", "2", "--action-high", "1"],
+         ["--action-low", "0"], ["--env", "nosuch-v0"], ["--env", ""], ["--env", "CartPole-v1"]])])
+
     # ---- the rest
     add("info", ["info"], [["extra"], ["--nosuch"]])
     add("cli", [], [["nosuch"], ["--nosuch"], ["train", "--help-me"]])
@@ -237,6 +252,36 @@ class Fixtures:
         self.values["nonzero_reserved"] = self._patched(p("reserved.mrlp"), policy, 14, b"\x01\x00")
         # three layers: 16 + 2 * 4 + 3 = 27 bytes of header fields, one byte of padding to 28
         self.values["nonzero_padding"] = self._patched(p("padding.mrlp"), Policy([3, 8, 8, 1], ["relu", "tanh"]), 27, b"\x07")
+        # sources for microrl import that no framework reads: made without the import extra
+        import zipfile
+
+        sb3 = {"data": json.dumps({"policy_class": {"__module__": "stable_baselines3.td3.policies"}}), "policy.pth": os.urandom(2000),
+               "pytorch_variables.pth": os.urandom(500)}
+        with zipfile.ZipFile(p("sb3.zip"), "w") as z:
+            for name, data in sb3.items():
+                z.writestr(name, data)
+        whole = open(p("sb3.zip"), "rb").read()
+        os.remove(p("sb3.zip"))
+        with open(p("sb3_truncated.zip"), "wb") as f:
+            f.write(whole[: len(whole) // 2])
+        with zipfile.ZipFile(p("sb3_badcrc.zip"), "w") as z:  # stored: the flipped byte is in policy.pth's own bytes
+            for name, data in sb3.items():
+                z.writestr(name, data)
+        raw = bytearray(open(p("sb3_badcrc.zip"), "rb").read())
+        at = raw.index(b"policy.pth") + len("policy.pth") + 100
+        raw[at] ^= 0xFF
+        with open(p("sb3_badcrc.zip"), "wb") as f:
+            f.write(raw)
+        with zipfile.ZipFile(p("sb3_other.zip"), "w") as z:  # a DQN: discrete actions
+            z.writestr("data", json.dumps({"policy_class": {"__module__": "stable_baselines3.dqn.policies"}}))
+            z.writestr("policy.pth", b"")
+        for name, data in (("onnx_garbage", ("model.onnx", os.urandom(300))), ("pt_garbage", ("actor.pt", b"\x80\x02" + os.urandom(300))),
+                           ("zip_garbage", ("model.zip", os.urandom(300))), ("npz_garbage", ("stats.npz", b"PK\x03\x04" + os.urandom(100))),
+                           ("pkl_garbage", ("vecnormalize.pkl", os.urandom(300)))):
+            with open(p(data[0]), "wb") as f:
+                f.write(data[1])
+            self.values[name] = p(data[0])
+        self.values.update(sb3_truncated=p("sb3_truncated.zip"), sb3_badcrc=p("sb3_badcrc.zip"), sb3_other=p("sb3_other.zip"))
         # run folders
         for name, csv in (("run_good", "step,episode_return,eval_mean,eval_std\n200,-1000,,\n1000,-800,-700,50\n"),
                           ("run_bad_csv", "step,episode_return\nabc,def\n"), ("run_empty_csv", ""),
@@ -381,7 +426,7 @@ def show(argv):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--only", help="subcommands to run, comma-separated (train, train-ppo, eval, export, render, plot, sweep, demo, train-on-board, deploy, bench, board, info, cli)")
+    ap.add_argument("--only", help="subcommands to run, comma-separated (train, train-ppo, eval, export, render, plot, sweep, demo, train-on-board, deploy, bench, board, import, info, cli)")
     ap.add_argument("--workers", type=int, default=2, help="command lines run at once (default 2)")
     ap.add_argument("--timeout", type=float, default=30.0, help="seconds after which a line counts as accepted and is stopped (default 30)")
     ap.add_argument("--list", action="store_true", help="print the command lines and stop")

@@ -214,3 +214,43 @@ def test_deploy_to_a_64K_board_checks_the_policy_as_the_board_would_run_it(tmp_p
         with pytest.raises(DeployError) as e:
             deploy(b.port, str(policy))  # .py files: compiling them on the board leaves no 18 kB block
         assert "MemoryError" in str(e.value) and "--mpy" in str(e.value), str(e.value)
+
+
+def _with_references(path, seed, tamper=0.0):
+    """A policy file with 8 reference vectors; tamper: added to the last stored action (the CRC
+    made good again, so that only the reference check can tell)."""
+    import struct
+
+    import numpy as np
+
+    from microrl import policy as pf
+    from microrl_host.references import attach
+
+    p = make_policy(path, seed=seed)
+    attach(p, np.random.default_rng(seed).uniform(-2.0, 2.0, size=(64, 3)))
+    data = bytearray(pf.to_bytes(p))
+    k = len(data) - 8
+    data[k : k + 4] = struct.pack("<f", struct.unpack("<f", data[k : k + 4])[0] + tamper)
+    body = bytes(data[:-4])
+    with open(path, "wb") as f:
+        f.write(body + struct.pack("<I", pf.crc32(body) & 0xFFFFFFFF))
+    return p
+
+
+def test_deploy_checks_the_files_reference_vectors_on_the_board(board, tmp_path):
+    path = tmp_path / "refs.mrlp"
+    _with_references(path, seed=6)
+    try:
+        report = cli_json("deploy", "--port", board.port, "--policy", path)
+        assert report["policy_references"] == 8
+        assert 0.0 <= report["policy_max_diff"] < 1e-5
+        text = cli("deploy", "--port", board.port, "--policy", path).stdout
+        assert "8 reference vectors on the board match" in text, text
+        # a reference the board cannot reproduce: named with the difference and the tolerance
+        _with_references(path, seed=6, tamper=0.5)
+        proc = cli("deploy", "--port", board.port, "--policy", path)
+        assert proc.returncode == 2, proc.stderr
+        assert "reference actions by 0.5 " in proc.stderr and "reference 8 of 8, action[0]" in proc.stderr and "tolerance 0.0001" in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr
+    finally:
+        cli_json("deploy", "--port", board.port, "--policy", board.policy_path)  # back to the fixture's

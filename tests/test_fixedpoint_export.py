@@ -138,3 +138,39 @@ def test_export_with_obs_range_for_non_pendulum_policy(tmp_path):
     report = json.loads(proc.stdout)
     assert "int16_mean" not in report  # no closed loop for a non-Pendulum policy
     assert report["action_error_max"] < 0.01, report
+
+
+@needs_micropython
+def test_export_writes_reference_vectors_that_micropython_checks(exported, pendulum_policy, tmp_path):
+    out, report = exported
+    assert report["references"] == 8
+    q = microrl.load(out, check=True)
+    assert q.reference_count == 8 and q.reference_difference <= 1e-4
+    text = run_micropython_code("import microrl\nq = microrl.load(%r, check=True)\nprint(q.reference_count, q.reference_difference)" % out)
+    count, diff = text.split()
+    assert int(count) == 8 and float(diff) <= 1e-4
+    # from a float file with references: its observations, centred on the int16 input steps
+    from microrl.references import read as read_references
+    from microrl_host.references import attach
+
+    def read(path):
+        return read_references(microrl.load(path), path)
+
+    float_path = str(tmp_path / "with_refs.mrlp")
+    p = microrl.load(pendulum_policy)
+    attach(p, [[1.0, 0.0, 0.0], [0.0, 1.0, 2.0], [-0.7, 0.7, -5.0], [0.3, -0.95, 7.5]])
+    microrl.save(float_path, p)
+    out2 = str(tmp_path / "with_refs.mrlq")
+    proc = _cli("export", float_path, "--int16", "--out", out2, "--eval-episodes", "0", "--json")
+    assert proc.returncode == 0, proc.stderr
+    refs = read(out2)
+    assert refs.count == 4
+    q = microrl.load(out2, check=True)
+    step = 2.0 ** q.fx[0]
+    for k in range(4):
+        # each observation moved by less than a step of the int16 input, onto a step's centre
+        for o, c in zip(read(float_path).observation(k), refs.observation(k)):
+            assert abs(o - c) <= 0.5 / step + 1e-6
+            assert abs(c * step - round(c * step)) < 1e-3
+    assert json.loads(_cli("export", float_path, "--int16", "--out", str(tmp_path / "none.mrlq"), "--eval-episodes", "0", "--references", "0", "--json").stdout)["references"] == 0
+    assert read(str(tmp_path / "none.mrlq")) is None

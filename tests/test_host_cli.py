@@ -74,6 +74,11 @@ def test_train_json_has_one_shape_for_every_algorithm(tmp_path, algo):
     assert sorted(r["versions"]) == sorted(("microrl", "python") + PACKAGES)
     assert r["versions"]["numpy"] and r["versions"]["microrl"]
     assert r["versions"]["numba" if algo != "ppo" else "mujoco"]
+    # the policy file carries 8 reference vectors (observations the run met, the policy's actions)
+    from microrl.policy import load
+
+    policy = load(str(out), check=True)
+    assert policy.reference_count == 8 and policy.reference_difference <= 1e-4
 
 
 def test_eval_json_on_device_core_and_gymnasium():

@@ -8,7 +8,8 @@ EPYC host), not computed by the code under test. A run's bits depend on the CPU'
 SIMD kernels (docs/training.md, Reproducibility), so both are pinned here: OpenBLAS's
 Sandybridge kernels and numba's generic x86-64 code, which every x86-64 machine with AVX runs
 alike. The quadrotor SAC run keeps the actor of its best evaluation (step 10,000, not the last):
-the best-actor keeping is held too."""
+the best-actor keeping is held too. The digests are of the policy without the reference vectors
+that training writes into the file since (checked too, with microrl.load(path, check=True))."""
 import hashlib
 import json
 
@@ -34,5 +35,12 @@ def test_training_writes_mains_policy_bytes(tmp_path, task, algo, steps, seed, t
                         "--out", str(out), "--json"], timeout=1800, **PINNED)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert hashlib.sha256(out.read_bytes()).hexdigest() == digest
+    # the file also carries reference vectors now (docs/policy-format.md, version 2); the policy
+    # without them, as microrl.load reads it and to_bytes writes it, is main's file byte for byte
+    import microrl
+    from microrl import policy as P
+
+    policy = microrl.load(str(out), check=True)
+    assert policy.reference_count == 8
+    assert hashlib.sha256(P.to_bytes(policy)).hexdigest() == digest
     assert result.get("policy_step") == policy_step

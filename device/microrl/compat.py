@@ -41,3 +41,14 @@ def zeros(n, typecode="f"):
     for i in range(n):
         a[i] = 0.0
     return a
+
+
+def clip(values, low, high, n):
+    """values[i] clipped to [low[i], high[i]] in place for i < n (the policies' input and action
+    clipping: no allocation)."""
+    for i in range(n):
+        v = values[i]
+        if v < low[i]:
+            values[i] = low[i]
+        elif v > high[i]:
+            values[i] = high[i]

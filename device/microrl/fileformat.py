@@ -1,16 +1,17 @@
 # What the two policy file formats share (float: policy.py, b"MRLP"; int16: fixedpoint.py,
 # b"MRLQ"): the 16-byte fixed header, its checks, the errors a reader raises, the CRC-32 that
-# ends every file (and frames the serial protocol), and the atomic replace of a written file.
+# ends every file (and frames the serial protocol). What only writers need is in filewrite.py: a
+# board that only loads policies does not hold it.
 #
 #  0  4  magic                    12  1  number of layers L
-#  4  2  format version (1)       13  1  flags: 1 = observation normalisation, 2 = action scaling
-#  6  2  header bytes H           14  2  zero
-#  8  4  file bytes, CRC included
+#  4  2  format version (1 or 2)  13  1  flags: 1 = observation normalisation, 2 = action scaling,
+#  6  2  header bytes H                  4 = input clipping, 8 = action clipping, 16 = references
+#  8  4  file bytes, CRC included 14  2  zero
+# Version 2 is version 1 with the flags 4, 8 and 16; a file that needs none of them is written as
+# version 1, so that an older microrl still loads it (and names a version 2 file as newer).
 import struct
 
 FIXED = 16  # bytes of the fixed header
-FLAG_OBS_NORM = 1
-FLAG_ACT_SCALE = 2
 # float32's largest finite value: a policy's input (after its normalisation) must lie within it
 FLOAT32_MAX = 3.4028234663852886e38
 NEG_FLOAT32_MAX = -3.4028234663852886e38
@@ -56,13 +57,28 @@ class InvalidValueError(PolicyFileError):
     """Numbers a policy cannot run with: NaN or infinite values, a std that is not positive."""
 
 
-def flags_of(policy):
-    """The header's flags for a policy (float or int16) with or without normalisation/scaling."""
-    return (FLAG_OBS_NORM if policy.obs_mean is not None else 0) | (FLAG_ACT_SCALE if policy.act_scale is not None else 0)
+def blocks_of(flags, sizes):
+    """[(name, values)] of the optional float blocks before the network that a file with these flags
+    holds, in file order (flags 31: all of them). Block i is there when the flag 1 << (i >> 1) is set
+    (1 normalisation, 2 scaling, 4 input clipping, 8 action clipping); obs_* and in_* hold n_in
+    values, act_* n_out. Flag 16: the reference section after the network."""
+    # one string, split when asked: a tuple of names would stay on the heap (half a KB here)
+    names = "obs_mean obs_std act_scale act_offset in_low in_high act_low act_high".split()
+    return [(names[i], sizes[-1] if names[i][0] == "a" else sizes[0]) for i in range(8) if flags & (1 << (i >> 1))]
 
 
-def pack_fixed(magic, version, header_len, total, L, flags):
-    return struct.pack("<4sHHIBBH", magic, version, header_len, total, L, flags, 0)
+def references_bytes(f, size, total, sizes, where):
+    """Bytes of the reference section at offset `size` (the size of the file before it; its count
+    read from the file); CorruptPolicyError when they do not fit the file's length."""
+    n = -1
+    if size + 12 <= total:
+        f.seek(size)
+        count = struct.unpack("<I", f.read(4))[0]
+        if count:
+            n = 8 + 4 * count * (sizes[0] + sizes[-1])
+    if n < 0 or size + n + 4 != total:
+        refuse(CorruptPolicyError, "references", where)
+    return n
 
 
 def file_size(path):
@@ -80,39 +96,56 @@ def file_size(path):
 
 def check_values(policy, where):
     """Refuse a policy that cannot give finite actions: NaN or infinite weights, biases,
-    normalisation or scaling, or an observation std that is not positive: InvalidValueError
-    naming the first bad number (of a Policy, or of a QuantisedPolicy's floats)."""
+    normalisation, scaling or clipping, an observation std below the smallest normal float32, or a clipping
+    range whose low is above its high: InvalidValueError naming the first bad number (of a
+    Policy, or of a QuantisedPolicy's floats)."""
     std = policy.obs_std
-    for block in (policy.obs_mean, std, policy.act_scale, policy.act_offset, getattr(policy, "params", None)):
+    bad = False
+    for name, _ in blocks_of(31, policy.sizes) + [("params", 0)]:
+        block = getattr(policy, name, None)
         if block is not None:
-            for v in block:
-                # v - v: nan for nan and inf; a std below the smallest normal float32 (a
-                # subnormal, or zero) makes (obs - mean) / std overflow, and the actions NaN
-                if v - v != 0.0 or (block is std and not v >= 1.1754943508222875e-38):
-                    from .refusals import invalid_values
+            for i in range(len(block)):
+                v = block[i]
+                # v - v: nan for nan and inf; a std below the smallest normal float32 (a subnormal, or
+                # zero) makes (obs - mean) / std overflow, and the actions NaN; a clipping range's
+                # low must not be above its high
+                if v - v != 0.0 or (block is std and not v >= 1.1754943508222875e-38) or (name[-4:] == "_low" and v > getattr(policy, name[:-3] + "high")[i]):
+                    bad = True
+    if bad:
+        from .refusals import invalid_values
 
-                    raise InvalidValueError(invalid_values(policy, where))
+        raise InvalidValueError(invalid_values(policy, where))
 
 
-def check_header(head, size, where="policy", magic=b"MRLP", version=1, kind="policy"):
-    """Validate the first bytes of a file of `size` bytes of the format with this magic and
-    version (kind names it in messages); return (header_len, total, L, flags). Raises the
-    PolicyFileError subclass that says what is wrong."""
+def refuse(cls, why, *values):
+    """Raise cls (a PolicyFileError) with the message refusals.HEADER[why] % values: the texts live
+    in refusals.py, which a board imports only when it refuses a file."""
+    from .refusals import HEADER
+
+    raise cls(HEADER[why] % values)
+
+
+def check_header(head, size, where="policy", magic=b"MRLP", version=2, kind="policy"):
+    """Validate the first bytes of a file of `size` bytes of the format with this magic and a
+    version from 1 to `version` (kind names it in messages); return (header_len, total, L, flags,
+    found version). Raises the PolicyFileError subclass that says what is wrong."""
     if size == 0:
-        raise TruncatedPolicyError("%s: empty file, not a whole policy" % where)
+        refuse(TruncatedPolicyError, "empty", where)
     n = min(len(head), 4)
     if head[:n] != magic[:n]:
-        raise NotAPolicyError("%s: not a microrl %s file (its first bytes are %r, expected %r)" % (where, kind, bytes(head[:4]), magic))
+        refuse(NotAPolicyError, "magic", where, kind, bytes(head[:4]), magic)
     if len(head) < FIXED:
-        raise TruncatedPolicyError("%s: truncated: %d bytes, shorter than the %d-byte header" % (where, size, FIXED))
+        refuse(TruncatedPolicyError, "short", where, size, FIXED)
     _, found, header_len, total, L, flags, _ = struct.unpack("<4sHHIBBH", head[:FIXED])
-    if found != version:
-        raise UnsupportedVersionError("%s: %s format version %d; this microrl reads version %d (update microrl or re-export the policy)" % (where, kind, found, version))
+    if not 1 <= found <= version:
+        refuse(UnsupportedVersionError, "version", where, kind, found, version)
     if size < total:
-        raise TruncatedPolicyError("%s: truncated: %d bytes of %d" % (where, size, total))
+        refuse(TruncatedPolicyError, "truncated", where, size, total)
     if size > total:
-        raise CorruptPolicyError("%s: %d bytes where the header says %d (extra data after the policy)" % (where, size, total))
-    return header_len, total, L, flags
+        refuse(CorruptPolicyError, "long", where, size, total)
+    if flags & ~(3 if found == 1 else 31):  # version 2 added the flags 4, 8 and 16
+        refuse(CorruptPolicyError, "flags", where, flags, found)
+    return header_len, total, L, flags, found
 
 
 def check_zero_bytes(f, header_len, meta_len, where):

@@ -1,7 +1,12 @@
-# Writing the policy files (policy.py, fixedpoint.py): the shapes the header can hold and the
-# atomic replace of a written file. Its own module, imported only by save and to_bytes, so that
-# a board that only loads and runs a policy does not hold this code (a board that loads the 13-64-64-4 policy in a 52K heap has no byte to spare).
-from .fileformat import NotAPolicyError
+# Writing policy files, both formats (float: policy.py, int16: fixedpoint.py): the shapes the
+# header can hold, its flags and version, the float format's bytes, the atomic replace of a
+# written file. Its own module, imported only by save and to_bytes, so that a board that only
+# loads and runs a policy does not hold this code (fileformat.py has what readers need; a board
+# that loads the 13-64-64-4 policy in a 52K heap has no byte to spare).
+import struct
+import sys
+
+from .fileformat import FIXED, NotAPolicyError, blocks_of, check_values, crc32
 
 MAX_LAYERS = 255  # the header's u8 layer count
 MAX_WIDTH = 65535  # a layer size is a u16
@@ -13,6 +18,35 @@ def check_shape(sizes):
     if len(sizes) - 1 > MAX_LAYERS or max(sizes) > MAX_WIDTH:
         raise ValueError("a policy file holds at most %d layers of at most %d units each; this network has %d layers, the widest %d units"
                          % (MAX_LAYERS, MAX_WIDTH, len(sizes) - 1, max(sizes)))
+
+
+def flags_of(policy):
+    """The header's flags for a policy (float or int16): which optional blocks it has (1
+    normalisation, 2 scaling, 4 input clipping, 8 action clipping), 16 for reference vectors."""
+    flags = 0
+    for i, name in enumerate(("obs_mean", "act_scale", "in_low", "act_low", "references")):
+        if getattr(policy, name, None) is not None:
+            flags |= 1 << i
+    return flags
+
+
+def version_for(flags):
+    """The oldest format version that holds these flags: version 1 files load in every microrl,
+    version 2 (flags 4, 8, 16) in those from version 2 on."""
+    return 1 if flags & ~3 == 0 else 2
+
+
+def pack_fixed(magic, version, header_len, total, L, flags):
+    return struct.pack("<4sHHIBBH", magic, version, header_len, total, L, flags, 0)
+
+
+def reference_section(policy):
+    """The reference section's bytes (b"" for a policy without references)."""
+    if getattr(policy, "references", None) is None:
+        return b""
+    from .references import section
+
+    return section(policy.references, policy.sizes)
 
 
 def replace(src, dst):
@@ -51,9 +85,6 @@ def write_atomic(path, parts):
     sees the old file or the new one. NotAPolicyError when path (or path.tmp) is not a regular file
     or is a symbolic link; on any failure the temporary is removed and path is untouched."""
     import os
-    import struct
-
-    from .fileformat import crc32
 
     tmp = path + ".tmp"
     _refuse_non_file(path)
@@ -79,3 +110,44 @@ def write_atomic(path, parts):
             pass
         raise
     return path
+
+
+def _le_bytes(block):
+    # float32 little-endian bytes of an array('f'); Policy keeps every block float32
+    if sys.byteorder == "big":  # pragma: no cover - every supported board is little-endian
+        from array import array
+
+        block = array("f", block)
+        block.byteswap()
+    return memoryview(block)
+
+
+def _float_parts(policy):
+    """The float format's file before its CRC, in parts (bytes or memoryviews); ValueError for a
+    shape the format cannot hold, before any part is made."""
+    from .layout import param_count
+
+    check_shape(policy.sizes)
+    L = len(policy.acts)
+    flags = flags_of(policy)
+    body = struct.pack("<%dH%dB" % (L + 1, L), *(list(policy.sizes) + list(policy.acts)))
+    header_len = (FIXED + len(body) + 3) & ~3
+    names = [name for name, _ in blocks_of(31, policy.sizes) if getattr(policy, name, None) is not None]
+    tail = reference_section(policy)
+    n_floats = param_count(policy.sizes) + sum(len(getattr(policy, name)) for name in names)
+    total = header_len + 4 * n_floats + len(tail) + 4
+    head = pack_fixed(b"MRLP", version_for(flags), header_len, total, L, flags) + body + bytes(header_len - FIXED - len(body))
+    return [head] + [_le_bytes(getattr(policy, name)) for name in names] + [_le_bytes(policy.params), tail]
+
+
+def save(path, policy):
+    """policy.save: write a float policy atomically (write_atomic)."""
+    check_values(policy, "%s not written" % path)
+    return write_atomic(path, _float_parts(policy))
+
+
+def to_bytes(policy):
+    """policy.to_bytes: a float policy's file as bytes."""
+    check_values(policy, "policy")
+    data = b"".join(bytes(part) for part in _float_parts(policy))
+    return data + struct.pack("<I", crc32(data) & 0xFFFFFFFF)

@@ -13,23 +13,26 @@
 # 513-entry Q14 tables (tanh and the normal CDF on [0, 8], step 1/64, linear interpolation).
 #
 # File format (little-endian; CRC and errors as the float policy file, docs/fixedpoint.md):
-#   0  4 magic b"MRLQ"   4 2 version (1)   6 2 header bytes H   8 4 file bytes, CRC included
-#  12  1 layers L       13 1 flags (1 obs normalisation, 2 action scaling as the float format)
-#  14  2 zero           16 2*(L+1) sizes, L activation codes, L+1 int8 Fx, L int8 Fw, zero pad to H
-#   H  float32 [obs mean, obs std], [action scale, action offset]; then per layer int32 b[out],
-#      int16 W[out, in] row-major, zero pad to 4; last 4 bytes: CRC-32 of all before.
+#   0  4 magic b"MRLQ"   4 2 version (1 or 2)   6 2 header bytes H   8 4 file bytes, CRC included
+#  12  1 layers L       13 1 flags as the float format's (1 obs normalisation, 2 action scaling,
+#  14  2 zero                4 input clipping, 8 action clipping, 16 references; version 2 for 4-16)
+#  16  2*(L+1) sizes, L activation codes, L+1 int8 Fx, L int8 Fw, zero pad to H
+#   H  float32 [obs mean, obs std], [action scale, action offset], [input low, input high], [action
+#      low, action high]; then per layer int32 b[out], int16 W[out, in] row-major, zero pad to 4;
+#      then the reference section (references.py); last 4 bytes: CRC-32 of all before.
 import struct
 import sys
 from array import array
 
 from .activations import GELU, IDENTITY, NAMES, RELU, SIGMOID, TANH
+from .compat import clip
 from .fileformat import FIXED as _FIXED
 from .fileformat import FLOAT32_MAX, NEG_FLOAT32_MAX
-from .fileformat import CorruptPolicyError, TruncatedPolicyError, check_header, check_values, check_zero_bytes, checksum_file, crc32, file_size, flags_of, pack_fixed
+from .fileformat import CorruptPolicyError, TruncatedPolicyError, blocks_of, refuse, check_header, check_values, check_zero_bytes, checksum_file, crc32, file_size, references_bytes
 from .layout import layout
 
 MAGIC = b"MRLQ"
-VERSION = 1
+VERSION = 2
 Q = 14  # fractional bits of the tables and of the table-activations' arguments
 TABLE_STEP_BITS = 6  # table step 1/64
 TABLE_N = 513  # [0, 8] inclusive
@@ -217,7 +220,10 @@ class QuantisedPolicy:
     Build one with quantise(policy, calibration_observations) or load(path). Calling it returns
     an array('f') reused by the next call."""
 
-    def __init__(self, sizes, acts, weights, biases, fx, fw, obs_mean=None, obs_std=None, act_scale=None, act_offset=None):
+    reference_count = 0  # load(): how many reference vectors the file holds (at its end)
+
+    def __init__(self, sizes, acts, weights, biases, fx, fw, obs_mean=None, obs_std=None, act_scale=None, act_offset=None,
+                 in_low=None, in_high=None, act_low=None, act_high=None, references=None):
         self.sizes = [int(s) for s in sizes]
         self.acts = [int(a) for a in acts]
         L = len(self.acts)
@@ -228,6 +234,8 @@ class QuantisedPolicy:
         self.fx = [int(f) for f in fx]
         self.fw = [int(f) for f in fw]
         self.obs_mean, self.obs_std, self.act_scale, self.act_offset = obs_mean, obs_std, act_scale, act_offset
+        self.in_low, self.in_high, self.act_low, self.act_high = in_low, in_high, act_low, act_high
+        self.references = references  # written by save(); load(path, check=True) checks a file's
         self.shifts = []
         for l in range(L):
             fa = self.fw[l] + self.fx[l]
@@ -253,6 +261,12 @@ class QuantisedPolicy:
         # the native module also quantises the observation (and checks it) in C
         self._load_input = _load_input_native if self.kernel == "native" else load_input
         self._in_scale = float(1 << self.fx[0])
+        self._in_qlow = self._in_qhigh = None
+        if in_low is not None:  # the clipping bounds as int16 inputs, rounded as load_input rounds
+            n = self.sizes[0]
+            self._in_qlow, self._in_qhigh = array("h", range(n)), array("h", range(n))
+            load_input(in_low, self._in_qlow, n, None, None, self._in_scale)
+            load_input(in_high, self._in_qhigh, n, None, None, self._in_scale)
         self._out_scale = 1.0 / (1 << self.fx[L])
         self.n_params = sum(len(w) + len(b) for w, b in zip(self.W, self.b))
 
@@ -289,6 +303,10 @@ class QuantisedPolicy:
             from .refusals import non_finite_observation
 
             raise non_finite_observation(obs, i)
+        if self._in_qlow is not None:
+            # the input clipping on the int16 input: rounding and saturation are monotone, so
+            # clipping after them to the bounds' own int16 values is clipping before them
+            clip(xq, self._in_qlow, self._in_qhigh, n_in)
         y = self.forward_int(xq)
         if out is None:
             out = self.out
@@ -297,6 +315,8 @@ class QuantisedPolicy:
         for i in range(self.sizes[-1]):
             v = y[i] * k
             out[i] = v if a_scale is None else a_scale[i] * v + a_offset[i]
+        if self.act_low is not None:
+            clip(out, self.act_low, self.act_high, self.sizes[-1])
         return out
 
     def describe(self):
@@ -411,30 +431,27 @@ def quantise(policy, observations, headroom=1.25):
                 break
             f -= 1
         fw.append(f)
-    return QuantisedPolicy(sizes, acts, weights, biases, fx, fw, policy.obs_mean, policy.obs_std, policy.act_scale, policy.act_offset)
+    return QuantisedPolicy(sizes, acts, weights, biases, fx, fw, policy.obs_mean, policy.obs_std, policy.act_scale, policy.act_offset,
+                           getattr(policy, "in_low", None), getattr(policy, "in_high", None), getattr(policy, "act_low", None), getattr(policy, "act_high", None))
 
 
 # ---- file format ----
 
 
-def _header(q):
-    from .filewrite import check_shape
+def _header(q, tail):
+    from .filewrite import check_shape, flags_of, pack_fixed, version_for
 
     check_shape(q.sizes)
     L = len(q.acts)
     flags = flags_of(q)
     body = struct.pack("<%dH%dB%db%db" % (L + 1, L, L + 1, L), *(list(q.sizes) + list(q.acts) + list(q.fx) + list(q.fw)))
     header_len = (_FIXED + len(body) + 3) & ~3
-    total = header_len + _data_bytes(q.sizes, flags) + 4
-    return pack_fixed(MAGIC, VERSION, header_len, total, L, flags) + body + bytes(header_len - _FIXED - len(body))
+    total = header_len + _data_bytes(q.sizes, flags) + len(tail) + 4
+    return pack_fixed(MAGIC, version_for(flags), header_len, total, L, flags) + body + bytes(header_len - _FIXED - len(body))
 
 
 def _data_bytes(sizes, flags):
-    n = 0
-    if flags & 1:
-        n += 8 * sizes[0]
-    if flags & 2:
-        n += 8 * sizes[-1]
+    n = 4 * sum(k for _, k in blocks_of(flags, sizes))
     for l in range(len(sizes) - 1):
         n += 4 * sizes[l + 1] + ((2 * sizes[l] * sizes[l + 1] + 3) & ~3)
     return n
@@ -442,11 +459,7 @@ def _data_bytes(sizes, flags):
 
 def _blocks(q):
     """(array, bytes per item) in file order."""
-    blocks = []
-    if q.obs_mean is not None:
-        blocks += [(q.obs_mean, 4), (q.obs_std, 4)]
-    if q.act_scale is not None:
-        blocks += [(q.act_scale, 4), (q.act_offset, 4)]
+    blocks = [(getattr(q, name), 4) for name, _ in blocks_of(31, q.sizes) if getattr(q, name) is not None]
     for l in range(len(q.acts)):
         blocks += [(q.b[l], 4), (q.W[l], 2)]
     return blocks
@@ -460,10 +473,14 @@ def to_bytes(q):
     check_values(q, "quantised policy")
     if sys.byteorder != "little":  # pragma: no cover - every supported board is little-endian
         raise OSError("quantised policy files are written on little-endian machines only")
-    parts = [_header(q)]
+    from .filewrite import reference_section
+
+    tail = reference_section(q)
+    parts = [_header(q, tail)]
     for block, itemsize in _blocks(q):
         parts.append(bytes(memoryview(block)))
         parts.append(bytes(_pad(len(block), itemsize)))
+    parts.append(tail)
     data = b"".join(parts)
     return data + struct.pack("<I", crc32(data) & 0xFFFFFFFF)
 
@@ -475,16 +492,17 @@ def save(path, q):
     return write_atomic(path, (memoryview(to_bytes(q))[:-4],))  # (write_atomic appends the CRC)
 
 
-def load(path):
-    """Read a quantised policy file; PolicyFileError subclasses as microrl.load raises them."""
+def load(path, check=False, tolerance=None):
+    """Read a quantised policy file; PolicyFileError subclasses as microrl.load raises them, and
+    check as microrl.load's."""
     size = file_size(path)
     with open(path, "rb") as f:
         head = f.read(_FIXED)
-        header_len, total, L, flags = check_header(head, size, path, MAGIC, VERSION, "quantised policy")
+        header_len, total, L, flags, _ = check_header(head, size, path, MAGIC, VERSION, "quantised policy")
         meta_len = 2 * (L + 1) + L + (L + 1) + L
         # the declared sizes against the file's length before reading it through
-        if L < 1 or header_len != ((_FIXED + meta_len + 3) & ~3) or flags & ~3:
-            raise CorruptPolicyError("%s: inconsistent header (%d layers, %d header bytes, flags %d)" % (path, L, header_len, flags))
+        if L < 1 or header_len != ((_FIXED + meta_len + 3) & ~3):
+            refuse(CorruptPolicyError, "header", path, L, header_len, flags)
         f.seek(_FIXED)
         fields = struct.unpack("<%dH%dB%db%db" % (L + 1, L, L + 1, L), f.read(meta_len))
         sizes = list(fields[: L + 1])
@@ -492,16 +510,18 @@ def load(path):
         fx = list(fields[2 * L + 1 : 3 * L + 2])
         fw = list(fields[3 * L + 2 :])
         if min(sizes) < 1 or max(acts) >= len(NAMES):
-            raise CorruptPolicyError("%s: invalid layer sizes %r or activation codes %r" % (path, sizes, acts))
-        if header_len + _data_bytes(sizes, flags) + 4 != total:
-            raise CorruptPolicyError("%s: header sizes do not add up to the file length" % path)
+            refuse(CorruptPolicyError, "layers", path, sizes, acts)
+        end = header_len + _data_bytes(sizes, flags)
+        if flags & 16:  # reference vectors
+            end += references_bytes(f, end, total, sizes, path)
+        if end + 4 != total:
+            refuse(CorruptPolicyError, "sizes", path)
         checksum_file(f, size, path)
         check_zero_bytes(f, header_len, meta_len, path)
         f.seek(header_len)
         floats = {}
-        for name, n_items, on in (("obs_mean", sizes[0], flags & 1), ("obs_std", sizes[0], flags & 1), ("act_scale", sizes[-1], flags & 2), ("act_offset", sizes[-1], flags & 2)):
-            if on:
-                floats[name] = _read(f, array("f", range(n_items)), 4, path)
+        for name, n in blocks_of(flags, sizes):
+            floats[name] = _read(f, array("f", range(n)), 4, path)
         weights, biases = [], []
         for l in range(L):
             biases.append(_read(f, array("i", range(sizes[l + 1])), 4, path))
@@ -509,11 +529,17 @@ def load(path):
             if any(f.read(_pad(len(W), 2))):
                 raise CorruptPolicyError("%s: the padding after layer %d's weights must be zero: not a file this microrl wrote" % (path, l + 1))
             weights.append(W)
-    try:
-        q = QuantisedPolicy(sizes, acts, weights, biases, fx, fw, **floats)
-    except ValueError as e:
-        raise CorruptPolicyError("%s: %s" % (path, e))
-    check_values(q, path)
+        try:
+            q = QuantisedPolicy(sizes, acts, weights, biases, fx, fw, **floats)
+        except ValueError as e:
+            raise CorruptPolicyError("%s: %s" % (path, e))
+        if flags & 16:
+            q.reference_count = struct.unpack("<I", f.read(4))[0]
+        check_values(q, path)
+        if check:
+            from .references import check
+
+            check(q, f, path, tolerance)
     return q
 
 

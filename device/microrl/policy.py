@@ -2,23 +2,24 @@
 # on boards alike. Format described in docs/policy-format.md. Little-endian throughout.
 #
 #  0  4  magic b"MRLP"            12  1  number of layers L
-#  4  2  format version (1)       13  1  flags: 1 = observation normalisation, 2 = action scaling
-#  6  2  header bytes H           14  2  zero
-#  8  4  file bytes, CRC included 16  2*(L+1) layer sizes, then L activation codes, zero pad to H
-#  H  ...  float32: [obs mean, obs std], [action scale, action offset], then the parameters
-#          in the network layout (W_l [out, in] row-major, b_l) ... last 4: CRC-32 of all before.
+#  4  2  format version (1 or 2)  13  1  flags: 1 = observation normalisation, 2 = action scaling,
+#  6  2  header bytes H                  4 = input clipping, 8 = action clipping, 16 = references
+#  8  4  file bytes, CRC included 14  2  zero
+# 16  2*(L+1) layer sizes, then L activation codes, zero pad to H
+#  H  ...  float32: [obs mean, obs std], [action scale, action offset], [input low, input high],
+#          [action low, action high], then the parameters in the network layout (W_l [out, in]
+#          row-major, b_l), then the reference section (references.py) ... last 4: CRC-32.
 import struct
 import sys
 from array import array
 
 from .activations import GELU, NAMES, code
-from .compat import zeros
+from .compat import clip, zeros
 from .fileformat import FIXED as _FIXED
-from .fileformat import FLAG_ACT_SCALE, FLAG_OBS_NORM
 from .fileformat import ChecksumError, CorruptPolicyError, InvalidValueError, NotAPolicyError, PolicyFileError, TruncatedPolicyError, UnsupportedVersionError  # noqa: F401
 from .fileformat import check_header as _check_header
 from .fileformat import checksum_file as _checksum_file
-from .fileformat import check_values, check_zero_bytes, crc32, file_size, flags_of, pack_fixed
+from .fileformat import blocks_of, check_values, check_zero_bytes, crc32, file_size, references_bytes, refuse  # noqa: F401 (crc32: policy.crc32, as before)
 from .layout import layout, param_count, shape
 
 # The backend is imported only when a Policy is built: on a board, load() takes the weights'
@@ -27,16 +28,23 @@ from .layout import layout, param_count, shape
 # the training code (8 KB of heap on the unix port), which lets the 13-64-64-4 policy run in 48K.
 
 MAGIC = b"MRLP"
-VERSION = 1
 
 class Policy:
     """A deterministic actor: obs -> action, with optional observation normalisation
-    ((obs - mean) / std) and action scaling (scale * net(obs) + offset).
+    (x = (obs - mean) / std), input clipping (x clipped to [in_low, in_high]), action scaling
+    (scale * net(x) + offset) and action clipping (to [act_low, act_high]).
 
     policy(obs) returns an array('f') that is reused by the next call (no allocation per call):
-    copy it if you keep it, or pass out= a buffer of your own."""
+    copy it if you keep it, or pass out= a buffer of your own. references: a
+    references.References that save() writes into the file (a loaded policy has none: its
+    file's are checked by load(path, check=True) without being kept)."""
 
-    def __init__(self, sizes, activations, params=None, obs_mean=None, obs_std=None, act_scale=None, act_offset=None):
+    # what most policies do not have: class defaults, so that their instances hold nothing for it
+    in_low = act_low = None  # with in_high, act_high when set
+    reference_count = 0  # load(): how many reference vectors the file holds (at its end)
+
+    def __init__(self, sizes, activations, params=None, obs_mean=None, obs_std=None, act_scale=None, act_offset=None,
+                 in_low=None, in_high=None, act_low=None, act_high=None, references=None):
         from . import backend
 
         if params is not None and (not isinstance(params, array) or getattr(params, "typecode", "f") != "f"):
@@ -79,6 +87,12 @@ class Policy:
             self.act_offset = zeros(n_out)
         if self.act_offset is not None and self.act_scale is None:
             self.act_scale = array_of([1.0] * n_out)
+        if in_low is not None or in_high is not None:  # both or neither: () has the wrong length
+            self.in_low, self.in_high = _floats(() if in_low is None else in_low, n_in, "in_low"), _floats(() if in_high is None else in_high, n_in, "in_high")
+        if act_low is not None or act_high is not None:
+            self.act_low, self.act_high = _floats(() if act_low is None else act_low, n_out, "act_low"), _floats(() if act_high is None else act_high, n_out, "act_high")
+        if references is not None:
+            self.references = references
         self.out = zeros(n_out)
 
     @property
@@ -110,6 +124,8 @@ class Policy:
             from .refusals import non_finite_observation
 
             raise non_finite_observation(obs, i)
+        if self.in_low is not None:  # clipped after the normalisation (VecNormalize's clip_obs)
+            clip(x, self.in_low, self.in_high, n_in)
         dense = self._dense
         for W, b, xin, yout, act, z in self.layers:
             dense(W, b, xin, yout, 1, act, z)
@@ -124,6 +140,8 @@ class Policy:
             offset = self.act_offset
             for i in range(self.sizes[-1]):
                 out[i] = scale[i] * y[i] + offset[i]
+        if self.act_low is not None:  # clipped after the scaling (SB3's PPO clips its mean to the Box)
+            clip(out, self.act_low, self.act_high, self.sizes[-1])
         return out
 
     def describe(self):
@@ -145,71 +163,26 @@ def _floats(values, n, what):
     return a
 
 
-def _header(policy):
-    from .filewrite import check_shape
-
-    check_shape(policy.sizes)
-    L = len(policy.acts)
-    flags = flags_of(policy)
-    body = struct.pack("<%dH%dB" % (L + 1, L), *(list(policy.sizes) + list(policy.acts)))
-    header_len = (_FIXED + len(body) + 3) & ~3
-    n_floats = _float_count(policy.sizes, flags)
-    total = header_len + 4 * n_floats + 4
-    fixed = pack_fixed(MAGIC, VERSION, header_len, total, L, flags)
-    return fixed + body + bytes(header_len - _FIXED - len(body))
-
-
-def _float_count(sizes, flags):
-    n = param_count(sizes)
-    if flags & FLAG_OBS_NORM:
-        n += 2 * sizes[0]
-    if flags & FLAG_ACT_SCALE:
-        n += 2 * sizes[-1]
-    return n
-
-
-def _blocks(policy):
-    blocks = []
-    if policy.obs_mean is not None:
-        blocks += [policy.obs_mean, policy.obs_std]
-    if policy.act_scale is not None:
-        blocks += [policy.act_scale, policy.act_offset]
-    blocks.append(policy.params)
-    return blocks
-
-
-def _le_bytes(block):
-    # float32 little-endian bytes of an array('f'); Policy keeps every block float32
-    if sys.byteorder == "big":  # pragma: no cover - every supported board is little-endian
-        from array import array
-
-        block = array("f", block)
-        block.byteswap()
-    return memoryview(block)
-
-
 def save(path, policy):
     """Write policy to path, atomically: a reader sees the old file or the new one, never half.
     A policy with non-finite numbers is refused (InvalidValueError), so is a path that is not a
     regular file (NotAPolicyError); nothing is written then, and no temporary is left."""
-    check_values(policy, "%s not written" % path)
-    from .filewrite import write_atomic
+    from .filewrite import save
 
-    # the header first: a shape the format cannot hold fails there, before any file is made
-    return write_atomic(path, [_header(policy)] + [_le_bytes(b) for b in _blocks(policy)])
+    return save(path, policy)
 
 
 def to_bytes(policy):
-    check_values(policy, "policy")
-    parts = [_header(policy)] + [bytes(_le_bytes(b)) for b in _blocks(policy)]
-    data = b"".join(parts)
-    return data + struct.pack("<I", crc32(data) & 0xFFFFFFFF)
+    """The bytes of the policy's file."""
+    from .filewrite import to_bytes
+
+    return to_bytes(policy)
 
 
 def check_header(head, size, where="policy"):
     """Validate the first bytes of a float policy file of `size` bytes; return (header_len,
-    total, L, flags). Raises the PolicyFileError subclass that says what is wrong."""
-    return _check_header(head, size, where, MAGIC, VERSION, "policy")
+    total, L, flags, version). Raises the PolicyFileError subclass that says what is wrong."""
+    return _check_header(head, size, where, MAGIC, 2, "policy")
 
 
 def _read_exact(f, block, where):
@@ -220,29 +193,39 @@ def _read_exact(f, block, where):
         block.byteswap()
 
 
-def load(path):
+def load(path, check=False, tolerance=None):
     """Read a policy file; returns a Policy (or a fixedpoint.QuantisedPolicy for an int16 file). Raises a PolicyFileError subclass naming the problem:
     NotAPolicyError, TruncatedPolicyError, UnsupportedVersionError, ChecksumError, CorruptPolicyError,
-    InvalidValueError."""
+    InvalidValueError.
+
+    check=True runs the policy on the reference observations the file carries and compares its
+    actions with the stored ones (references.check): ReferenceMismatchError names the largest
+    difference and the tolerance (the file's, or `tolerance`) when they disagree,
+    MissingReferencesError when the file has none. The largest difference is then the policy's
+    reference_difference."""
     size = file_size(path)
     with open(path, "rb") as f:
         head = f.read(_FIXED)
         if head[:4] == b"MRLQ":  # an int16 policy (microrl export --int16): same call, integer network
             from .fixedpoint import load as load_int16
 
-            return load_int16(path)
-        header_len, total, L, flags = check_header(head, size, path)
+            return load_int16(path, check, tolerance)
+        header_len, total, L, flags, _ = check_header(head, size, path)
         # the declared sizes against the file's length before reading it through
-        if L < 1 or header_len != ((_FIXED + 3 * L + 2 + 3) & ~3) or flags & ~(FLAG_OBS_NORM | FLAG_ACT_SCALE):
-            raise CorruptPolicyError("%s: inconsistent header (%d layers, %d header bytes, flags %d)" % (path, L, header_len, flags))
+        if L < 1 or header_len != ((_FIXED + 3 * L + 2 + 3) & ~3):
+            refuse(CorruptPolicyError, "header", path, L, header_len, flags)
         f.seek(_FIXED)
         fields = struct.unpack("<%dH%dB" % (L + 1, L), f.read(3 * L + 2))
         sizes = list(fields[: L + 1])
         acts = list(fields[L + 1 :])
         if min(sizes) < 1 or max(acts) >= len(NAMES):
-            raise CorruptPolicyError("%s: invalid layer sizes %r or activation codes %r" % (path, sizes, acts))
-        if header_len + 4 * _float_count(sizes, flags) + 4 != total:
-            raise CorruptPolicyError("%s: header sizes do not add up to the file length" % path)
+            refuse(CorruptPolicyError, "layers", path, sizes, acts)
+        blocks = blocks_of(flags, sizes)
+        end = header_len + 4 * (param_count(sizes) + sum(n for _, n in blocks))
+        if flags & 16:  # reference vectors
+            end += references_bytes(f, end, total, sizes, path)
+        if end + 4 != total:
+            refuse(CorruptPolicyError, "sizes", path)
         _checksum_file(f, size, path)
         check_zero_bytes(f, header_len, 3 * L + 2, path)
         if sys.implementation.name == "micropython":
@@ -251,18 +234,20 @@ def load(path):
             import gc
 
             gc.collect()
-        n_in, n_out = sizes[0], sizes[-1]
-        kwargs = {}
-        if flags & FLAG_OBS_NORM:
-            kwargs["obs_mean"] = zeros(n_in)
-            kwargs["obs_std"] = zeros(n_in)
-        if flags & FLAG_ACT_SCALE:
-            kwargs["act_scale"] = zeros(n_out)
-            kwargs["act_offset"] = zeros(n_out)
         params = zeros(param_count(sizes))  # the big block first, while the heap is whole
+        kwargs = {}
+        for name, n in blocks:
+            kwargs[name] = zeros(n)
         policy = Policy(sizes, [code(a) for a in acts], params=params, **kwargs)
         f.seek(header_len)
-        for block in _blocks(policy):
-            _read_exact(f, block, path)
-    check_values(policy, path)
+        for name, _ in blocks:
+            _read_exact(f, getattr(policy, name), path)
+        _read_exact(f, params, path)
+        if flags & 16:
+            policy.reference_count = struct.unpack("<I", f.read(4))[0]
+        check_values(policy, path)
+        if check:
+            from .references import check
+
+            check(policy, f, path, tolerance)
     return policy

@@ -3,6 +3,23 @@
 _KINDS = {0o040000: "a directory", 0o010000: "a named pipe", 0o020000: "a character device", 0o060000: "a block device", 0o140000: "a socket"}
 
 
+# A file's header and sizes refused (fileformat.refuse): one entry per reason, formatted with the
+# file's name first.
+HEADER = {
+    "empty": "%s: empty file, not a whole policy",
+    "magic": "%s: not a microrl %s file (its first bytes are %r, expected %r)",
+    "short": "%s: truncated: %d bytes, shorter than the %d-byte header",
+    "version": "%s: %s format version %d; this microrl reads versions 1 to %d (update microrl or re-export the policy)",
+    "truncated": "%s: truncated: %d bytes of %d",
+    "long": "%s: %d bytes where the header says %d (extra data after the policy)",
+    "flags": "%s: flags %d, which a version %d file does not have",
+    "header": "%s: inconsistent header (%d layers, %d header bytes, flags %d)",
+    "layers": "%s: invalid layer sizes %r or activation codes %r",
+    "sizes": "%s: header sizes do not add up to the file length",
+    "references": "%s: the reference section does not add up to the file length",
+}
+
+
 def not_a_file(path, mode):
     """The message for a path that is no regular file (its os.stat mode)."""
     return "%s: not a regular file (it is %s)" % (path, _KINDS.get(mode & 0o170000, "not a file"))
@@ -54,17 +71,22 @@ def param_name(sizes, i):
 
 def invalid_values(policy, where):
     """The message naming the first bad number of a policy (see fileformat.check_values)."""
-    for name in ("obs_mean", "obs_std", "act_scale", "act_offset"):
-        block = getattr(policy, name)
+    for name in ("obs_mean", "obs_std", "act_scale", "act_offset", "in_low", "in_high", "act_low", "act_high"):
+        block = getattr(policy, name, None)
         i = -1 if block is None else _first_non_finite(block)
         if i >= 0:
             return "%s: %s[%d] is %r, not a finite number" % (where, name, i, block[i])
+    for what in ("in", "act"):
+        low, high = getattr(policy, what + "_low", None), getattr(policy, what + "_high", None)
+        for i in range(0 if low is None else len(low)):
+            if low[i] > high[i]:
+                return "%s: %s_low[%d] is %r, above %s_high[%d] (%r): a clipping range must not be empty" % (where, what, i, low[i], what, i, high[i])
     params = getattr(policy, "params", None)  # a QuantisedPolicy's integers are always finite
     i = -1 if params is None else _first_non_finite(params)
     if i >= 0:
         return "%s: %s is %r, not a finite number (the training that wrote it diverged)" % (where, param_name(policy.sizes, i), params[i])
     std = policy.obs_std
-    for i in range(len(std)):
+    for i in range(0 if std is None else len(std)):
         if not std[i] > 0.0:
             return "%s: obs_std[%d] is %r: a standard deviation must be positive (the normalisation divides by it)" % (where, i, std[i])
         if not std[i] >= 1.1754943508222875e-38:  # the smallest normal float32 (fileformat.check_values)

@@ -25,6 +25,7 @@ from ..nn.blas import one_blas_thread
 from ..nn import mlp
 from ..nn.mlp import Net, greedy_action, view
 from ..nn.rng import randint
+from ..references import attach as attach_references
 from ..runlog import RunLog
 from . import checkpoint, loop, twin
 from .callbacks import NONE
@@ -430,6 +431,8 @@ class Algorithm:
             self.task_stats = dict(best[2], policy_step=best[1], final_success_rate=final_success)
             if best[1] != step:
                 policy = self.policy(state, env, params=best[3])
+        # reference vectors for the file: observations spread over the replay buffer
+        attach_references(policy, state.replay.obs[: max(1, int(state.replay.count[1]))])
         if out:
             folder = os.path.dirname(os.path.abspath(out))
             os.makedirs(folder, exist_ok=True)

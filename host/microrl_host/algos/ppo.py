@@ -30,6 +30,7 @@ from microrl.nn import MLP
 
 from ..envs.gym import rollout_returns
 from ..nn.blas import one_blas_thread
+from ..references import attach as attach_references
 from ..runlog import RunLog
 from . import checkpoint
 from .callbacks import NONE
@@ -598,7 +599,7 @@ def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_epi
                 config = {k: (list(v) if isinstance(v, tuple) else v) for k, v in c.as_dict().items()}
                 checkpoint.write(ckpt_path, {"algo": "ppo", "task": task, "step": step, "config": config}, arrays, compress=True)
                 last_good[0] = step
-                policy_file.save(os.path.join(run_dir, POLICY), learner.to_policy())
+                policy_file.save(os.path.join(run_dir, POLICY), attach_references(learner.to_policy(), raw_obs.reshape(-1, envs.obs_dim)))
 
         def evaluate_now():
             nonlocal eval_s
@@ -701,7 +702,8 @@ def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_epi
                 log.close()
         if out:
             os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-            policy_file.save(out, learner.to_policy())
+            # reference vectors for the file: observations spread over the last rollout
+            policy_file.save(out, attach_references(learner.to_policy(), raw_obs.reshape(-1, envs.obs_dim)))
         import gymnasium
 
         used = (np, gymnasium)

@@ -2,10 +2,11 @@
 
 Only files whose SHA-256 differs are copied; each is written under a temporary name, verified
 by hash on the board, and renamed into place only when every file arrived, so an interrupted copy
-leaves the previous version usable. Then microrl is imported on the board and the policy run on a
-few observations to check its actions against the host's. The tasks the board runs go with the
-core into its microrl/tasks/ (the built-in ones named, a user's task file), verified alike, and
-each is imported on the board to check it loads there."""
+leaves the previous version usable. Then microrl is imported on the board and the policy run on its
+file's reference vectors (or, for a file without them, on a few observations) to check its actions
+against those the host computed. The tasks the board runs go with the core into its
+microrl/tasks/ (the built-in ones named, a user's task file), verified alike, and each is imported
+on the board to check it loads there."""
 import ast
 import errno
 import glob
@@ -363,22 +364,37 @@ def copy_files(transport, files, stale=(), fs_free=-1, log=None, mem_free=None):
     return changed
 
 
-def check_policy(transport, board_path, policy, policy_bytes=None, mem_free=None, mpy=True):
-    """Run the policy on the board on a few observations; return the largest difference from
-    the host's actions (raise DeployError if it is not close). mpy=False: microrl is .py files
-    on the board, and a MemoryError says that --mpy leaves more of the heap whole."""
-    from microrl.rng import Rng
-
-    rng = Rng(7)
-    obs = [[rng.uniform(-1.0, 1.0) for _ in range(policy.obs_dim)] for _ in range(4)]
+def _run_check(transport, program, step, policy_bytes, mem_free, mpy):
     try:
-        out = board_exec(transport, board_program("check_policy", POLICY_PATH=board_path, OBSERVATIONS=obs), timeout=120,
-                         step="loading the policy %s" % board_path, need=policy_bytes, free=mem_free)
+        return board_exec(transport, program, timeout=120, step=step, need=policy_bytes, free=mem_free)
     except DeployError as e:
         if not mpy and "MemoryError" in str(e) and policy_bytes and mem_free and policy_bytes < mem_free:
             raise DeployError("%s; the heap has the room, but microrl's .py files compiled on the board split it: deploy with --mpy "
                               "(compiled on the host)" % e) from None
         raise
+
+
+def check_policy(transport, board_path, policy, policy_bytes=None, mem_free=None, mpy=True):
+    """Run the policy on the board and return the largest difference of its actions from the
+    host's, relative to max(1, |host action|): on the file's reference vectors when it has them
+    (the actions the host computed when it wrote the file: docs/policy-format.md), else on a few
+    observations against this host's. DeployError if it is above the tolerance. mpy=False:
+    microrl is .py files on the board, and a MemoryError says that --mpy leaves more of the heap
+    whole."""
+    from microrl.rng import Rng
+
+    step = "loading the policy %s" % board_path
+    if policy.reference_count:
+        out = _run_check(transport, board_program("check_references", POLICY_PATH=board_path), step, policy_bytes, mem_free, mpy).split()
+        worst, tolerance, count, k, i, here, stored = [float(v) for v in out[-7:]]
+        if not worst <= tolerance:
+            raise DeployError("the policy's actions on the board differ from its file's reference actions by %.3g (reference %d of %d, action[%d]: %.7g "
+                              "on the board, %.7g stored), more than the tolerance %.3g: the board's microrl or native module computes something "
+                              "else; deploy again, or with --no-native" % (worst, k + 1, count, i, here, stored, tolerance))
+        return worst
+    rng = Rng(7)
+    obs = [[rng.uniform(-1.0, 1.0) for _ in range(policy.obs_dim)] for _ in range(4)]
+    out = _run_check(transport, board_program("check_policy", POLICY_PATH=board_path, OBSERVATIONS=obs), step, policy_bytes, mem_free, mpy)
     board = ast.literal_eval(out.strip())
     worst = 0.0
     for o, b in zip(obs, board):
@@ -518,6 +534,7 @@ def deploy(port=None, policy_path=None, mpy=False, transport=None, log=None, tim
                 fresh_heap(transport, timeout)
             report["policy"] = policy.describe()
             report["policy_max_diff"] = check_policy(transport, BOARD_POLICY, policy, len(policy_data), info["mem_free"], mpy)
+            report["policy_references"] = policy.reference_count  # 0: checked against this host's actions instead
         return report
     finally:
         if own:

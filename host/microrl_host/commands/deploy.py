@@ -17,7 +17,8 @@ def register(sub):
         "policy (to /policy.mrlp) to a MicroPython board with mpremote, and the native C kernels that fit the board (to /lib/microrl_kernels.mpy). Only changed files "
         "are copied; each is verified by SHA-256 on the board and swapped in only when "
         "all arrived (an interrupted copy leaves the previous version usable). Then microrl is imported on the board and "
-        "the policy's actions are checked against the host's.",
+        "the policy's actions are checked against the host's: on the reference vectors the policy file carries (microrl train, "
+        "import and export write them), else on a few observations; the report gives the largest difference.",
     )
     p.add_argument("--port", required=True, help="the board's serial port, e.g. /dev/ttyUSB0, /dev/ttyACM0, or a virtual board's /dev/pts/N")
     p.add_argument("policy_file", nargs="?", metavar="POLICY", help="a policy file (.mrlp) to copy and check (or --policy)")
@@ -90,5 +91,9 @@ def run(args):
         print("task %s: microrl.tasks.%s on the board, %d observations, %d actions, %d steps per episode"
               % (t["NAME"], name, t["OBS_DIM"], t["ACT_DIM"], t["EPISODE_STEPS"]))
     if "policy" in report:
-        print("policy: %s; actions on the board match the host's (largest difference %.2g)" % (report["policy"], report["policy_max_diff"]))
+        if report["policy_references"]:
+            print("policy: %s; its %d reference vectors on the board match the actions stored with them (largest difference %.2g)"
+                  % (report["policy"], report["policy_references"], report["policy_max_diff"]))
+        else:
+            print("policy: %s; actions on the board match the host's (largest difference %.2g; the file has no reference vectors)" % (report["policy"], report["policy_max_diff"]))
     return 0

@@ -2,8 +2,9 @@
 import json
 import os
 
+from ..references import COUNT, MAX_REFERENCES
 from . import CommandError
-from .options import EPISODES, EPISODES_OR_NONE, OUTPUT_HELP, SEED, check_output, load_policy, number
+from .options import EPISODES, EPISODES_OR_NONE, OUTPUT_HELP, SEED, check_output, load_policy, number, whole
 
 
 def register(sub):
@@ -26,6 +27,10 @@ def register(sub):
     p.add_argument("--calibration-episodes", type=EPISODES, default=5, help="episodes on the task for calibration (default 5)")
     p.add_argument("--eval-episodes", type=EPISODES_OR_NONE, default=10, help="episodes on the task comparing the returns (default 10; 0 skips)")
     p.add_argument("--seed", type=SEED, default=1, help="seed of the calibration rollouts or samples, 0 to 2**32-1 (default 1)")
+    p.add_argument("--references", type=whole(0, MAX_REFERENCES, "a handful is enough: each costs 4 bytes per observation and action"), default=COUNT, metavar="N",
+                   help="reference vectors in the int16 file (default %d, at most %d; 0: none, a version 1 file an older microrl reads): the float "
+                   "file's reference observations (else calibration observations), each moved to the middle of its int16 input step, "
+                   "with the int16 policy's actions; microrl deploy and microrl.load(path, check=True) check them" % (COUNT, MAX_REFERENCES))
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     p.set_defaults(func=run)
 
@@ -63,6 +68,8 @@ def run(args):
         quantised = fixedpoint.quantise(policy, observations)
     except ValueError as e:
         raise CommandError(str(e)) from None
+    if args.references:
+        _attach_references(quantised, policy, args.policy, observations, args.references)
     fixedpoint.save(out, quantised)
     worst, mean = Q.action_error(policy, quantised, observations)
     report = {
@@ -76,6 +83,7 @@ def run(args):
         "calibration_observations": len(observations),
         "action_error_max": worst,
         "action_error_mean": mean,
+        "references": quantised.references.count if quantised.references is not None else 0,
     }
     if args.eval_episodes > 0 and (task is not None or gym_env is not None):
         report["task"] = found.name
@@ -90,8 +98,24 @@ def run(args):
     print("wrote %s: %s, %d bytes (float: %d)" % (out, report["network"], report["bytes_int16"], report["bytes_float"]))
     print("fractional bits: activations %s, weights %s" % (quantised.fx, quantised.fw))
     print("action error on %d calibration observations: max %.3g, mean %.3g" % (len(observations), worst, mean))
+    if report["references"]:
+        print("%d reference vectors (the int16 policy's actions on the host; microrl deploy checks them on the board)" % report["references"])
     if "int16_mean" in report:
         print("%s return over %d episodes: float %.1f +- %.1f, int16 %.1f +- %.1f (difference %+.2f; worst episode %.2f)"
               % (report["task"], args.eval_episodes, report["float_mean"], report["float_std"], report["int16_mean"], report["int16_std"],
                  report["mean_difference"], report["worst_episode_difference"]))
     return 0
+
+
+def _attach_references(quantised, policy, float_path, calibration, count):
+    """The float file's reference observations (else calibration observations), centred on their
+    int16 input steps, with the quantised policy's actions."""
+    from microrl.references import read
+
+    from ..references import attach, centred_for_int16, spread
+
+    refs = read(policy, float_path)
+    source = [list(refs.observation(k)) for k in range(refs.count)] if refs is not None else spread(calibration, 4 * count)
+    centred = centred_for_int16(quantised, source)[:count]
+    if centred:
+        attach(quantised, centred, [list(quantised(o)) for o in centred])
