@@ -6,6 +6,7 @@ run. An option two algorithms both have (say --batch) is added once and applies 
 import argparse
 import json
 import os
+import sys
 
 from .. import tasks
 from ..algos import config as offpolicy_config
@@ -13,6 +14,7 @@ from ..algos.checkpoint import CheckpointError
 from ..algos.results import summary_line
 from . import CommandError
 from ..tasks import TaskError
+from . import latency
 from .options import check_output, parse_hidden, whole
 from .progress import ProgressBar
 
@@ -26,6 +28,7 @@ EXAMPLES = """examples:
   microrl train ./cartpole.py --algo sac     # a task file of your own (docs/tasks.md)
   microrl train MountainCarContinuous-v0 --algo td3 --steps 50000 --exploration-noise 0.5
   microrl train pendulum --out pendulum.mrlp --steps 20000 --resume   # continue a run
+  microrl train quadrotor --latency-from bench.json   # train in the board's measured latency
 """
 
 
@@ -116,7 +119,7 @@ class OffPolicy:
                 found.module or found.gym_id, steps=args.steps, seed=args.seed,
                 eval_every=every(args.eval_every, "eval_every"), eval_episodes=args.eval_episodes,
                 out=args.out, run_dir=args.run_dir, checkpoint_every=every(args.checkpoint_every, "checkpoint_every"),
-                resume=args.resume, callbacks=callbacks, threads=args.threads, **settings
+                resume=args.resume, callbacks=callbacks, threads=args.threads, perturbations=args.perturbations, **settings
             )
         except (TaskError, CheckpointError, TrainingDiverged, ValueError) as e:
             raise CommandError(str(e))
@@ -257,6 +260,7 @@ def register(sub):
     p.add_argument("--hidden", type=parse_hidden, metavar="SIZES", help="hidden layer sizes, e.g. 64,64 (default: the algorithm's)")
     p.add_argument("--gamma", type=float, help="discount factor (default: the algorithm's, 0.99)")
     p.add_argument("--activation", choices=NAMES[1:], help="hidden activation (default: the algorithm's, relu)")
+    latency.add_options(p.add_argument_group("sim-to-real (TD3/SAC on a task written against the task interface; docs/sim-to-real.md)"))
     added = set()
     for entry in ALGOS.values():
         options = entry.options()
@@ -288,6 +292,11 @@ def run(args):
             args.found = tasks.resolve(args.task)
         except TaskError as e:
             raise CommandError(str(e)) from None
+    if not isinstance(entry, OffPolicy) and (args.action_delay is not None or args.latency_from is not None or args.nominal):
+        raise CommandError("--action-delay, --latency-from and --nominal apply to TD3/SAC on a task written against the task interface, not --algo %s" % name)
+    args.perturbations, said = latency.perturbations(args, args.found) if isinstance(entry, OffPolicy) else (None, None)
+    if said and not args.quiet:
+        print(said, file=sys.stderr if args.json else sys.stdout)
     if args.steps is None:
         args.steps = args.found.training.get("steps", DEFAULT_STEPS) if args.found else DEFAULT_STEPS
     if args.out is None:
