@@ -171,6 +171,7 @@ def test_quadrotor_eval_has_perturbed_success_by_default(tmp_path):
     from microrl_host.algos import td3
 
     run = td3.ALGO.run("quadrotor", steps=300, seed=0, eval_every=0, eval_episodes=0, threads=1, warmup=100, batch=16, hidden=(8, 8))
+    assert run.stats["perturbations"]["observation_noise"] == 1.0  # on by default, as L2F trains
     path = tmp_path / "q.mrlp"
     save(str(path), run.policy)
     proc = microrl("eval", path, "--episodes", 5, "--json")

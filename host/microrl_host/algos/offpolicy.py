@@ -170,13 +170,15 @@ def resume_differences(saved, saved_seed, given, given_seed):
 def make_task(task, perturbations=None):
     """The environment a task means (tasks.resolve: a registry name, a task module or file, a
     gymnasium id or Env): compiled in the loop when it is written against the task interface.
-    perturbations: {name: value} of the sim-to-real perturbations to train with (None: none);
-    ValueError for one it does not have."""
+    perturbations: {name: value} of the sim-to-real perturbations to train with (None: the
+    task's own choice, its PERTURBATIONS; {}: none); ValueError for one it does not have."""
     found = tasks.resolve(task)
     if found.module is not None:
+        from microrl.task import training_perturbations
+
         from ..envs.task import CompiledTask
 
-        chosen = perturbations or {}
+        chosen = training_perturbations(found.module) if perturbations is None else perturbations
         return CompiledTask(found.module, name=found.name, perturbations=chosen)
     if perturbations:
         raise ValueError("%s is a gymnasium environment: sim-to-real perturbations (%s) need a task written against the task interface (docs/tasks.md)"
