@@ -138,7 +138,7 @@ def test_bad_sim_to_real_options_are_one_line_errors(tmp_path):
         (("--latency-from", empty), ("not a positive time",)),
         (("--latency-from", far), ("beyond the 32 steps",)),
         (("--latency-from", tmp_path), ("is a folder",)),
-        (("--action-delay", 40), ("action_delay", "0 to 32")),
+        (("--action-delay", 40), ("--action-delay", "0 to 32")),
         (("--action-delay", -1), ("--action-delay",)),
         (("--action-delay", 1, "--latency-from", far), ("not both",)),
     ]:

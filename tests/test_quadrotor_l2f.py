@@ -50,7 +50,7 @@ def test_parameters_are_l2fs(sim):
         assert close(P[Q.TAU_RISING], d["rotor_time_constants_rising"][r])
         assert close(P[Q.TAU_FALLING], d["rotor_time_constants_falling"][r])
     assert (P[Q.RPM_MIN], P[Q.RPM_MAX]) == (d["action_limit"]["min"], d["action_limit"]["max"])
-    assert close(P[Q.DT], p["integration"]["dt"])
+    assert close(P[Q.TIME_STEP], p["integration"]["dt"])
     # the task around the airframe (start states, reward, termination) is the one the
     # learning-to-fly trainer used, not this package's default environment (docs/quadrotor.md):
     # the step comparison below runs with l2f's termination limits

@@ -1,10 +1,11 @@
 """microrl eval: mean and std of a policy file's return over N episodes."""
 import json
-import os
 import sys
 
 from .. import tasks
 from . import CommandError, latency
+from .options import EPISODES, SEED
+from .options import load_policy as _load_policy
 
 
 def register(sub):
@@ -20,10 +21,10 @@ def register(sub):
         "is evaluated twice: nominal, and perturbed (the same starts).",
     )
     p.add_argument("policy", metavar="POLICY", help="a microrl policy file (.mrlp)")
-    p.add_argument("--episodes", type=int, default=None, help="episodes to run (default: the task's suggestion, else 10; quadrotor 100)")
+    p.add_argument("--episodes", type=EPISODES, default=None, help="episodes to run (default: the task's suggestion, else 10; quadrotor 100)")
     p.add_argument("--task", "--env", dest="task", metavar="TASK", help="the task to run on: a built-in name, a task file or module (docs/tasks.md) "
                    "or a gymnasium id, e.g. Pendulum-v1 (default: the built-in task of the policy's shape)")
-    p.add_argument("--seed", type=int, default=12345, help="seed of the episodes' start states (default 12345)")
+    p.add_argument("--seed", type=SEED, default=12345, help="seed of the episodes' start states, 0 to 2**32-1 (default 12345)")
     p.add_argument("--json", action="store_true", help="print one JSON object with mean, std, returns (nominal), and under 'perturbed' "
                    "the same figures and the perturbations")
     latency.add_options(p, training=False)
@@ -32,16 +33,7 @@ def register(sub):
 
 def load_policy(path):
     """microrl.policy.load with errors a user can act on."""
-    from microrl.policy import PolicyFileError, load
-
-    if not os.path.exists(path):
-        raise CommandError("no policy file at %s (train one with: microrl train %s --out %s)" % (path, tasks.DEFAULT, path))
-    if os.path.isdir(path):
-        raise CommandError("%s is a folder; give a policy file (.mrlp)" % path)
-    try:
-        return load(path)
-    except PolicyFileError as e:
-        raise CommandError(str(e))
+    return _load_policy(path, " (train one with: microrl train %s --out %s)" % (tasks.DEFAULT, path))
 
 
 def pick_task(policy, given, option="--task"):
@@ -78,8 +70,6 @@ def run(args):
     found = pick_task(policy, args.task)
     if args.episodes is None:
         args.episodes = found.training.get("eval_episodes", 10)
-    if args.episodes < 1:
-        raise CommandError("--episodes must be at least 1, got %d" % args.episodes)
     perturbed, said = perturbed_settings(args, found)
     if said:
         print(said, file=sys.stderr if args.json else sys.stdout)
@@ -98,6 +88,7 @@ def run(args):
             from ..envs.gym import evaluate_gym
 
             mean, std, returns = evaluate_gym(policy, found.gym_id, episodes=args.episodes, seed=args.seed)
+        check_finite(args.policy, found.name, returns)
         figures = {"mean": mean, "std": std, "returns": list(returns)}
         if where == "nominal":
             result.update(figures)
@@ -144,6 +135,7 @@ def run_with_success(args, policy, found, perturbed=None):
             break
         rows = evaluate_policy(task, policy, args.episodes, args.seed, perturbations=chosen)
         returns = rows[:, 0]
+        check_finite(args.policy, found.name, returns)
         figures = {"mean": float(returns.mean()), "std": float(returns.std()), "returns": [float(r) for r in returns]}
         summary = tasks.summary(found.module, rows)
         figures.update(summary)
@@ -161,3 +153,10 @@ def run_with_success(args, policy, found, perturbed=None):
     else:
         print("\n".join(lines))
     return 0
+
+
+def check_finite(policy_path, task_name, returns):
+    """CommandError unless every return is a finite number: never "return nan +- nan" with exit 0."""
+    if not all(r == r and abs(r) != float("inf") for r in returns):
+        raise CommandError("%s on %s: the returns are not finite numbers (%s): the policy's actions or the environment's states became NaN or infinite"
+                           % (policy_path, task_name, ", ".join("%g" % r for r in list(returns)[:3])))

@@ -16,7 +16,9 @@ LATENCY_HELP = ("the action delay of a board measured by `microrl bench serial -
 
 def add_options(p, training=True):
     """--action-delay and --latency-from (and, training, --nominal) on the parser p."""
-    p.add_argument("--action-delay", type=whole(0), metavar="STEPS", help=DELAY_HELP)
+    from microrl.perturb import MAX_DELAY
+
+    p.add_argument("--action-delay", type=whole(0, MAX_DELAY, "the most an action delay holds"), metavar="STEPS", help=DELAY_HELP)
     p.add_argument("--latency-from", metavar="FILE", help=LATENCY_HELP)
     if training:
         p.add_argument("--nominal", action="store_true", help="train on the nominal task, without the sim-to-real perturbations it trains "
