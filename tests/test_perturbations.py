@@ -36,7 +36,7 @@ def _actor(seed=0):
 
 
 def test_compiled_evaluation_off_is_nominal_and_each_perturbation_changes_it():
-    from microrl.task import perturbation_names
+    from microrl.perturb import names as perturbation_names
     from microrl_host.envs.task import CompiledTask
 
     task = CompiledTask(Q)
@@ -101,7 +101,7 @@ def _compiled_starts(task, seed, episodes):
 
 
 def test_training_with_perturbations_off_is_the_nominal_run_and_a_delay_is_not():
-    from microrl.task import perturbation_names
+    from microrl.perturb import names as perturbation_names
     from microrl_host.algos import td3
 
     kw = dict(steps=1200, seed=3, eval_every=0, eval_episodes=0, threads=1, warmup=500, batch=32, hidden=(16, 16))

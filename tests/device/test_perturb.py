@@ -4,7 +4,9 @@ from math import sqrt
 
 from microrl import perturb
 from microrl.rng import Rng
-from microrl.task import Env, perturbation_names, set_perturbations, training_perturbations, parameters
+from microrl.perturb import names as perturbation_names, set_values
+from microrl.perturb import training as training_perturbations
+from microrl.task import Env, parameters
 from microrl.tasks import pendulum
 from microrl.tasks import quadrotor as Q
 from microrl.compat import zeros
@@ -73,34 +75,51 @@ def test_noise_has_the_asked_spread_and_leaves_the_main_stream_alone():
 def test_quadrotor_episode_airframe_within_its_spread():
     P = parameters(Q)
     G = zeros(perturb.GENERIC_DIM, "d")
-    set_perturbations(Q, P, G, training_perturbations(Q))
+    set_values(Q, P, G, training_perturbations(Q))
     assert G[perturb.OBSERVATION_NOISE] == 1.0
     env = Env(Q, perturbations=training_perturbations(Q))
+    nominal = Q.PARAMETERS
     forces = []
+    masses = []
     for seed in range(40):
         env.reset(Rng(seed))
-        for i in range(4):
-            assert abs(env.s[Q.EPISODE_MASS + i]) <= 0.1
-        forces.append(env.s[Q.FORCE])
-        assert env.s[Q.TORQUE] != 0.0
-    assert len(set(forces)) == 40 and max(abs(f) for f in forces) < 5 * P[Q.DISTURBANCE_FORCE]
-    nominal = Env(Q)
-    nominal.reset(Rng(0))
-    for i in range(Q.EPISODE_MASS, Q.STATE_DIM):
-        assert nominal.s[i] == 0.0
+        m = env.P[Q.MASS] / nominal[Q.MASS]
+        assert 0.9 <= m <= 1.1 and m != 1.0
+        masses.append(m)
+        for first, count, spread in ((Q.J_XX, 3, Q.VARY_INERTIA), (Q.THRUST_C0, 3, Q.VARY_THRUST), (Q.TAU_RISING, 2, Q.VARY_MOTOR)):
+            k = env.P[first] / nominal[first]
+            assert abs(k - 1.0) <= env.P[spread] + 1e-12
+            for i in range(count):  # one factor per group
+                assert abs(env.P[first + i] / nominal[first + i] - k) < 1e-9
+        forces.append(env.P[Q.FORCE])
+        assert env.P[Q.TORQUE + 2] != 0.0
+    assert len(set(forces)) == 40 and max(abs(f) for f in forces) < 5 * env.P[Q.DISTURBANCE_FORCE]
+    assert len(set(masses)) == 40
+    plain = Env(Q)
+    plain.reset(Rng(0))
+    for i in range(Q.PARAM_DIM):
+        assert plain.P[i] == nominal[i]
 
 
 def test_heavier_craft_sinks_at_the_nominal_hover_command():
-    heavy = Env(Q, perturbations={"vary_mass": 0.5})
+    heavy = Env(Q, params=[v * 1.3 if i == Q.MASS else v for i, v in enumerate(Q.PARAMETERS)])
     nominal = Env(Q)
-    P = heavy.P
+    P = nominal.P
     for env in (heavy, nominal):
         env.reset(Rng(1))
-        env.s[Q.EPISODE_MASS] = 0.3 if env is heavy else 0.0
-        env.set_state([0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0] + [Q.episode_hover_rpm(P, env.s)] * 4)
+        env.set_state([0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0] + [Q.hover_rpm(env.P)] * 4)
         for _ in range(20):
             env.step([Q.hover_action(P)] * 4)
     assert heavy.s[2] < -0.01 and abs(nominal.s[2]) < 1e-3
+
+
+def test_a_constant_force_pushes_the_craft():
+    windy = Env(Q, params=[0.02 if i == Q.FORCE else v for i, v in enumerate(Q.PARAMETERS)])
+    windy.reset(Rng(2))
+    windy.set_state([0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0] + [Q.hover_rpm(windy.P)] * 4)
+    for _ in range(20):
+        windy.step([Q.hover_action(windy.P)] * 4)
+    assert windy.s[0] > 0.01 and abs(windy.s[1]) < 1e-6
 
 
 def test_bad_perturbations_are_refused():

@@ -7,12 +7,12 @@
 # Everything is a flat float array indexed by the constants below (data), and free functions
 # that read and write such arrays at offsets (operations): nothing here allocates an array.
 #   P  parameters (PARAM_DIM): airframe, motors, time step, initial-state ranges, reward, limits,
-#      and the sim-to-real perturbations the task owns (disturbances, randomised airframe)
+#      sim-to-real perturbations (the runner redraws the randomised ones each episode: RANDOMISED)
 #   s  state (STATE_DIM): the simulated craft (PHYSICS_DIM: position, orientation quaternion
 #      (w, x, y, z), linear velocity (world frame), angular velocity (body frame), rotor speeds
-#      (normalised, RPM_MIN..RPM_MAX)), the step count, an RK4 step's work space, the rotor
-#      setpoints, and the episode's own airframe (its deviations from P's) and disturbances
-from math import acos, cos, exp, log, pi, sin, sqrt
+#      (normalised, RPM_MIN..RPM_MAX)), the step count, an RK4 step's work space and the rotor
+#      setpoints
+from math import acos, cos, exp, pi, sin, sqrt
 
 from ..compat import const, zeros
 
@@ -52,17 +52,20 @@ REWARD_ACTION = const(38)
 LIMIT_POSITION = const(39)  # termination: any coordinate of position (m), velocity (m/s) or
 LIMIT_VELOCITY = const(40)  # angular velocity (rad/s) beyond these
 LIMIT_ANGULAR_VELOCITY = const(41)
-# sim-to-real perturbations (PERTURBATIONS below), drawn at each reset and held for the episode;
-# 0 turns each off. As learning-to-fly: a constant force on the body (world frame) and torque
-# (body frame), each axis normal with these stds. Beyond it: mass, inertia (all three axes by one
-# factor), thrust curve and motor time constants each uniform within +-this fraction of P's.
+# sim-to-real (docs/sim-to-real.md): 0 turns each off. As learning-to-fly, a constant force
+# (world frame) and torque (body frame) on the craft, each axis normal with these stds, redrawn
+# each episode; beyond it, mass, inertia, thrust curve and motor time constants each varied by
+# a factor uniform within 1 +- these fractions. The runner (microrl.perturb.randomise) draws
+# them into P from RANDOMISED below; the physics reads P as ever.
 DISTURBANCE_FORCE = const(42)  # N
 DISTURBANCE_TORQUE = const(43)  # N m
 VARY_MASS = const(44)
 VARY_INERTIA = const(45)
 VARY_THRUST = const(46)
 VARY_MOTOR = const(47)
-PARAM_DIM = const(48)
+FORCE = const(48)  # 3: the episode's force, N (a constant wind, when set by hand)
+TORQUE = const(51)  # 3: the episode's torque, N m
+PARAM_DIM = const(54)
 
 # Crazyflie 2.x as L2F has it (parameters/dynamics/crazyflie.h): 27 g take-off weight plus
 # SD-card and flow decks, thrust curve and motor time constants identified on the real craft.
@@ -101,8 +104,9 @@ CRAZYFLIE = (
     0.6,  # termination position: learning-to-fly's fast_learning
     1000.0,  # termination velocity: none, as learning-to-fly's fast_learning
     1000.0,  # termination angular velocity: none
-    0.0, 0.0,  # no disturbance force or torque
-    0.0, 0.0, 0.0, 0.0,  # the airframe as it is (mass, inertia, thrust, motors)
+    0.0, 0.0,  # no disturbances
+    0.0, 0.0, 0.0, 0.0,  # the airframe as it is
+    0.0, 0.0, 0.0, 0.0, 0.0, 0.0,  # no force or torque
 )
 
 PARAMETERS = CRAZYFLIE
@@ -113,6 +117,7 @@ PARAM_NAMES = (
     "init_angular_velocity", "init_rpm_low", "init_rpm_high", "reward_scale", "reward_constant", "reward_position", "reward_orientation",
     "reward_velocity", "reward_action", "limit_position", "limit_velocity", "limit_angular_velocity",
     "disturbance_force", "disturbance_torque", "vary_mass", "vary_inertia", "vary_thrust", "vary_motor",
+    "force_x", "force_y", "force_z", "torque_x", "torque_y", "torque_z",
 )
 
 # ---------------------------------------------------------------- state, observation, task
@@ -126,17 +131,8 @@ STEP = const(17)  # steps into the episode
 WORK = const(18)  # an RK4 step's work space: k1, k2, k3, k4 and one intermediate state
 WORK_DIM = const(85)
 SETPOINT = const(103)  # the four rotor speed setpoints of the step
-# the episode's airframe as relative deviations from P's (0: P's own, which a state that was
-# never reset also holds), and its disturbance force (world frame) and torque (body frame)
-EPISODE_MASS = const(107)
-EPISODE_INERTIA = const(108)
-EPISODE_THRUST = const(109)
-EPISODE_MOTOR = const(110)
-FORCE = const(111)
-TORQUE = const(114)
-STATE_DIM = const(117)
-RESET_DRAWS = const(27)  # uniforms in [0, 1): 17 for initial_state(), then 10 for perturb_episode()
-RESET_PERTURBATION_DRAWS = const(10)  # the last 10 come from the runner's perturbation stream
+STATE_DIM = const(107)
+RESET_DRAWS = const(17)  # uniforms in [0, 1) that initial_state() consumes
 STEP_DRAWS = const(0)
 
 OBS_DIM = const(22)  # position error, rotation matrix, linear and angular velocity, rotor speeds
@@ -160,14 +156,18 @@ EVAL_ANGLE = pi / 6.0
 ERROR_NAME = "position_error_m"
 TERMINATED_NAME = "crash_rate"
 
-# sim-to-real: what training perturbs by default (microrl train quadrotor; --nominal: none), as
-# learning-to-fly trains (src/config/parameters.h): its observation noise (position and rotation
-# matrix 0.001, velocities 0.002; not on the rotor speeds, as not on its action history) and
-# constant disturbances (force std 1/20 of a 27 g craft's weight, torque 1/10000 of it, per axis);
-# beyond it, the airframe varies by +-10% from episode to episode (learning-to-fly varies none).
-OBS_NOISE = (0.001,) * 3 + (0.001,) * 9 + (0.002,) * 3 + (0.002,) * 3 + (0.0,) * 4
-PERTURBATIONS = {"observation_noise": 1.0, "disturbance_force": 0.027 * 9.81 / 20.0, "disturbance_torque": 0.027 * 9.81 / 10000.0,
+# sim-to-real: the parameters the runner redraws each episode (first index, count, the index of
+# their spread, 0: a factor uniform in 1 +- spread on the nominal values, 1: the nominal value
+# plus a normal with std spread, per entry); what training perturbs unless told otherwise (as
+# learning-to-fly trains, src/config/parameters.h: its observation noise (position and rotation
+# matrix 0.001, velocities 0.002, none on the rotor speeds) and disturbances (force std 1/20 of a
+# 27 g craft's weight, torque 1/10000 of it); beyond it, the airframe +-10%); and the std of each
+# observation's noise at observation_noise 1
+RANDOMISED = ((MASS, 1, VARY_MASS, 0), (J_XX, 3, VARY_INERTIA, 0), (THRUST_C0, 3, VARY_THRUST, 0), (TAU_RISING, 2, VARY_MOTOR, 0),
+              (FORCE, 3, DISTURBANCE_FORCE, 1), (TORQUE, 3, DISTURBANCE_TORQUE, 1))
+PERTURBATIONS = {"observation_noise": 1.0, "disturbance_force": 0.01324, "disturbance_torque": 0.0000265,
                  "vary_mass": 0.1, "vary_inertia": 0.1, "vary_thrust": 0.1, "vary_motor": 0.1}
+OBS_NOISE = (0.001,) * 12 + (0.002,) * 6 + (0.0,) * 4
 
 # how the host trains it, where a user gives no other setting: as L2F's TD3 does
 # (learning-to-fly src/config/config.h) batch 256 and 15,000 steps before the first update, but
@@ -187,30 +187,18 @@ def new_parameters(values=CRAZYFLIE):
     return p
 
 
-def _hover(c0, c1, c2, mass, gravity):
-    f = mass * gravity / 4.0
-    return (-c1 + sqrt(c1 * c1 - 4.0 * c2 * (c0 - f))) / (2.0 * c2)
-
-
 def hover_rpm(P):
     """Rotor speed at which four rotors carry the weight (solves the thrust quadratic)."""
-    return _hover(P[THRUST_C0], P[THRUST_C1], P[THRUST_C2], P[MASS], P[GRAVITY])
+    c0 = P[THRUST_C0]
+    c1 = P[THRUST_C1]
+    c2 = P[THRUST_C2]
+    f = P[MASS] * P[GRAVITY] / 4.0
+    return (-c1 + sqrt(c1 * c1 - 4.0 * c2 * (c0 - f))) / (2.0 * c2)
 
 
 def hover_action(P):
     """The motor command in [-1, 1] that holds hover_rpm."""
     return 2.0 * (hover_rpm(P) - P[RPM_MIN]) / (P[RPM_MAX] - P[RPM_MIN]) - 1.0
-
-
-def episode_hover_rpm(P, s):
-    """hover_rpm of the episode's airframe (P's, varied by s's deviations)."""
-    k = 1.0 + s[EPISODE_THRUST]
-    return _hover(P[THRUST_C0] * k, P[THRUST_C1] * k, P[THRUST_C2] * k, P[MASS] * (1.0 + s[EPISODE_MASS]), P[GRAVITY])
-
-
-def episode_hover_action(P, s):
-    """hover_action of the episode's airframe."""
-    return 2.0 * (episode_hover_rpm(P, s) - P[RPM_MIN]) / (P[RPM_MAX] - P[RPM_MIN]) - 1.0
 
 
 def rpm_setpoint(P, a):
@@ -223,13 +211,10 @@ def rpm_setpoint(P, a):
     return a * half + P[RPM_MIN] + half
 
 
-def derivative(P, s, xo, do):
-    """s[do:do+PHYSICS_DIM] = time derivative of the craft's state s[xo:xo+PHYSICS_DIM] under the
-    rotor speed setpoints s[SETPOINT:SETPOINT+4], for the episode's airframe and disturbances held
-    in s (L2F's multirotor_dynamics: thrust and torque from the rotor speeds, quaternion
-    kinematics, Euler's equations, first-order motors, its random force and torque)."""
-    x = s
-    d = s
+def derivative(P, x, xo, sp, so, d, do):
+    """d[do:do+PHYSICS_DIM] = time derivative of the state x[xo:xo+PHYSICS_DIM] under rotor speed
+    setpoints sp[so:so+4] (L2F's multirotor_dynamics: thrust and torque from the rotor speeds,
+    quaternion kinematics, Euler's equations, first-order motors)."""
     qw = x[xo + 3]
     qx = x[xo + 4]
     qy = x[xo + 5]
@@ -237,12 +222,10 @@ def derivative(P, s, xo, do):
     wx = x[xo + 10]
     wy = x[xo + 11]
     wz = x[xo + 12]
-    k = 1.0 + s[EPISODE_THRUST]
-    c0 = P[THRUST_C0] * k
-    c1 = P[THRUST_C1] * k
-    c2 = P[THRUST_C2] * k
+    c0 = P[THRUST_C0]
+    c1 = P[THRUST_C1]
+    c2 = P[THRUST_C2]
     km = P[TORQUE_CONSTANT]
-    motor = 1.0 + s[EPISODE_MOTOR]
     thrust = 0.0
     tx = 0.0
     ty = 0.0
@@ -254,8 +237,8 @@ def derivative(P, s, xo, do):
         tz += P[ROTOR_SPIN + i] * km * f
         tx += P[ROTOR_Y + i] * f  # rotor position x (0, 0, f)
         ty -= P[ROTOR_X + i] * f
-        target = s[SETPOINT + i]
-        tau = (P[TAU_RISING] if target >= r else P[TAU_FALLING]) * motor
+        target = sp[so + i]
+        tau = P[TAU_RISING] if target >= r else P[TAU_FALLING]
         d[do + 13 + i] = (target - r) / tau
     d[do] = x[xo + 7]
     d[do + 1] = x[xo + 8]
@@ -264,23 +247,20 @@ def derivative(P, s, xo, do):
     d[do + 4] = 0.5 * (qw * wx + qy * wz - qz * wy)
     d[do + 5] = 0.5 * (qw * wy + qz * wx - qx * wz)
     d[do + 6] = 0.5 * (qw * wz + qx * wy - qy * wx)
-    m = P[MASS] * (1.0 + s[EPISODE_MASS])
-    a = thrust / m  # body z axis, rotated into the world
+    a = thrust / P[MASS]  # body z axis, rotated into the world
     d[do + 7] = 2.0 * (qx * qz + qw * qy) * a
     d[do + 8] = 2.0 * (qy * qz - qw * qx) * a
     d[do + 9] = (1.0 - 2.0 * (qx * qx + qy * qy)) * a - P[GRAVITY]
-    j = 1.0 + s[EPISODE_INERTIA]
-    jx = P[J_XX] * j
-    jy = P[J_YY] * j
-    jz = P[J_ZZ] * j
-    disturbed = s[FORCE] != 0.0 or s[FORCE + 1] != 0.0 or s[FORCE + 2] != 0.0 or s[TORQUE] != 0.0 or s[TORQUE + 1] != 0.0 or s[TORQUE + 2] != 0.0
-    if disturbed:  # (a test, so that an undisturbed craft computes exactly what it did before)
-        d[do + 7] += s[FORCE] / m
-        d[do + 8] += s[FORCE + 1] / m
-        d[do + 9] += s[FORCE + 2] / m
-        tx += s[TORQUE]
-        ty += s[TORQUE + 1]
-        tz += s[TORQUE + 2]
+    jx = P[J_XX]
+    jy = P[J_YY]
+    jz = P[J_ZZ]
+    for i in range(3):  # the episode's force and torque (none: exactly the sums without them)
+        if P[FORCE + i] != 0.0:
+            d[do + 7 + i] += P[FORCE + i] / P[MASS]
+    if P[TORQUE] != 0.0 or P[TORQUE + 1] != 0.0 or P[TORQUE + 2] != 0.0:
+        tx += P[TORQUE]
+        ty += P[TORQUE + 1]
+        tz += P[TORQUE + 2]
     d[do + 10] = (tx - (wy * jz * wz - wz * jy * wy)) / jx
     d[do + 11] = (ty - (wz * jx * wx - wx * jz * wz)) / jy
     d[do + 12] = (tz - (wx * jy * wy - wy * jx * wx)) / jz
@@ -297,13 +277,13 @@ def step_state(P, s):
     clipped to their range (L2F's post_integration)."""
     h = P[TIME_STEP]
     w = WORK
-    derivative(P, s, 0, w)
+    derivative(P, s, 0, s, SETPOINT, s, w)
     _axpy(s, 0, 0.5 * h, s, w, s, w + 68)
-    derivative(P, s, w + 68, w + 17)
+    derivative(P, s, w + 68, s, SETPOINT, s, w + 17)
     _axpy(s, 0, 0.5 * h, s, w + 17, s, w + 68)
-    derivative(P, s, w + 68, w + 34)
+    derivative(P, s, w + 68, s, SETPOINT, s, w + 34)
     _axpy(s, 0, h, s, w + 34, s, w + 68)
-    derivative(P, s, w + 68, w + 51)
+    derivative(P, s, w + 68, s, SETPOINT, s, w + 51)
     for i in range(PHYSICS_DIM):
         s[i] = s[i] + h / 6.0 * s[w + i] + h / 3.0 * s[w + 17 + i] + h / 3.0 * s[w + 34 + i] + h / 6.0 * s[w + 51 + i]
     n = sqrt(s[3] * s[3] + s[4] * s[4] + s[5] * s[5] + s[6] * s[6])
@@ -332,7 +312,7 @@ def terminated(P, s):
 def advance(P, s, a):
     """One control step of the craft from commands a[0:4] in [-1, 1]: (reward, terminated). The
     reward (L2F's squared reward) reads the state before the step; termination the state after it."""
-    hover = episode_hover_action(P, s)
+    hover = hover_action(P)
     action = 0.0
     for i in range(4):
         s[SETPOINT + i] = rpm_setpoint(P, a[i])
@@ -353,9 +333,8 @@ def initial_state(P, s, u, position, angle, velocity, angular_velocity, guidance
     the target at rest, else position and velocities uniform in +-their ranges, tilted about a
     uniformly random axis by an angle uniform in [0, angle]; rotor speeds uniform in
     hover_rpm + [rpm_low, rpm_high]. (L2F's sample_initial_state with its ranges as arguments,
-    so that a curriculum or the evaluation can narrow them.) The rotors' hover speed is the
-    episode's airframe's (perturb_episode() first)."""
-    h = episode_hover_rpm(P, s)
+    so that a curriculum or the evaluation can narrow them.)"""
+    h = hover_rpm(P)
     rpm_low += h
     rpm_high += h
     at_target = u[0] < guidance
@@ -440,31 +419,12 @@ def final_error(P, s):
     return sqrt(s[0] * s[0] + s[1] * s[1] + s[2] * s[2])
 
 
-def perturb_episode(P, s, u, uo):
-    """The episode's airframe and disturbances from 10 uniforms u[uo:uo+10] in [0, 1) (the
-    perturbation stream's): force and torque per axis normal with P's stds (Box-Muller), mass,
-    inertia, thrust curve and motor time constants uniform within +-P's fractions. All 0 when P's
-    perturbations are 0, the airframe then P's own."""
-    for i in range(0, 6, 2):
-        r = sqrt(-2.0 * log(1.0 - u[uo + i]))
-        t = 2.0 * pi * u[uo + i + 1]
-        for j in range(2):
-            k = i + j  # normals 0-2: force, 3-5: torque
-            z = r * cos(t) if j == 0 else r * sin(t)
-            std = P[DISTURBANCE_FORCE] if k < 3 else P[DISTURBANCE_TORQUE]
-            s[FORCE + k] = std * z if std > 0.0 else 0.0
-    for i in range(4):
-        spread = P[VARY_MASS + i]
-        s[EPISODE_MASS + i] = spread * (2.0 * u[uo + 6 + i] - 1.0) if spread > 0.0 else 0.0
-
-
 # ---------------------------------------------------------------- the task interface
 
 
 def reset(P, s, u, obs):
     """A start state from P's initial-state ranges (L2F's training distribution; narrowed by
-    curriculum() or evaluation()), with the episode's perturbations from u[17:27]."""
-    perturb_episode(P, s, u, 17)
+    curriculum() or evaluation())."""
     initial_state(P, s, u, P[INIT_POSITION], P[INIT_ANGLE], P[INIT_VELOCITY], P[INIT_ANGULAR_VELOCITY], P[INIT_GUIDANCE], P[INIT_RPM_LOW], P[INIT_RPM_HIGH])
     s[STEP] = 0.0
     observe(P, s, obs)

@@ -20,7 +20,7 @@ from numba.extending import overload
 
 from ..nn import sync
 from ..nn.jit import COMPILED_ONLY, bound_copy, inline, jit_nogil
-from ..envs.task import delayed_action, draw, noisy_observation, seed_stream
+from ..envs.task import delayed_action, draw, noisy_observation, randomised_parameters, seed_stream
 from ..nn.rng import new_rng, uniform
 from .replay import new_replay, replay_add
 
@@ -128,8 +128,9 @@ def observe(S, hp, obs, action, reward, next_obs, terminated, train_every):
 # ---------------------------------------------------------------- the loop, bound to a task
 # the names a bound copy of run_task sees in place of these (envs/task.py, CompiledTask.bindings)
 task_reset = task_step = None
-RETURN = P0 = S0 = U0 = A0 = G0 = STREAM = T = LINE0 = W0 = END = ACT_DIM = RESET_DRAWS = STEP_DRAWS = RESET_MAIN = STEP_MAIN = 0
+RETURN = P0 = S0 = U0 = A0 = G0 = STREAM = T = LINE0 = W0 = N0 = R0 = END = ACT_DIM = RESET_DRAWS = STEP_DRAWS = 0
 ACTION_SCALE = ACTION_OFFSET = NOISE_SHAPE = (0.0,)
+RANDOMISED = ((0, 0, 0, 0),)
 
 
 def run_task(S, hp, n_steps, ep_step, ep_return, train_every):
@@ -148,7 +149,8 @@ def run_task(S, hp, n_steps, ep_step, ep_return, train_every):
     a = env[A0:G0]
     if n_steps == BEGIN:
         seed_stream(env, STREAM, S.rng[0])
-        draw(S.rng, env, u, RESET_MAIN, RESET_DRAWS, STREAM)
+        draw(S.rng, u, RESET_DRAWS)
+        randomised_parameters(env, P, N0, R0, RANDOMISED, STREAM)
         task_reset(P, s, u, S.obs)
         noisy_observation(env, S.obs, G0, STREAM, W0, NOISE_SHAPE)
         env[T] = 0.0
@@ -160,7 +162,7 @@ def run_task(S, hp, n_steps, ep_step, ep_return, train_every):
         for i in range(ACT_DIM):  # [-1, 1] onto the task's range
             a[i] = ACTION_SCALE[i] * S.action[i] + ACTION_OFFSET[i]
         delayed_action(env, a, G0, LINE0, T)
-        draw(S.rng, env, u, STEP_MAIN, STEP_DRAWS, STREAM)
+        draw(S.rng, u, STEP_DRAWS)
         r, terminated, truncated = task_step(P, s, a, u, S.next_obs)
         env[T] += 1.0
         noisy_observation(env, S.next_obs, G0, STREAM, W0, NOISE_SHAPE)
@@ -172,7 +174,8 @@ def run_task(S, hp, n_steps, ep_step, ep_return, train_every):
                 ep_return[ended] = env[RETURN]
                 ended += 1
             S.counters[EPISODES] += 1
-            draw(S.rng, env, u, RESET_MAIN, RESET_DRAWS, STREAM)
+            draw(S.rng, u, RESET_DRAWS)
+            randomised_parameters(env, P, N0, R0, RANDOMISED, STREAM)
             task_reset(P, s, u, S.obs)
             noisy_observation(env, S.obs, G0, STREAM, W0, NOISE_SHAPE)
             env[T] = 0.0

@@ -174,7 +174,7 @@ def make_task(task, perturbations=None):
     task's own choice, its PERTURBATIONS; {}: none); ValueError for one it does not have."""
     found = tasks.resolve(task)
     if found.module is not None:
-        from microrl.task import training_perturbations
+        from microrl.perturb import training as training_perturbations
 
         from ..envs.task import CompiledTask
 
@@ -256,7 +256,7 @@ class Algorithm:
         (trainer: the State; figures: {"eval": the last evaluation's mean}); threads: 1, or 2 to
         run the twin critics' halves of each update on a second thread (default: 2 where two
         CPUs are free for this process; the run is the same either way); perturbations: {name:
-        value} of the sim-to-real perturbations to train with (microrl.task.perturbation_names;
+        value} of the sim-to-real perturbations to train with (microrl.perturb.names;
         None: the task's own choice, its PERTURBATIONS; {}: the nominal task)."""
         threads = twin.default_threads() if threads is None else int(threads)
         if threads < 1:

@@ -107,11 +107,11 @@ def run(args):
 def perturbed_settings(args, found):
     """The perturbations of the second, perturbed evaluation ({name: value}, or None: none),
     and a line saying how a measured latency became steps: the task's training perturbations
-    (microrl.task.training_perturbations) and the action delay asked for."""
+    (microrl.perturb.training) and the action delay asked for."""
     chosen, said = latency.perturbations(args, found, training=False)
     if found.module is None:
         return None, said
-    from microrl.task import training_perturbations
+    from microrl.perturb import training as training_perturbations
 
     own = training_perturbations(found.module)
     own.update(chosen or {})

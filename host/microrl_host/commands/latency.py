@@ -57,8 +57,9 @@ def perturbations(args, found, training=True):
     """The perturbations ({name: value}) the options in args ask for on the task found
     (tasks.resolve), None for the task's own choice (training) or none (evaluation), and a line
     to show the user, or None; CommandError for options that do not fit."""
-    from microrl.task import parameters, set_perturbations, training_perturbations
-    from microrl.perturb import GENERIC_DIM
+    from microrl.task import parameters
+    from microrl.perturb import training as training_perturbations
+    from microrl.perturb import GENERIC_DIM, set_values
     from microrl.compat import zeros
 
     delay = getattr(args, "action_delay", None)
@@ -80,7 +81,7 @@ def perturbations(args, found, training=True):
     if delay:
         chosen["action_delay"] = delay
     try:
-        set_perturbations(module, parameters(module), zeros(GENERIC_DIM, "d"), chosen)
+        set_values(module, parameters(module), zeros(GENERIC_DIM, "d"), chosen)
     except ValueError as e:
         raise CommandError(str(e)) from None
     return chosen, line

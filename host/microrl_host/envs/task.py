@@ -24,8 +24,8 @@ import numpy as np
 from numba.extending import register_jitable
 
 from microrl import perturb
-from microrl.perturb import ACTION_DELAY, GENERIC_DIM, MAX_DELAY, OBSERVATION_NOISE, add_noise, delay_action, noise_draws
-from microrl.task import noise_shape, set_perturbations
+from microrl.perturb import ACTION_DELAY, GENERIC_DIM, MAX_DELAY, OBSERVATION_NOISE, add_noise, delay_action, noise_draws, randomise, randomise_draws
+from microrl.perturb import noise_shape, set_values
 
 from ..nn.jit import bound_copy, jit
 from ..nn.mlp import greedy_action
@@ -87,13 +87,20 @@ def stream_uniform(env, at):
 
 
 @register_jitable
-def draw(rng, env, u, main, n, stream):
-    """The task's uniforms u[0:n]: the first main from the run's generator rng (as before there
-    were perturbations), the rest (the task's perturbation draws) from the perturbation stream."""
-    for i in range(main):
+def draw(rng, u, n):
+    """The task's uniforms u[0:n] from the run's generator rng."""
+    for i in range(n):
         u[i] = uniform(rng, 0.0, 1.0)
-    for i in range(main, n):
-        u[i] = stream_uniform(env, stream)
+
+
+@register_jitable
+def randomised_parameters(env, P, nominal, r, spec, stream):
+    """The episode's parameters (microrl.perturb.randomise of the task's RANDOMISED, from its
+    nominal ones in env[nominal:], its uniforms drawn into env[r:] from the perturbation stream)."""
+    m = randomise_draws(spec)
+    for i in range(m):
+        env[r + i] = stream_uniform(env, stream)
+    randomise(P, env[nominal : nominal + P.shape[0]], spec, env[r : r + m])
 
 
 @register_jitable
@@ -140,9 +147,10 @@ def no_final_error(P, s):
 
 class Layout:
     """Offsets of a task's parts in the env array: P0 (parameters), S0 (state), U0 (uniforms),
-    A0 (action), then the generic perturbations': G0 (their settings, microrl.perturb.NAMES),
-    STREAM (the perturbation stream: key and draw count), T (the episode's step), LINE0 (the
-    delayed actions, MAX_DELAY of them), W0 (the observation noise's uniforms); END (length)."""
+    A0 (action), then the perturbations': G0 (their settings, microrl.perturb.NAMES), STREAM (the
+    perturbation stream: key and draw count), T (the episode's step), LINE0 (the delayed
+    actions, MAX_DELAY of them), W0 (the observation noise's uniforms), N0 (the nominal
+    parameters), R0 (the randomisation's uniforms); END (length)."""
 
     def __init__(self, module):
         self.P0 = RETURN + 1
@@ -154,13 +162,22 @@ class Layout:
         self.T = self.STREAM + 3
         self.LINE0 = self.T + 1
         self.W0 = self.LINE0 + MAX_DELAY * module.ACT_DIM
-        self.END = self.W0 + noise_draws(module.OBS_DIM)
+        self.N0 = self.W0 + noise_draws(module.OBS_DIM)
+        self.R0 = self.N0 + len(module.PARAMETERS)
+        self.END = self.R0 + randomise_draws(randomised(module))
+
+
+def randomised(module):
+    """The task's RANDOMISED as the compiled code takes it: a tuple of 4-int tuples, one that
+    changes nothing for a task without (numba types no empty tuple of tuples)."""
+    spec = tuple(tuple(int(v) for v in group) for group in getattr(module, "RANDOMISED", ()))
+    return spec or ((0, 0, 0, 0),)
 
 
 class CompiledTask:
     """A task module as a trainer's environment, simulated inside the compiled loop. params:
     its parameter values (default: the module's PARAMETERS). perturbations: {name: value} of the
-    sim-to-real perturbations training runs with (microrl.task.perturbation_names; default
+    sim-to-real perturbations training runs with (microrl.perturb.names; default
     none: the nominal task). ValueError names a perturbation the task does not have, or one out
     of range."""
 
@@ -187,7 +204,6 @@ class CompiledTask:
         L = self.layout
         low = [float(v) for v in module.ACTION_LOW]
         high = [float(v) for v in module.ACTION_HIGH]
-        perturbation_draws = getattr(module, "RESET_PERTURBATION_DRAWS", 0), getattr(module, "STEP_PERTURBATION_DRAWS", 0)
         # the names a bound copy of loop.run_task and of evaluate_task sees
         self.bindings = {
             "task_reset": module.reset,
@@ -196,11 +212,10 @@ class CompiledTask:
             "task_success": getattr(module, "success", no_success),
             "task_final_error": getattr(module, "final_error", no_final_error),
             "RETURN": RETURN, "P0": L.P0, "S0": L.S0, "U0": L.U0, "A0": L.A0, "END": L.END,
-            "G0": L.G0, "STREAM": L.STREAM, "T": L.T, "LINE0": L.LINE0, "W0": L.W0,
+            "G0": L.G0, "STREAM": L.STREAM, "T": L.T, "LINE0": L.LINE0, "W0": L.W0, "N0": L.N0, "R0": L.R0,
             "OBS_DIM": module.OBS_DIM, "ACT_DIM": module.ACT_DIM, "PARAM_DIM": len(module.PARAMETERS),
             "RESET_DRAWS": module.RESET_DRAWS, "STEP_DRAWS": module.STEP_DRAWS,
-            # how many of each come from the run's generator, the rest from the perturbation stream
-            "RESET_MAIN": module.RESET_DRAWS - perturbation_draws[0], "STEP_MAIN": module.STEP_DRAWS - perturbation_draws[1],
+            "RANDOMISED": randomised(module),
             "NOISE_SHAPE": tuple(float(v) for v in noise_shape(module)),
             # the networks' [-1, 1] onto the task's range, as the policy file's act_scale/act_offset
             "ACTION_SCALE": tuple((h - lo) / 2.0 for lo, h in zip(low, high)),
@@ -215,11 +230,11 @@ class CompiledTask:
     def arrays(self, perturbations=None):
         """(P, G): the task's parameters (float64, from its nominal ones) and the generic
         perturbation settings (microrl.perturb.NAMES) with perturbations ({name: value}) set;
-        ValueError as microrl.task.set_perturbations."""
+        ValueError as microrl.perturb.set_values."""
         P = self.nominal.copy()
         G = np.zeros(GENERIC_DIM)
         if perturbations:
-            set_perturbations(self.module, P, G, perturbations)
+            set_values(self.module, P, G, perturbations)
         return P, G
 
     def new_env(self):
@@ -229,6 +244,7 @@ class CompiledTask:
         env = np.zeros(L.END)
         env[L.P0 : L.S0] = self.params
         env[L.G0 : L.G0 + GENERIC_DIM] = self.generic
+        env[L.N0 : L.N0 + len(self.params)] = self.params
         return env
 
     def parameters(self, env):
@@ -261,8 +277,9 @@ class CompiledTask:
 # ---------------------------------------------------------------- the evaluation, bound per task
 # the names a bound copy sees in place of these (CompiledTask.bindings)
 task_reset = task_step = task_evaluation = task_success = task_final_error = None
-P0 = S0 = U0 = A0 = G0 = STREAM = T = LINE0 = W0 = END = OBS_DIM = ACT_DIM = PARAM_DIM = RESET_DRAWS = STEP_DRAWS = RESET_MAIN = STEP_MAIN = 0
+P0 = S0 = U0 = A0 = G0 = STREAM = T = LINE0 = W0 = N0 = R0 = END = OBS_DIM = ACT_DIM = PARAM_DIM = RESET_DRAWS = STEP_DRAWS = 0
 ACTION_SCALE = ACTION_OFFSET = NOISE_SHAPE = (0.0,)
+RANDOMISED = ((0, 0, 0, 0),)
 
 
 def evaluate_task(net, squash, episodes, seed, params, generic):
@@ -282,11 +299,14 @@ def evaluate_task(net, squash, episodes, seed, params, generic):
         env[G0 + i] = generic[i]
     seed_stream(env, STREAM, rng[0])
     task_evaluation(P)
+    for i in range(PARAM_DIM):
+        env[N0 + i] = P[i]
     obs = np.zeros(OBS_DIM, np.float32)
     act = np.zeros(ACT_DIM, np.float32)
     out = np.zeros((episodes, 4))
     for e in range(episodes):
-        draw(rng, env, u, RESET_MAIN, RESET_DRAWS, STREAM)
+        draw(rng, u, RESET_DRAWS)
+        randomised_parameters(env, P, N0, R0, RANDOMISED, STREAM)
         task_reset(P, s, u, obs)
         noisy_observation(env, obs, G0, STREAM, W0, NOISE_SHAPE)
         env[T] = 0.0
@@ -299,7 +319,7 @@ def evaluate_task(net, squash, episodes, seed, params, generic):
             for i in range(ACT_DIM):
                 a[i] = ACTION_SCALE[i] * act[i] + ACTION_OFFSET[i]
             delayed_action(env, a, G0, LINE0, T)
-            draw(rng, env, u, STEP_MAIN, STEP_DRAWS, STREAM)
+            draw(rng, u, STEP_DRAWS)
             r, done, truncated = task_step(P, s, a, u, obs)
             env[T] += 1.0
             noisy_observation(env, obs, G0, STREAM, W0, NOISE_SHAPE)
