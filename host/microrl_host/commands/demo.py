@@ -150,7 +150,7 @@ def run_quadrotor_demo(port=None, steps=None, seed=0, episodes=5, requests=200, 
     from microrl.tasks import quadrotor as Q
 
     from ..algos.td3 import ALGO
-    from ..board.deploy import BOARD_POLICY, deploy
+    from ..board.deploy import BOARD_POLICY, DeployError, deploy
     from ..board.serial_link import LinkError, SerialLink
     from ..board.virtual import board_port
     from .progress import ProgressBar
@@ -177,7 +177,15 @@ def run_quadrotor_demo(port=None, steps=None, seed=0, episodes=5, requests=200, 
         % (result["train_seconds"], result["train_s"], sum(r[1] for r in host_rows), episodes, host["position_error_m"], out))
     with board_port(port, heap, folder=board_dir) as (p, described):
         say("2/5 board: %s" % described)
-        report_ = deploy(p, out, mpy=mpy)
+        # the quadrotor's source needs more heap to compile on the board than it takes compiled
+        # (with its sim-to-real parameters, more than a 160K board has beside the policy):
+        # precompiled .mpy where mpy-cross writes the board's version, else the sources
+        try:
+            report_ = deploy(p, out, mpy=True)
+        except DeployError:
+            if mpy:
+                raise
+            report_ = deploy(p, out, mpy=False)
         result["board"] = report_["board"]
         say("3/5 deployed microrl (%d files copied, %d unchanged) and the policy" % (len(report_["copied"]), report_["unchanged"]))
         with SerialLink(p) as link:
