@@ -147,42 +147,41 @@ def run_task(S, hp, n_steps, ep_step, ep_return, train_every):
     s = env[S0:U0]
     u = env[U0:A0]
     a = env[A0:G0]
-    if n_steps == BEGIN:
+    fresh = n_steps == BEGIN  # an episode to start: the run's first (BEGIN), or after one ended
+    if fresh:
         seed_stream(env, STREAM, S.rng[0])
-        draw(S.rng, u, RESET_DRAWS)
-        randomised_parameters(env, P, N0, R0, RANDOMISED, STREAM)
-        task_reset(P, s, u, S.obs)
-        noisy_observation(env, S.obs, G0, STREAM, W0, NOISE_SHAPE)
-        env[T] = 0.0
-        env[RETURN] = 0.0
-        return 0
+        n_steps = 1
     ended = 0
     for _ in range(n_steps):
-        explore(S, hp, S.obs, S.action)
-        for i in range(ACT_DIM):  # [-1, 1] onto the task's range
-            a[i] = ACTION_SCALE[i] * S.action[i] + ACTION_OFFSET[i]
-        delayed_action(env, a, G0, LINE0, T)
-        draw(S.rng, u, STEP_DRAWS)
-        r, terminated, truncated = task_step(P, s, a, u, S.next_obs)
-        env[T] += 1.0
-        noisy_observation(env, S.next_obs, G0, STREAM, W0, NOISE_SHAPE)
-        env[RETURN] += r
-        observe(S, hp, S.obs, S.action, r, S.next_obs, terminated, train_every)
-        if terminated or truncated:
-            if ended < ep_step.shape[0]:
-                ep_step[ended] = S.counters[STEPS]
-                ep_return[ended] = env[RETURN]
-                ended += 1
-            S.counters[EPISODES] += 1
+        if not fresh:
+            explore(S, hp, S.obs, S.action)
+            for i in range(ACT_DIM):  # [-1, 1] onto the task's range
+                a[i] = ACTION_SCALE[i] * S.action[i] + ACTION_OFFSET[i]
+            delayed_action(env, a, G0, LINE0, T)
+            draw(S.rng, u, STEP_DRAWS)
+            r, terminated, truncated = task_step(P, s, a, u, S.next_obs)
+            env[T] += 1.0
+            noisy_observation(env, S.next_obs, G0, STREAM, W0, NOISE_SHAPE)
+            env[RETURN] += r
+            observe(S, hp, S.obs, S.action, r, S.next_obs, terminated, train_every)
+            if terminated or truncated:
+                if ended < ep_step.shape[0]:
+                    ep_step[ended] = S.counters[STEPS]
+                    ep_return[ended] = env[RETURN]
+                    ended += 1
+                S.counters[EPISODES] += 1
+                fresh = True
+            else:
+                for i in range(S.obs.shape[0]):
+                    S.obs[i] = S.next_obs[i]
+        if fresh:
             draw(S.rng, u, RESET_DRAWS)
             randomised_parameters(env, P, N0, R0, RANDOMISED, STREAM)
             task_reset(P, s, u, S.obs)
             noisy_observation(env, S.obs, G0, STREAM, W0, NOISE_SHAPE)
             env[T] = 0.0
             env[RETURN] = 0.0
-        else:
-            for i in range(S.obs.shape[0]):
-                S.obs[i] = S.next_obs[i]
+            fresh = False
     return ended
 
 
