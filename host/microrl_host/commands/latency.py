@@ -18,8 +18,9 @@ def add_options(p, training=True):
     """--action-delay and --latency-from (and, training, --nominal) on the parser p."""
     from microrl.perturb import MAX_DELAY
 
-    p.add_argument("--action-delay", type=whole(0, MAX_DELAY, "the most an action delay holds"), metavar="STEPS", help=DELAY_HELP)
-    p.add_argument("--latency-from", metavar="FILE", help=LATENCY_HELP)
+    p.add_argument("--action-delay", type=whole(0, MAX_DELAY, "the most an action delay holds"), metavar="STEPS",
+                   help=DELAY_HELP if training else "the perturbed evaluation also holds every action back by STEPS control steps (a board's latency)")
+    p.add_argument("--latency-from", metavar="FILE", help=LATENCY_HELP + ("" if training else "; the perturbed evaluation runs with it"))
     if training:
         p.add_argument("--nominal", action="store_true", help="train on the nominal task, without the sim-to-real perturbations it trains "
                        "with by default (the quadrotor: observation noise, disturbances, +-10%% airframe; docs/sim-to-real.md)")
