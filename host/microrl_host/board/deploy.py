@@ -156,7 +156,8 @@ def compile_mpy(sources, info, out_dir):
         name = core_name(src, ".mpy")
         out = os.path.join(out_dir, *name.split("/"))
         os.makedirs(os.path.dirname(out), exist_ok=True)
-        cmd = ["mpy-cross"] + (["-march=%s" % info["arch"]] if info["arch"] else []) + ["-o", out, src]
+        # -s: tracebacks name the file as the board knows it, and the board's heap holds no host path
+        cmd = ["mpy-cross"] + (["-march=%s" % info["arch"]] if info["arch"] else []) + ["-s", "microrl/" + core_name(src, ".py"), "-o", out, src]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
         if proc.returncode != 0:
             raise DeployError("mpy-cross failed on %s: %s" % (src, proc.stderr.strip()))
