@@ -5,14 +5,24 @@ Crazyflie), over seeds. Per seed: training wall time until the success rate firs
 The loop is `microrl train quadrotor`'s (offpolicy.Algorithm.run): the same settings, curriculum
 and compiled code, with evaluation time left out of the training time.
 
-Beside it, in the same run: L2F's own trainer cannot be built here (the `l2f` package ships the
-simulator's Python bindings, not the trainer; RLtools' trainer is C++ from GitHub, which this
-project does not build), so the published figure is quoted with its source. The pretrained
+Beside it, in the same run, L2F's own trainer when MICRORL_L2F_TRAINER names a build of it (the
+learning-to-fly repository's trainer, built on this machine by its own instructions:
+https://github.com/arplaboratory/learning-to-fly, README "Training"; microrl builds none of it),
+called as `$MICRORL_L2F_TRAINER SEED` in a scratch folder: its training main with the seed as
+its first argument (the stock main takes none: a two-line change), printing "Training took: X s"
+and saving its final actor as code (RLtools' save_code) under checkpoints/, as its benchmark
+target does. That actor (146 inputs: our 18 state inputs and its 32-step action history, oldest
+first) then flies our task through an adapter that keeps its action history, with our success
+test, nominal and perturbed; L2F's simulator differs from ours (docs/quadrotor.md), so this is a
+transfer figure, beside its own training time. Without the variable the published figure is
+quoted with its source. Ours are evaluated at the end nominal and under the quadrotor's training
+perturbations (microrl.perturb.training). The pretrained
 `foundation-policy` (RLtools' RAPTOR quadrotor policy, PyPI) flies our hover task as a reference
 for what "flies well" means, when it is installed.
 
     python bench/quadrotor.py                 # 5 seeds, one thread each, one after another
     python bench/quadrotor.py --seeds 10 --json
+    MICRORL_L2F_TRAINER=/path/to/l2f_train nice -n 10 python bench/quadrotor.py --seeds 3 --json
 """
 import argparse
 import json
@@ -28,6 +38,7 @@ EVAL_EVERY = 10000
 EVAL_EPISODES = 100
 EVAL_SEED = 4242
 TARGET = 0.9
+L2F_TRAINER_ENV = "MICRORL_L2F_TRAINER"
 L2F_PUBLISHED = {
     "what": "L2F (RLtools C++ TD3, asymmetric actor-critic, action history), 300,000 steps",
     "seconds": 18.0,
@@ -79,6 +90,10 @@ def run_seed(algo, seed, steps):
     clock["last"] = time.perf_counter()
     run = module.ALGO.run("quadrotor", steps=steps, seed=seed, eval_every=0, eval_episodes=0, callbacks=EachChunk(progress))
     final = curve[-1]
+    from microrl.perturb import training
+
+    rows = task.evaluate(run.state.actor, module.SQUASH, EVAL_EPISODES, EVAL_SEED, params, perturbations=training(Q))
+    perturbed = tasks.summary(Q, rows)
     return {
         "algo": algo,
         "seed": seed,
@@ -92,6 +107,9 @@ def run_seed(algo, seed, steps):
         "best_success_rate": max(c[2] for c in curve),
         "best_step": max(curve, key=lambda c: (c[2], -c[3]))[0],
         "final_position_error_m": final[3],
+        "final_success_rate_perturbed": perturbed["success_rate"],
+        "final_position_error_m_perturbed": perturbed["position_error_m"],
+        "perturbations": run.stats.get("perturbations", {}),
         "curve": curve,
     }
 
@@ -144,6 +162,100 @@ def foundation_policy_reference(episodes=EVAL_EPISODES):
     }
 
 
+# ------------------------------------------------------------------ L2F's own trainer
+
+
+def l2f_train(binary, seed):
+    """Run L2F's trainer (binary SEED) in a scratch folder: its training time as it prints it,
+    the wall time, and its final actor's layers [(weights out x in, biases)], or why not."""
+    import re
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="l2f-")
+    env = dict(os.environ, **ONE_THREAD)
+    t0 = time.perf_counter()
+    proc = subprocess.run([binary, str(seed)], capture_output=True, text=True, env=env, cwd=folder)
+    wall = time.perf_counter() - t0
+    took = re.search(r"Training took: ([0-9.eE+-]+)s", proc.stdout)
+    saved = re.search(r'Saving checkpoint at: "?([^"\n]+\.h)"?', proc.stdout)
+    record = {"seed": seed, "wall_s": wall, "train_s": float(took.group(1)) if took else None, "returncode": proc.returncode}
+    if proc.returncode != 0 or not took:
+        record["why"] = "the trainer failed (%d): %s" % (proc.returncode, (proc.stderr or proc.stdout)[-500:])
+        return record, None
+    if not saved:
+        record["why"] = "the trainer saved no actor (its main must save the final actor as code; see the docstring)"
+        return record, None
+    return record, read_l2f_actor(os.path.join(folder, saved.group(1)))
+
+
+def read_l2f_actor(path):
+    """The dense layers of an actor RLtools' save_code wrote: [(weights (out, in) float32,
+    biases (out,))], in order (each parameters' bytes are little-endian float32, row-major)."""
+    import re
+
+    import numpy as np
+
+    text = open(path).read()
+    blobs = [np.frombuffer(bytes(int(v) for v in m.group(1).split(",") if v.strip()), dtype="<f4")
+             for m in re.finditer(r"memory\[\] = \{([0-9,\s]*)\}", text)]
+    shapes = [(int(a), int(b)) for a, b in re.findall(r"matrix::Specification<float, unsigned long, (\d+), (\d+),", text)]
+    layers = []
+    for i in range(0, len(blobs), 2):
+        w = blobs[i].reshape(shapes[i])
+        b = blobs[i + 1].reshape(-1)
+        layers.append((w, b))
+    return layers
+
+
+def l2f_fly(layers, perturbations=None, episodes=EVAL_EPISODES):
+    """L2F's actor flying our task from microrl eval's starts (seed EVAL_SEED), through an
+    adapter: our observation's first 18 values (position, rotation matrix, velocities) and its
+    32-step action history, oldest first, started at the rotor speeds (as L2F starts it)."""
+    import numpy as np
+
+    from microrl.rng import Rng
+    from microrl.task import Env
+    from microrl.tasks import quadrotor as Q
+    from microrl_host import tasks
+
+    history = (layers[0][0].shape[1] - 18) // Q.ACT_DIM
+    env = Env(Q, rng=Rng(EVAL_SEED), evaluation=True, perturbations=perturbations)
+    rows = []
+    for _ in range(episodes):
+        obs = env.reset()
+        past = np.tile(np.array(obs[18:22], np.float32), history)
+        total = 0.0
+        done = truncated = False
+        while not (done or truncated):
+            x = np.concatenate([np.array(obs[0:18], np.float32), past])
+            for w, b in layers:
+                x = np.tanh(w @ x + b)
+            action = np.clip(x, -1.0, 1.0)
+            past = np.concatenate([past[Q.ACT_DIM:], action])
+            obs, r, done, truncated = env.step([float(a) for a in action])
+            total += r
+        rows.append((total, 1.0 if (not done) and Q.success(env.P, env.s) else 0.0, Q.final_error(env.P, env.s), env.t))
+    return tasks.summary(Q, np.array(rows))
+
+
+def l2f_seed(binary, seed):
+    """One seed of L2F's trainer, its final actor flown nominal and perturbed."""
+    _path()
+    from microrl.perturb import training
+    from microrl.tasks import quadrotor as Q
+
+    record, layers = l2f_train(binary, seed)
+    if layers is not None:
+        if layers[0][0].shape[1] < 18 or layers[-1][0].shape[0] != Q.ACT_DIM:
+            record["why"] = "its actor takes %d inputs and gives %d outputs; the adapter needs 18 + its history and 4" % (layers[0][0].shape[1], layers[-1][0].shape[0])
+        else:
+            nominal = l2f_fly(layers)
+            perturbed = l2f_fly(layers, training(Q))
+            record.update(success_rate=nominal["success_rate"], position_error_m=nominal["position_error_m"], crash_rate=nominal["crash_rate"],
+                          success_rate_perturbed=perturbed["success_rate"], position_error_m_perturbed=perturbed["position_error_m"])
+    return record
+
+
 # ------------------------------------------------------------------ driver
 
 
@@ -164,6 +276,7 @@ def main():
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--one", nargs=2, metavar=("ALGO", "SEED"), help=argparse.SUPPRESS)
     ap.add_argument("--foundation", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--l2f", metavar="SEED", help=argparse.SUPPRESS)
     a = ap.parse_args()
     _path()
     from microrl.tasks import quadrotor as Q
@@ -175,15 +288,30 @@ def main():
     if a.foundation:
         print(json.dumps(foundation_policy_reference()))
         return 0
+    l2f_binary = os.environ.get(L2F_TRAINER_ENV)
+    if a.l2f is not None:
+        print(json.dumps(l2f_seed(l2f_binary, int(a.l2f))))
+        return 0
+    if l2f_binary and not os.access(l2f_binary, os.X_OK):
+        print("%s=%s: no executable there" % (L2F_TRAINER_ENV, l2f_binary), file=sys.stderr)
+        return 2
     load = os.getloadavg()
     runs = []
+    l2f_runs = []
     for seed in range(a.seeds):
         r = _child(["--one", a.algo, str(seed), "--steps", str(steps)])
         runs.append(r)
+        if l2f_binary:  # interleaved with ours, seed by seed: the same machine, the same load
+            l2f_runs.append(_child(["--l2f", str(seed)]))
+            if not a.json:
+                l = l2f_runs[-1]
+                print("L2F seed %d: %s" % (seed, l["why"] if "why" in l else "trained in %.1f s (%.1f s wall); its final actor on our task flies %.0f%% nominal, %.0f%% perturbed, final distance %.3f m"
+                                             % (l["train_s"], l["wall_s"], 100 * l["success_rate"], 100 * l["success_rate_perturbed"], l["position_error_m"])), flush=True)
         if not a.json:
-            print("seed %d: %s; after %d steps (%.1f s of training) flies %.0f%%, final distance %.3f m; best evaluation %.0f%% at step %d"
+            print("seed %d: %s; after %d steps (%.1f s of training) flies %.0f%% (perturbed %.0f%%), final distance %.3f m; best evaluation %.0f%% at step %d"
                   % (seed, "90%% after %d steps, %.1f s" % (r["steps_to_90"], r["seconds_to_90"]) if r["seconds_to_90"] is not None else "never 90%",
-                     steps, r["train_s"], 100 * r["final_success_rate"], r["final_position_error_m"], 100 * r["best_success_rate"], r["best_step"]), flush=True)
+                     steps, r["train_s"], 100 * r["final_success_rate"], 100 * r["final_success_rate_perturbed"], r["final_position_error_m"],
+                     100 * r["best_success_rate"], r["best_step"]), flush=True)
     reached = [r["seconds_to_90"] for r in runs if r["seconds_to_90"] is not None]
     # seeds that never reach 90% count as infinitely slow in the median
     times = sorted(reached) + [float("inf")] * (len(runs) - len(reached))
@@ -201,7 +329,11 @@ def main():
         "load_before": load,
         "load_after": os.getloadavg(),
         "runs": runs,
+        "final_success_rates_perturbed": [r["final_success_rate_perturbed"] for r in runs],
         "l2f": L2F_PUBLISHED,
+        "l2f_trainer": {"binary": l2f_binary, "runs": l2f_runs,
+                        "median_train_s": statistics.median([l["train_s"] for l in l2f_runs if l.get("train_s") is not None]) if any(l.get("train_s") for l in l2f_runs) else None}
+        if l2f_binary else {"why": "%s not set: L2F's trainer not run" % L2F_TRAINER_ENV},
         "foundation_policy": foundation,
     }
     if a.json:
@@ -212,7 +344,9 @@ def main():
                  steps, 100 * result["median_final_success_rate"], load[0], result["load_after"][0]))
         print("the policy `microrl train quadrotor` writes (its best evaluation) flies %s of the evaluation flights, per seed"
               % ", ".join("%.0f%%" % (100 * b) for b in result["best_success_rates"]))
-        print("L2F, published: %.0f s on %s (not built here)" % (L2F_PUBLISHED["seconds"], L2F_PUBLISHED["hardware"]))
+        if l2f_binary and result["l2f_trainer"]["median_train_s"] is not None:
+            print("L2F's trainer, same machine and run: median %.1f s to its final actor (%d seeds)" % (result["l2f_trainer"]["median_train_s"], len(l2f_runs)))
+        print("L2F, published: %.0f s on %s" % (L2F_PUBLISHED["seconds"], L2F_PUBLISHED["hardware"]))
         if foundation.get("available"):
             print("foundation-policy on our hover task: flies %.0f%% of %d episodes, final distance %.3f m (median), crashes %.0f%%"
                   % (100 * foundation["success_rate"], foundation["episodes"], foundation["position_error_m"], 100 * foundation["crash_rate"]))

@@ -2,7 +2,9 @@
 # is docs/tasks.md) as the environment object that TD3, evaluate() and the board's server use:
 # reset(rng) -> obs, step(action) -> (obs, reward, terminated, truncated). It owns the task's
 # arrays (parameters, state, uniforms, action), allocated once, and draws the task's uniforms
-# from a microrl.rng.Rng; the observation buffer is reused between calls.
+# from a microrl.rng.Rng; the observation buffer is reused between calls. The generic
+# perturbations (observation noise, action delay: microrl.perturb) are applied here, around the
+# task's own reset and step (imported only when a perturbation is on: a board's heap is small).
 from .compat import zeros
 
 
@@ -22,9 +24,10 @@ class Env:
     """task: a task module. params: its parameter values (default: the task's PARAMETERS).
     rng: the Rng that reset() and step() draw from (reset(rng) may give another). evaluation:
     starts from the task's evaluation distribution (its evaluation() hook) rather than
-    training's."""
+    training's. perturbations: {name: value} of sim-to-real perturbations (microrl.perturb.names();
+    default none: the nominal task; the task's PERTURBATIONS: what it trains with)."""
 
-    def __init__(self, task, params=None, rng=None, evaluation=False):
+    def __init__(self, task, params=None, rng=None, evaluation=False, perturbations=None):
         self.task = task
         self.name = task.NAME
         self.obs_dim = task.OBS_DIM
@@ -44,6 +47,12 @@ class Env:
         self.a = zeros(task.ACT_DIM, "d")
         self.obs = zeros(task.OBS_DIM)
         self.t = 0
+        # sim-to-real perturbations (microrl.perturb), only when some are asked for
+        self.perturbed = None
+        if perturbations:
+            from .perturb import Perturbed
+
+            self.perturbed = Perturbed(self, perturbations)
 
     def _draw(self, n):
         rng = self.rng
@@ -55,7 +64,11 @@ class Env:
         if rng is not None:
             self.rng = rng
         self._draw(self.task.RESET_DRAWS)
+        if self.perturbed:
+            self.perturbed.reset(self)
         self.task.reset(self.P, self.s, self.u, self.obs)
+        if self.perturbed:
+            self.perturbed.observe(self)
         self.t = 0
         return self.obs
 
@@ -68,8 +81,12 @@ class Env:
         else:
             for i in range(self.act_dim):
                 a[i] = action[i]
+        if self.perturbed:
+            self.perturbed.act(self, a)
         self._draw(self.task.STEP_DRAWS)
         reward, terminated, truncated = self.task.step(self.P, self.s, a, self.u, self.obs)
+        if self.perturbed:
+            self.perturbed.observe(self)
         self.t += 1
         return self.obs, reward, terminated, truncated
 

@@ -6,7 +6,8 @@
 #
 # Everything is a flat float array indexed by the constants below (data), and free functions
 # that read and write such arrays at offsets (operations): nothing here allocates an array.
-#   P  parameters (PARAM_DIM): airframe, motors, time step, initial-state ranges, reward, limits
+#   P  parameters (PARAM_DIM): airframe, motors, time step, initial-state ranges, reward, limits,
+#      sim-to-real perturbations (the runner redraws the randomised ones each episode: RANDOMISED)
 #   s  state (STATE_DIM): the simulated craft (PHYSICS_DIM: position, orientation quaternion
 #      (w, x, y, z), linear velocity (world frame), angular velocity (body frame), rotor speeds
 #      (normalised, RPM_MIN..RPM_MAX)), the step count, an RK4 step's work space and the rotor
@@ -51,7 +52,20 @@ REWARD_ACTION = const(38)
 LIMIT_POSITION = const(39)  # termination: any coordinate of position (m), velocity (m/s) or
 LIMIT_VELOCITY = const(40)  # angular velocity (rad/s) beyond these
 LIMIT_ANGULAR_VELOCITY = const(41)
-PARAM_DIM = const(42)
+# sim-to-real (docs/sim-to-real.md): 0 turns each off. As learning-to-fly, a constant force
+# (world frame) and torque (body frame) on the craft, each axis normal with these stds, redrawn
+# each episode; beyond it, mass, inertia, thrust curve and motor time constants each varied by
+# a factor uniform within 1 +- these fractions. The runner (microrl.perturb.randomise) draws
+# them into P from RANDOMISED below; the physics reads P as ever.
+DISTURBANCE_FORCE = const(42)  # N
+DISTURBANCE_TORQUE = const(43)  # N m
+VARY_MASS = const(44)
+VARY_INERTIA = const(45)
+VARY_THRUST = const(46)
+VARY_MOTOR = const(47)
+FORCE = const(48)  # 3: the episode's force, N (a constant wind, when set by hand)
+TORQUE = const(51)  # 3: the episode's torque, N m
+PARAM_DIM = const(54)
 
 # Crazyflie 2.x as L2F has it (parameters/dynamics/crazyflie.h): 27 g take-off weight plus
 # SD-card and flow decks, thrust curve and motor time constants identified on the real craft.
@@ -90,6 +104,9 @@ CRAZYFLIE = (
     0.6,  # termination position: learning-to-fly's fast_learning
     1000.0,  # termination velocity: none, as learning-to-fly's fast_learning
     1000.0,  # termination angular velocity: none
+    0.0, 0.0,  # no disturbances
+    0.0, 0.0, 0.0, 0.0,  # the airframe as it is
+    0.0, 0.0, 0.0, 0.0, 0.0, 0.0,  # no force or torque
 )
 
 PARAMETERS = CRAZYFLIE
@@ -99,6 +116,8 @@ PARAM_NAMES = (
     "rotor_spin_0", "rotor_spin_1", "rotor_spin_2", "rotor_spin_3", "init_guidance", "init_position", "init_angle", "init_velocity",
     "init_angular_velocity", "init_rpm_low", "init_rpm_high", "reward_scale", "reward_constant", "reward_position", "reward_orientation",
     "reward_velocity", "reward_action", "limit_position", "limit_velocity", "limit_angular_velocity",
+    "disturbance_force", "disturbance_torque", "vary_mass", "vary_inertia", "vary_thrust", "vary_motor",
+    "force_x", "force_y", "force_z", "torque_x", "torque_y", "torque_z",
 )
 
 # ---------------------------------------------------------------- state, observation, task
@@ -136,6 +155,19 @@ EVAL_ANGLE = pi / 6.0
 # evaluations report the median final distance and the share of crashed episodes under these names
 ERROR_NAME = "position_error_m"
 TERMINATED_NAME = "crash_rate"
+
+# sim-to-real: the parameters the runner redraws each episode (first index, count, the index of
+# their spread, 0: a factor uniform in 1 +- spread on the nominal values, 1: the nominal value
+# plus a normal with std spread, per entry); what training perturbs unless told otherwise (as
+# learning-to-fly trains, src/config/parameters.h: its observation noise (position and rotation
+# matrix 0.001, velocities 0.002, none on the rotor speeds) and disturbances (force std 1/20 of a
+# 27 g craft's weight, torque 1/10000 of it); beyond it, the airframe +-10%); and the std of each
+# observation's noise at observation_noise 1
+RANDOMISED = ((MASS, 1, VARY_MASS, 0), (J_XX, 3, VARY_INERTIA, 0), (THRUST_C0, 3, VARY_THRUST, 0), (TAU_RISING, 2, VARY_MOTOR, 0),
+              (FORCE, 3, DISTURBANCE_FORCE, 1), (TORQUE, 3, DISTURBANCE_TORQUE, 1))
+PERTURBATIONS = {"observation_noise": 1.0, "disturbance_force": 0.01324, "disturbance_torque": 0.0000265,
+                 "vary_mass": 0.1, "vary_inertia": 0.1, "vary_thrust": 0.1, "vary_motor": 0.1}
+OBS_NOISE = (0.001,) * 12 + (0.002,) * 6 + (0.0,) * 4
 
 # how the host trains it, where a user gives no other setting: as L2F's TD3 does
 # (learning-to-fly src/config/config.h) batch 256 and 15,000 steps before the first update, but
@@ -222,6 +254,13 @@ def derivative(P, x, xo, sp, so, d, do):
     jx = P[J_XX]
     jy = P[J_YY]
     jz = P[J_ZZ]
+    for i in range(3):  # the episode's force and torque (none: exactly the sums without them)
+        if P[FORCE + i] != 0.0:
+            d[do + 7 + i] += P[FORCE + i] / P[MASS]
+    if P[TORQUE] != 0.0 or P[TORQUE + 1] != 0.0 or P[TORQUE + 2] != 0.0:
+        tx += P[TORQUE]
+        ty += P[TORQUE + 1]
+        tz += P[TORQUE + 2]
     d[do + 10] = (tx - (wy * jz * wz - wz * jy * wy)) / jx
     d[do + 11] = (ty - (wz * jx * wx - wx * jz * wz)) / jy
     d[do + 12] = (tz - (wx * jy * wy - wy * jx * wx)) / jz

@@ -20,6 +20,7 @@ from numba.extending import overload
 
 from ..nn import sync
 from ..nn.jit import COMPILED_ONLY, bound_copy, inline, jit_nogil
+from ..envs.task import delayed_action, draw, noisy_observation, randomised_parameters, seed_stream
 from ..nn.rng import new_rng, uniform
 from .replay import new_replay, replay_add
 
@@ -127,15 +128,17 @@ def observe(S, hp, obs, action, reward, next_obs, terminated, train_every):
 # ---------------------------------------------------------------- the loop, bound to a task
 # the names a bound copy of run_task sees in place of these (envs/task.py, CompiledTask.bindings)
 task_reset = task_step = None
-RETURN = P0 = S0 = U0 = A0 = END = ACT_DIM = RESET_DRAWS = STEP_DRAWS = 0
-ACTION_SCALE = ACTION_OFFSET = (0.0,)
+RETURN = P0 = S0 = U0 = A0 = G0 = STREAM = T = LINE0 = W0 = N0 = R0 = END = ACT_DIM = RESET_DRAWS = STEP_DRAWS = 0
+ACTION_SCALE = ACTION_OFFSET = NOISE_SHAPE = (0.0,)
+RANDOMISED = ((0, 0, 0, 0),)
 
 
 def run_task(S, hp, n_steps, ep_step, ep_return, train_every):
     """n_steps of training on the task bound to this copy (S.env is its array: envs/task.py),
     one update every train_every steps. Episode ends go to ep_step/ep_return (as many as they
     hold); returns how many. n_steps BEGIN: start the first episode; SERVE: the worker
-    thread's loop (twin.py). nogil: the worker runs beside it."""
+    thread's loop (twin.py). nogil: the worker runs beside it. The sim-to-real perturbations set
+    in the env array (envs/task.py) apply around the task's reset and step."""
     if n_steps == SERVE:
         algorithm_serve(S, hp)
         return 0
@@ -143,36 +146,42 @@ def run_task(S, hp, n_steps, ep_step, ep_return, train_every):
     P = env[P0:S0]
     s = env[S0:U0]
     u = env[U0:A0]
-    a = env[A0:END]
-    if n_steps == BEGIN:
-        for i in range(RESET_DRAWS):
-            u[i] = uniform(S.rng, 0.0, 1.0)
-        task_reset(P, s, u, S.obs)
-        env[RETURN] = 0.0
-        return 0
+    a = env[A0:G0]
+    fresh = n_steps == BEGIN  # an episode to start: the run's first (BEGIN), or after one ended
+    if fresh:
+        seed_stream(env, STREAM, S.rng[0])
+        n_steps = 1
     ended = 0
     for _ in range(n_steps):
-        explore(S, hp, S.obs, S.action)
-        for i in range(ACT_DIM):  # [-1, 1] onto the task's range
-            a[i] = ACTION_SCALE[i] * S.action[i] + ACTION_OFFSET[i]
-        for i in range(STEP_DRAWS):
-            u[i] = uniform(S.rng, 0.0, 1.0)
-        r, terminated, truncated = task_step(P, s, a, u, S.next_obs)
-        env[RETURN] += r
-        observe(S, hp, S.obs, S.action, r, S.next_obs, terminated, train_every)
-        if terminated or truncated:
-            if ended < ep_step.shape[0]:
-                ep_step[ended] = S.counters[STEPS]
-                ep_return[ended] = env[RETURN]
-                ended += 1
-            S.counters[EPISODES] += 1
-            for i in range(RESET_DRAWS):
-                u[i] = uniform(S.rng, 0.0, 1.0)
+        if not fresh:
+            explore(S, hp, S.obs, S.action)
+            for i in range(ACT_DIM):  # [-1, 1] onto the task's range
+                a[i] = ACTION_SCALE[i] * S.action[i] + ACTION_OFFSET[i]
+            delayed_action(env, a, G0, LINE0, T)
+            draw(S.rng, u, STEP_DRAWS)
+            r, terminated, truncated = task_step(P, s, a, u, S.next_obs)
+            env[T] += 1.0
+            noisy_observation(env, S.next_obs, G0, STREAM, W0, NOISE_SHAPE)
+            env[RETURN] += r
+            observe(S, hp, S.obs, S.action, r, S.next_obs, terminated, train_every)
+            if terminated or truncated:
+                if ended < ep_step.shape[0]:
+                    ep_step[ended] = S.counters[STEPS]
+                    ep_return[ended] = env[RETURN]
+                    ended += 1
+                S.counters[EPISODES] += 1
+                fresh = True
+            else:
+                for i in range(S.obs.shape[0]):
+                    S.obs[i] = S.next_obs[i]
+        if fresh:
+            draw(S.rng, u, RESET_DRAWS)
+            randomised_parameters(env, P, N0, R0, RANDOMISED, STREAM)
             task_reset(P, s, u, S.obs)
+            noisy_observation(env, S.obs, G0, STREAM, W0, NOISE_SHAPE)
+            env[T] = 0.0
             env[RETURN] = 0.0
-        else:
-            for i in range(S.obs.shape[0]):
-                S.obs[i] = S.next_obs[i]
+            fresh = False
     return ended
 
 

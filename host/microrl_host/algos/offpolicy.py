@@ -189,15 +189,31 @@ def resume_differences(saved, saved_seed, given, given_seed):
 # ---------------------------------------------------------------- the algorithm front end
 
 
-def make_task(task):
+def make_task(task, perturbations=None):
     """The environment a task means (tasks.resolve: a registry name, a task module or file, a
-    gymnasium id or Env): compiled in the loop when it is written against the task interface."""
+    gymnasium id or Env): compiled in the loop when it is written against the task interface.
+    perturbations: {name: value} of the sim-to-real perturbations to train with (None: the
+    task's own choice, its PERTURBATIONS; {}: none); ValueError for one it does not have."""
     found = tasks.resolve(task)
     if found.module is not None:
+        from microrl.perturb import training as training_perturbations
+
         from ..envs.task import CompiledTask
 
-        return CompiledTask(found.module, name=found.name)
+        chosen = training_perturbations(found.module) if perturbations is None else perturbations
+        return CompiledTask(found.module, name=found.name, perturbations=chosen)
+    if perturbations:
+        raise ValueError("%s is a gymnasium environment: sim-to-real perturbations (%s) need a task written against the task interface (docs/tasks.md)"
+                         % (found.name, ", ".join(sorted(perturbations))))
     return GymTask(found.gym_id if found.gym_env is None else found.gym_env, name=found.name)
+
+
+def evaluation_perturbations(env):
+    """What evaluations during training perturb: the action delay trained with, if any (a delay
+    belongs to the craft the policy will fly), nothing else (the nominal task, comparable from
+    run to run; microrl eval reports both)."""
+    delay = getattr(env, "perturbations", {}).get("action_delay", 0)
+    return {"action_delay": delay} if delay else None
 
 
 class Run:
@@ -252,7 +268,8 @@ class Algorithm:
         steps = settings.pop("steps")
         return self.run(tasks.DEFAULT if env is None else env, steps=steps, seed=seed, callbacks=callbacks, **dict(settings, **options))
 
-    def run(self, task, steps=None, seed=None, eval_every=None, eval_episodes=None, out=None, run_dir=None, checkpoint_every=None, resume=False, callbacks=None, threads=None, **settings):
+    def run(self, task, steps=None, seed=None, eval_every=None, eval_episodes=None, out=None, run_dir=None, checkpoint_every=None, resume=False, callbacks=None, threads=None,
+            perturbations=None, **settings):
         """Train on task (tasks.resolve: a registry name, a task module or its file, a gymnasium
         id or Env); returns a Run. Settings left None take the task's suggestion (its TRAINING),
         else: steps 10000, eval_every 1000, eval_episodes 10, checkpoint_every 0 (at the end).
@@ -261,17 +278,20 @@ class Algorithm:
         run_dir's checkpoint; callbacks: a Callbacks, told of every chunk of up to 1000 steps
         (trainer: the State; figures: {"eval": the last evaluation's mean}); threads: 1, or 2 to
         run the twin critics' halves of each update on a second thread (default: 2 where two
-        CPUs are free for this process; the run is the same either way)."""
+        CPUs are free for this process; the run is the same either way); perturbations: {name:
+        value} of the sim-to-real perturbations to train with (microrl.perturb.names;
+        None: the task's own choice, its PERTURBATIONS; {}: the nominal task)."""
         threads = twin.default_threads() if threads is None else int(threads)
         if threads < 1:
             raise ValueError("threads must be 1 or more, not %d" % threads)
         with one_blas_thread():
-            return self._run(task, steps, seed, eval_every, eval_episodes, out, run_dir, checkpoint_every, resume, callbacks, settings, threads)
+            return self._run(task, steps, seed, eval_every, eval_episodes, out, run_dir, checkpoint_every, resume, callbacks, settings, threads, perturbations)
 
-    def _run(self, task, steps, seed, eval_every, eval_episodes, out, run_dir, checkpoint_every, resume, callbacks, settings, threads):
+    def _run(self, task, steps, seed, eval_every, eval_episodes, out, run_dir, checkpoint_every, resume, callbacks, settings, threads, perturbations=None):
         callbacks = callbacks or NONE
         wall0 = time.perf_counter()
-        env = make_task(task)
+        env = make_task(task, perturbations)
+        trained_with = dict(getattr(env, "perturbations", {}))
         suggested = getattr(env, "training", {})
 
         def default(value, key, otherwise):
@@ -293,6 +313,9 @@ class Algorithm:
                 raise CheckpointError("checkpoint %s is for %s on %s, not %s on %s" % (ckpt_path, meta["algo"], meta["task"], self.name, env.name))
             config = self.config(**meta["config"])
             differences = resume_differences(self.settings(config), meta["seed"], settings, seed)
+            saved = meta.get("perturbations", {})
+            if saved != trained_with:
+                differences.append("perturbations: the checkpoint has %r, given %r" % (saved, trained_with))
             if differences:
                 raise CheckpointError("the checkpoint in %s was made with other settings: %s; resume without them, or start a new run (another --run-dir)" % (run_dir, "; ".join(differences)))
             seed = meta["seed"]
@@ -314,6 +337,7 @@ class Algorithm:
             "task": env.name,
             "seed": int(seed),
             "config": {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.settings(config).items()},
+            "perturbations": trained_with,
         }
         start = int(state.counters[0])
         if start > steps:
@@ -450,6 +474,8 @@ class Algorithm:
             compile_s=compile_s, eval_s=eval_s, evals=evals, policy=out, run_dir=run_dir, used=used,
         )
         stats.update(self.task_stats)  # a task with a success test: success rate, final error, termination rate
+        if trained_with:
+            stats["perturbations"] = trained_with  # a run with sim-to-real perturbations: which
         return Run(policy, evals, stats, state)
 
     def _run_gym(self, env, state, hp, n, ep_step, ep_return):
@@ -483,7 +509,7 @@ class Algorithm:
         if not episodes:
             return float("nan"), float("nan")
         if env.compiled:
-            rows = env.evaluate(state.actor, self.squash, episodes, seed)
+            rows = env.evaluate(state.actor, self.squash, episodes, seed, perturbations=evaluation_perturbations(env))
             if env.has_success:
                 self.task_stats = tasks.summary(env.module, rows)
             returns = np.ascontiguousarray(rows[:, 0])

@@ -1,7 +1,8 @@
 """The one shape of a training run's results, the same for every algorithm and task (a task
 with a success test adds success_rate and its evaluation summary of the policy written, e.g.
 the quadrotor's position_error_m and crash_rate (microrl_host.tasks.summary), policy_step where
-it came from and final_success_rate at the last step): what
+it came from and final_success_rate at the last step; a run with sim-to-real perturbations adds
+perturbations, {name: value}): what
 `microrl train --json` prints, offpolicy.Run.stats and a PPO learner's `result`. docs/training.md
 ("Results") explains each key; tests/test_host_cli.py checks that every algorithm gives them all."""
 import platform

@@ -1,8 +1,9 @@
 """microrl eval: mean and std of a policy file's return over N episodes."""
 import json
+import sys
 
 from .. import tasks
-from . import CommandError
+from . import CommandError, latency
 from .options import EPISODES, SEED
 from .options import load_policy as _load_policy
 
@@ -15,14 +16,18 @@ def register(sub):
         "The task is --task's, or the built-in task of the policy's shape (3 observations and 1 action: pendulum; 22 and 4: "
         "the quadrotor). A task with a success test (the quadrotor: within 0.1 m of the target and below 0.5 rad/s after 5 s, "
         "no crash, from random starts within +-0.5 m and 30 deg of tilt) also reports its success rate, median final error and "
-        "the share of episodes that ended early; a gymnasium id runs on gymnasium.",
+        "the share of episodes that ended early; a gymnasium id runs on gymnasium. A task with sim-to-real perturbations "
+        "(the quadrotor's observation noise, disturbances and varied airframe; docs/sim-to-real.md), or an action delay given here, "
+        "is evaluated twice: nominal, and perturbed (the same starts).",
     )
     p.add_argument("policy", metavar="POLICY", help="a microrl policy file (.mrlp)")
     p.add_argument("--episodes", type=EPISODES, default=None, help="episodes to run (default: the task's suggestion, else 10; quadrotor 100)")
     p.add_argument("--task", "--env", dest="task", metavar="TASK", help="the task to run on: a built-in name, a task file or module (docs/tasks.md) "
                    "or a gymnasium id, e.g. Pendulum-v1 (default: the built-in task of the policy's shape)")
     p.add_argument("--seed", type=SEED, default=12345, help="seed of the episodes' start states, 0 to 2**32-1 (default 12345)")
-    p.add_argument("--json", action="store_true", help="print one JSON object with mean, std, returns")
+    p.add_argument("--json", action="store_true", help="print one JSON object with mean, std, returns (nominal), and under 'perturbed' "
+                   "the same figures and the perturbations")
+    latency.add_options(p, training=False)
     p.set_defaults(func=run)
 
 
@@ -72,41 +77,88 @@ def run(args):
     found = pick_task(policy, args.task)
     if args.episodes is None:
         args.episodes = found.training.get("eval_episodes", 10)
+    perturbed, said = perturbed_settings(args, found)
+    if said:
+        print(said, file=sys.stderr if args.json else sys.stdout)
     if tasks.has_summary(found.module):
-        return run_with_success(args, policy, found)
-    if found.compiled:
-        from microrl.evaluate import evaluate
-        from microrl.task import Env
+        return run_with_success(args, policy, found, perturbed)
+    result = {"policy": args.policy, "env": found.name, "episodes": args.episodes}
+    for where, chosen in (("nominal", None), ("perturbed", perturbed)):
+        if where == "perturbed" and not chosen:
+            break
+        if found.compiled:
+            from microrl.evaluate import evaluate
+            from microrl.task import Env
 
-        mean, std, returns = evaluate(policy, Env(found.module), episodes=args.episodes, seed=args.seed)
-    else:
-        from ..envs.gym import evaluate_gym
+            mean, std, returns = evaluate(policy, Env(found.module, perturbations=chosen), episodes=args.episodes, seed=args.seed)
+        else:
+            from ..envs.gym import evaluate_gym
 
-        mean, std, returns = evaluate_gym(policy, found.gym_id, episodes=args.episodes, seed=args.seed)
-    check_finite(args.policy, found.name, returns)
+            mean, std, returns = evaluate_gym(policy, found.gym_id, episodes=args.episodes, seed=args.seed)
+        check_finite(args.policy, found.name, returns)
+        figures = {"mean": mean, "std": std, "returns": list(returns)}
+        if where == "nominal":
+            result.update(figures)
+        else:
+            result["perturbed"] = dict(figures, perturbations=chosen)
     if args.json:
-        print(json.dumps({"policy": args.policy, "env": found.name, "episodes": args.episodes, "mean": mean, "std": std, "returns": list(returns)}))
-    else:
-        print("%s on %s: return %.1f +- %.1f over %d episodes" % (args.policy, found.name, mean, std, args.episodes))
+        print(json.dumps(result))
+        return 0
+    print("%s on %s: return %.1f +- %.1f over %d episodes" % (args.policy, found.name, result["mean"], result["std"], args.episodes))
+    if "perturbed" in result:
+        p = result["perturbed"]
+        print("  perturbed (%s): return %.1f +- %.1f" % (describe(p["perturbations"]), p["mean"], p["std"]))
     return 0
 
 
-def run_with_success(args, policy, found):
-    """A task with a success test: its evaluation starts, compiled (envs/task.py), and its summary."""
+def perturbed_settings(args, found):
+    """The perturbations of the second, perturbed evaluation ({name: value}, or None: none),
+    and a line saying how a measured latency became steps: the task's training perturbations
+    (microrl.perturb.training) and the action delay asked for."""
+    chosen, said = latency.perturbations(args, found, training=False)
+    if found.module is None:
+        return None, said
+    from microrl.perturb import training as training_perturbations
+
+    own = training_perturbations(found.module)
+    own.update(chosen or {})
+    return own or None, said
+
+
+def describe(perturbations):
+    return ", ".join("%s %g" % (k, v) for k, v in sorted(perturbations.items()))
+
+
+def run_with_success(args, policy, found, perturbed=None):
+    """A task with a success test: its evaluation starts, compiled (envs/task.py), and its
+    summary, nominal and (perturbed: {name: value}) under perturbations."""
     from ..envs.task import CompiledTask, evaluate_policy
 
-    rows = evaluate_policy(CompiledTask(found.module, name=found.name), policy, args.episodes, args.seed)
-    returns = rows[:, 0]
-    check_finite(args.policy, found.name, returns)
-    result = {"policy": args.policy, "env": found.name, "episodes": args.episodes, "mean": float(returns.mean()), "std": float(returns.std()), "returns": [float(r) for r in returns]}
-    summary = tasks.summary(found.module, rows)
-    result.update(summary)
+    task = CompiledTask(found.module, name=found.name)
+    result = {"policy": args.policy, "env": found.name, "episodes": args.episodes}
+    lines = []
+    for where, chosen in (("nominal", None), ("perturbed", perturbed)):
+        if where == "perturbed" and not chosen:
+            break
+        rows = evaluate_policy(task, policy, args.episodes, args.seed, perturbations=chosen)
+        returns = rows[:, 0]
+        check_finite(args.policy, found.name, returns)
+        figures = {"mean": float(returns.mean()), "std": float(returns.std()), "returns": [float(r) for r in returns]}
+        summary = tasks.summary(found.module, rows)
+        figures.update(summary)
+        extra = "".join(", %s %.3g" % (k, v) for k, v in summary.items() if k != "success_rate")
+        if where == "nominal":
+            result.update(figures)
+            lines.append("%s on %s: succeeds in %.0f%% of %d episodes%s, return %.1f +- %.1f"
+                         % (args.policy, found.name, 100 * figures["success_rate"], args.episodes, extra, figures["mean"], figures["std"]))
+        else:
+            result["perturbed"] = dict(figures, perturbations=chosen)
+            lines.append("  perturbed (%s): succeeds in %.0f%%%s, return %.1f +- %.1f"
+                         % (describe(chosen), 100 * figures["success_rate"], extra, figures["mean"], figures["std"]))
     if args.json:
         print(json.dumps(result))
     else:
-        figures = "".join(", %s %.3g" % (k, v) for k, v in summary.items() if k != "success_rate")
-        print("%s on %s: succeeds in %.0f%% of %d episodes%s, return %.1f +- %.1f"
-              % (args.policy, found.name, 100 * result["success_rate"], args.episodes, figures, result["mean"], result["std"]))
+        print("\n".join(lines))
     return 0
 
 

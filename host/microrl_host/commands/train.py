@@ -7,6 +7,7 @@ import argparse
 import json
 import math
 import os
+import sys
 
 from .. import tasks
 from ..algos import config as offpolicy_config
@@ -14,6 +15,7 @@ from ..algos.checkpoint import CheckpointError
 from ..algos.results import summary_line
 from . import CommandError
 from ..tasks import TaskError
+from . import latency
 from ..runlog import RUN_FILES, previous_run
 from .options import EPISODES_OR_NONE, FOLDER_HELP, MAX_STEPS, OUTPUT_HELP, SEED, STEPS, check_memory, check_output, integer, number, parse_hidden, whole
 from .progress import ProgressBar
@@ -29,6 +31,7 @@ EXAMPLES = """examples:
   microrl train Pendulum-v1 --algo td3 --steps 20000   # a gymnasium id: the env steps in Python
   microrl train pendulum --out pendulum.mrlp --steps 20000 --resume   # continue a run
   microrl train pendulum --out pendulum.mrlp --overwrite              # start that run again
+  microrl train quadrotor --latency-from bench.json   # train in the board's measured latency
 """
 
 
@@ -130,7 +133,7 @@ class OffPolicy:
                 found.module or found.gym_id, steps=args.steps, seed=args.seed,
                 eval_every=every(args.eval_every, "eval_every"), eval_episodes=args.eval_episodes,
                 out=args.out, run_dir=args.run_dir, checkpoint_every=every(args.checkpoint_every, "checkpoint_every"),
-                resume=args.resume, callbacks=callbacks, threads=args.threads, **settings
+                resume=args.resume, callbacks=callbacks, threads=args.threads, perturbations=args.perturbations, **settings
             )
         except (TaskError, CheckpointError, TrainingDiverged, ValueError) as e:
             raise CommandError(str(e))
@@ -341,6 +344,7 @@ def register(sub):
     p.add_argument("--hidden", type=parse_hidden, metavar="SIZES", help="hidden layer sizes, e.g. 64,64 (default: the algorithm's)")
     p.add_argument("--gamma", type=float, help="discount factor (default: the algorithm's, 0.99)")
     p.add_argument("--activation", choices=NAMES[1:], help="hidden activation (default: the algorithm's, relu)")
+    latency.add_options(p.add_argument_group("sim-to-real (TD3/SAC on a task written against the task interface; docs/sim-to-real.md)"))
     added = set()
     for entry in ALGOS.values():
         options = entry.options()
@@ -406,6 +410,11 @@ def check(args):
             args.found = tasks.resolve(args.task)
         except TaskError as e:
             raise CommandError(str(e)) from None
+    if not isinstance(entry, OffPolicy) and (args.action_delay is not None or args.latency_from is not None or args.nominal):
+        raise CommandError("--action-delay, --latency-from and --nominal apply to TD3/SAC on a task written against the task interface, not --algo %s" % name)
+    args.perturbations, said = latency.perturbations(args, args.found) if isinstance(entry, OffPolicy) else (None, None)
+    if said and not args.quiet:
+        print(said, file=sys.stderr if args.json else sys.stdout)
     if args.steps is None:
         args.steps = args.found.training.get("steps", DEFAULT_STEPS) if args.found else DEFAULT_STEPS
     if args.out is None:

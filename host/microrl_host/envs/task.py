@@ -5,7 +5,15 @@ unchanged, and one loop and one evaluation are compiled per task from one source
 
 A compiled run keeps the whole task in one float64 array, the trainer state's `env` (so that a
 checkpoint holds it as it is): the episode's return so far, then the task's parameters P, state
-s, uniforms u and action a (in the task's units), at the offsets of Layout.
+s, uniforms u and action a (in the task's units), and the generic sim-to-real perturbations'
+arrays (microrl.perturb: their settings G, the perturbation stream, the episode's step, the
+delayed actions' line, the noise's uniforms), at the offsets of Layout.
+
+The perturbations are the device core's own functions (microrl.perturb, compiled here as a task
+is), applied around the task's reset and step by the loop and the evaluation as microrl.task.Env
+applies them on a board. Their random numbers come from a stream of their own (stream_uniform),
+so that with every perturbation off a run draws, and computes, exactly what it did before they
+existed.
 """
 import hashlib
 import inspect
@@ -14,6 +22,10 @@ import re
 
 import numpy as np
 from numba.extending import register_jitable
+
+from microrl import perturb
+from microrl.perturb import ACTION_DELAY, GENERIC_DIM, MAX_DELAY, OBSERVATION_NOISE, add_noise, delay_action, noise_draws, randomise, randomise_draws
+from microrl.perturb import noise_shape, set_values
 
 from ..nn.jit import bound_copy, jit
 from ..nn.mlp import greedy_action
@@ -45,6 +57,78 @@ def register(module):
             _REGISTERED.add(value)
 
 
+# ---------------------------------------------------------------- the generic perturbations
+# (called by the bound loop and evaluation with the Layout's offsets)
+STREAM_KEY = 0x5BD1E9955BD1E995  # the perturbation stream's key: the main generator's state ^ this
+
+
+@register_jitable
+def seed_stream(env, at, seed):
+    """Start the perturbation stream at env[at:at+3] (its key as two 32-bit halves, and the
+    count of its draws) from the uint64 seed, without drawing from any other generator."""
+    key = seed ^ np.uint64(STREAM_KEY)
+    env[at] = float(key >> np.uint64(32))
+    env[at + 1] = float(key & np.uint64(0xFFFFFFFF))
+    env[at + 2] = 0.0
+
+
+@register_jitable
+def stream_uniform(env, at):
+    """The perturbation stream's next uniform in [0, 1): splitmix64 of its key and its draw count
+    (a counter-based generator, so that its whole state is three floats of the env array)."""
+    n = env[at + 2] + 1.0
+    env[at + 2] = n
+    key = (np.uint64(env[at]) << np.uint64(32)) | np.uint64(env[at + 1])
+    z = key + np.uint64(n) * np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z = z ^ (z >> np.uint64(31))
+    return (z >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@register_jitable
+def draw(rng, u, n):
+    """The task's uniforms u[0:n] from the run's generator rng."""
+    for i in range(n):
+        u[i] = uniform(rng, 0.0, 1.0)
+
+
+@register_jitable
+def randomised_parameters(env, P, nominal, r, spec, stream):
+    """The episode's parameters (microrl.perturb.randomise of the task's RANDOMISED, from its
+    nominal ones in env[nominal:], its uniforms drawn into env[r:] from the perturbation stream)."""
+    m = randomise_draws(spec)
+    for i in range(m):
+        env[r + i] = stream_uniform(env, stream)
+    randomise(P, env[nominal : nominal + P.shape[0]], spec, env[r : r + m])
+
+
+@register_jitable
+def noisy_observation(env, obs, g, stream, w, shape):
+    """Add the observation noise set in env[g:g+GENERIC_DIM] to obs (microrl.perturb.add_noise,
+    its uniforms drawn into env[w:] from the perturbation stream); nothing when it is off."""
+    scale = env[g + OBSERVATION_NOISE]
+    if scale != 0.0:
+        n = obs.shape[0]
+        m = n + (n & 1)
+        for i in range(m):
+            env[w + i] = stream_uniform(env, stream)
+        add_noise(obs, n, scale, shape, env[w : w + m])
+
+
+@register_jitable
+def delayed_action(env, a, g, line, t):
+    """Hold the action a back by the delay set in env[g:g+GENERIC_DIM] (microrl.perturb.delay_action,
+    its line in env[line:], env[t] the episode's step); nothing when it is off."""
+    d = int(env[g + ACTION_DELAY])
+    if d > 0:
+        n = a.shape[0]
+        delay_action(env[line : line + d * n], a, n, d, env[t] == 0.0)
+
+
+register(perturb)
+
+
 # hooks a task may leave out: what the compiled code calls in their place
 @register_jitable
 def no_evaluation(P):
@@ -63,23 +147,43 @@ def no_final_error(P, s):
 
 class Layout:
     """Offsets of a task's parts in the env array: P0 (parameters), S0 (state), U0 (uniforms),
-    A0 (action), END (length)."""
+    A0 (action), then the perturbations': G0 (their settings, microrl.perturb.NAMES), STREAM (the
+    perturbation stream: key and draw count), T (the episode's step), LINE0 (the delayed
+    actions, MAX_DELAY of them), W0 (the observation noise's uniforms), N0 (the nominal
+    parameters), R0 (the randomisation's uniforms); END (length)."""
 
     def __init__(self, module):
         self.P0 = RETURN + 1
         self.S0 = self.P0 + len(module.PARAMETERS)
         self.U0 = self.S0 + module.STATE_DIM
         self.A0 = self.U0 + max(module.RESET_DRAWS, module.STEP_DRAWS, 1)
-        self.END = self.A0 + module.ACT_DIM
+        self.G0 = self.A0 + module.ACT_DIM
+        self.STREAM = self.G0 + GENERIC_DIM
+        self.T = self.STREAM + 3
+        self.LINE0 = self.T + 1
+        self.W0 = self.LINE0 + MAX_DELAY * module.ACT_DIM
+        self.N0 = self.W0 + noise_draws(module.OBS_DIM)
+        self.R0 = self.N0 + len(module.PARAMETERS)
+        self.END = self.R0 + randomise_draws(randomised(module))
+
+
+def randomised(module):
+    """The task's RANDOMISED as the compiled code takes it: a tuple of 4-int tuples, one that
+    changes nothing for a task without (numba types no empty tuple of tuples)."""
+    spec = tuple(tuple(int(v) for v in group) for group in getattr(module, "RANDOMISED", ()))
+    return spec or ((0, 0, 0, 0),)
 
 
 class CompiledTask:
     """A task module as a trainer's environment, simulated inside the compiled loop. params:
-    its parameter values (default: the module's PARAMETERS)."""
+    its parameter values (default: the module's PARAMETERS). perturbations: {name: value} of the
+    sim-to-real perturbations training runs with (microrl.perturb.names; default
+    none: the nominal task). ValueError names a perturbation the task does not have, or one out
+    of range."""
 
     compiled = True
 
-    def __init__(self, module, params=None, name=None):
+    def __init__(self, module, params=None, name=None, perturbations=None):
         check(module)
         register(module)
         self.module = module
@@ -88,9 +192,12 @@ class CompiledTask:
         self.act_dim = module.ACT_DIM
         self.low = np.array(module.ACTION_LOW, np.float32)
         self.high = np.array(module.ACTION_HIGH, np.float32)
-        self.params = np.array(module.PARAMETERS if params is None else params, np.float64)
-        if self.params.shape != (len(module.PARAMETERS),):
-            raise TaskError("%s takes %d parameters, got %d" % (self.name, len(module.PARAMETERS), self.params.size))
+        self.nominal = np.array(module.PARAMETERS if params is None else params, np.float64)
+        if self.nominal.shape != (len(module.PARAMETERS),):
+            raise TaskError("%s takes %d parameters, got %d" % (self.name, len(module.PARAMETERS), self.nominal.size))
+        self.perturbations = dict(perturbations or {})
+        # training's parameters and generic perturbation settings
+        self.params, self.generic = self.arrays(self.perturbations)
         self.training = dict(getattr(module, "TRAINING", None) or {})
         self.has_success = hasattr(module, "success")
         self.layout = Layout(module)
@@ -105,19 +212,39 @@ class CompiledTask:
             "task_success": getattr(module, "success", no_success),
             "task_final_error": getattr(module, "final_error", no_final_error),
             "RETURN": RETURN, "P0": L.P0, "S0": L.S0, "U0": L.U0, "A0": L.A0, "END": L.END,
+            "G0": L.G0, "STREAM": L.STREAM, "T": L.T, "LINE0": L.LINE0, "W0": L.W0, "N0": L.N0, "R0": L.R0,
             "OBS_DIM": module.OBS_DIM, "ACT_DIM": module.ACT_DIM, "PARAM_DIM": len(module.PARAMETERS),
             "RESET_DRAWS": module.RESET_DRAWS, "STEP_DRAWS": module.STEP_DRAWS,
+            "RANDOMISED": randomised(module),
+            "NOISE_SHAPE": tuple(float(v) for v in noise_shape(module)),
             # the networks' [-1, 1] onto the task's range, as the policy file's act_scale/act_offset
             "ACTION_SCALE": tuple((h - lo) / 2.0 for lo, h in zip(low, high)),
             "ACTION_OFFSET": tuple((h + lo) / 2.0 for lo, h in zip(low, high)),
         }
-        self.key = source_key(module, repr(sorted((k, v) for k, v in self.bindings.items() if not callable(v))))
+        # the key sees the task's source, the layout and the generic perturbations' source
+        with open(perturb.__file__, "rb") as f:
+            generic_source = hashlib.sha256(f.read()).hexdigest()
+        self.key = source_key(module, repr(sorted((k, v) for k, v in self.bindings.items() if not callable(v))) + generic_source)
         self._evaluate = None
 
+    def arrays(self, perturbations=None):
+        """(P, G): the task's parameters (float64, from its nominal ones) and the generic
+        perturbation settings (microrl.perturb.NAMES) with perturbations ({name: value}) set;
+        ValueError as microrl.perturb.set_values."""
+        P = self.nominal.copy()
+        G = np.zeros(GENERIC_DIM)
+        if perturbations:
+            set_values(self.module, P, G, perturbations)
+        return P, G
+
     def new_env(self):
-        """The env array of a fresh run: the parameters in place, everything else zero."""
-        env = np.zeros(self.layout.END)
-        env[self.layout.P0 : self.layout.S0] = self.params
+        """The env array of a fresh run: training's parameters and perturbation settings in
+        place, everything else zero."""
+        L = self.layout
+        env = np.zeros(L.END)
+        env[L.P0 : L.S0] = self.params
+        env[L.G0 : L.G0 + GENERIC_DIM] = self.generic
+        env[L.N0 : L.N0 + len(self.params)] = self.params
         return env
 
     def parameters(self, env):
@@ -132,12 +259,16 @@ class CompiledTask:
         if hook is not None and steps:
             hook(self.parameters(env), self.params, min(1.0, step / float(steps)))
 
-    def evaluate(self, net, squash, episodes, seed, params=None):
+    def evaluate(self, net, squash, episodes, seed, params=None, perturbations=None):
         """Rows of (return, success 1/0, final error, steps) of deterministic episodes of the
-        actor net from the task's evaluation starts drawn from seed (compiled)."""
+        actor net from the task's evaluation starts drawn from seed (compiled), on the nominal
+        task (params: other parameter values) or under perturbations ({name: value})."""
         if self._evaluate is None:
             self._evaluate = bound_copy(evaluate_task, "evaluate_task_" + self.key, self.bindings, jit)
-        return self._evaluate(net, squash, episodes, seed, self.params if params is None else np.asarray(params, np.float64))
+        P, G = self.arrays(perturbations)
+        if params is not None:
+            P[:] = np.asarray(params, np.float64)
+        return self._evaluate(net, squash, episodes, seed, P, G)
 
     def close(self):
         pass
@@ -146,30 +277,39 @@ class CompiledTask:
 # ---------------------------------------------------------------- the evaluation, bound per task
 # the names a bound copy sees in place of these (CompiledTask.bindings)
 task_reset = task_step = task_evaluation = task_success = task_final_error = None
-P0 = S0 = U0 = A0 = END = OBS_DIM = ACT_DIM = PARAM_DIM = RESET_DRAWS = STEP_DRAWS = 0
-ACTION_SCALE = ACTION_OFFSET = (0.0,)
+P0 = S0 = U0 = A0 = G0 = STREAM = T = LINE0 = W0 = N0 = R0 = END = OBS_DIM = ACT_DIM = PARAM_DIM = RESET_DRAWS = STEP_DRAWS = 0
+ACTION_SCALE = ACTION_OFFSET = NOISE_SHAPE = (0.0,)
+RANDOMISED = ((0, 0, 0, 0),)
 
 
-def evaluate_task(net, squash, episodes, seed, params):
+def evaluate_task(net, squash, episodes, seed, params, generic):
     """Rows of (return, success 1/0, final error, steps): `episodes` deterministic episodes from
-    the task's evaluation starts (its evaluation() hook applied to params), drawn from seed."""
+    the task's evaluation starts (its evaluation() hook applied to params), drawn from seed,
+    under the generic perturbations set in generic (microrl.perturb.NAMES)."""
     rng = np.zeros(1, np.uint64)
     rng[0] = np.uint64(seed) * np.uint64(0x2545F4914F6CDD1D) + np.uint64(7)
     env = np.zeros(END)
     P = env[P0:S0]
     s = env[S0:U0]
     u = env[U0:A0]
-    a = env[A0:END]
+    a = env[A0:G0]
     for i in range(PARAM_DIM):
         P[i] = params[i]
+    for i in range(GENERIC_DIM):
+        env[G0 + i] = generic[i]
+    seed_stream(env, STREAM, rng[0])
     task_evaluation(P)
+    for i in range(PARAM_DIM):
+        env[N0 + i] = P[i]
     obs = np.zeros(OBS_DIM, np.float32)
     act = np.zeros(ACT_DIM, np.float32)
     out = np.zeros((episodes, 4))
     for e in range(episodes):
-        for i in range(RESET_DRAWS):
-            u[i] = uniform(rng, 0.0, 1.0)
+        draw(rng, u, RESET_DRAWS)
+        randomised_parameters(env, P, N0, R0, RANDOMISED, STREAM)
         task_reset(P, s, u, obs)
+        noisy_observation(env, obs, G0, STREAM, W0, NOISE_SHAPE)
+        env[T] = 0.0
         total = 0.0
         steps = 0
         done = False
@@ -178,9 +318,11 @@ def evaluate_task(net, squash, episodes, seed, params):
             greedy_action(net, obs, squash, act)
             for i in range(ACT_DIM):
                 a[i] = ACTION_SCALE[i] * act[i] + ACTION_OFFSET[i]
-            for i in range(STEP_DRAWS):
-                u[i] = uniform(rng, 0.0, 1.0)
+            delayed_action(env, a, G0, LINE0, T)
+            draw(rng, u, STEP_DRAWS)
             r, done, truncated = task_step(P, s, a, u, obs)
+            env[T] += 1.0
+            noisy_observation(env, obs, G0, STREAM, W0, NOISE_SHAPE)
             total += r
             steps += 1
         out[e, 0] = total
@@ -202,10 +344,11 @@ def plain(task, policy):
     return bool(np.array_equal(np.array(policy.act_scale, np.float32), scale) and np.array_equal(np.array(policy.act_offset, np.float32), offset))
 
 
-def evaluate_policy(task, policy, episodes, seed):
+def evaluate_policy(task, policy, episodes, seed, perturbations=None):
     """Rows of (return, success, final error, steps) of a microrl.policy.Policy on a
-    CompiledTask's evaluation starts: compiled when the policy is plain, else through the device
-    core's runner (the same starts only within one of the two paths)."""
+    CompiledTask's evaluation starts, nominal or under perturbations ({name: value}): compiled
+    when the policy is plain, else through the device core's runner (the same starts only within
+    one of the two paths)."""
     from microrl.evaluate import rollouts
     from microrl.rng import Rng
     from microrl.task import Env
@@ -213,8 +356,9 @@ def evaluate_policy(task, policy, episodes, seed):
     from ..nn.mlp import new_net, refresh_transposed, view
 
     if not plain(task, policy):
-        return np.array(rollouts(policy, Env(task.module, list(task.params), Rng(seed), evaluation=True), episodes), dtype=np.float64).reshape(-1, 4)
+        env = Env(task.module, list(task.nominal), Rng(seed), evaluation=True, perturbations=perturbations)
+        return np.array(rollouts(policy, env, episodes), dtype=np.float64).reshape(-1, 4)
     net = new_net(list(policy.sizes), list(policy.acts), 1, trainable=False)
     view(net).params[:] = np.frombuffer(bytes(policy.params), dtype=np.float32)
     refresh_transposed(net)
-    return task.evaluate(net, False, episodes, seed)
+    return task.evaluate(net, False, episodes, seed, perturbations=perturbations)
