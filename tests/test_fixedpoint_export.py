@@ -113,7 +113,7 @@ def test_every_truncation_and_random_bit_flips_refused(tmp_path):
 def test_export_errors_are_one_line(tmp_path, pendulum_policy, exported):
     cases = [
         ([pendulum_policy], "--int16"),
-        ([str(tmp_path / "missing.mrlp"), "--int16"], "no such file"),
+        ([str(tmp_path / "missing.mrlp"), "--int16"], "no policy file at"),
         ([exported[0], "--int16", "--out", str(tmp_path / "x.mrlq")], "already an int16 policy"),
         ([pendulum_policy, "--int16", "--out", pendulum_policy], "overwrite"),
     ]

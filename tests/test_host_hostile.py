@@ -9,20 +9,10 @@ import re
 import numpy as np
 import pytest
 
-from helpers import run_cpython
+from helpers import assert_refused
+from helpers import run_microrl as microrl
 
 from microrl_host.algos import checkpoint
-
-
-def microrl(*args, timeout=300):
-    return run_cpython(["-m", "microrl_host.cli"] + [str(a) for a in args], timeout=timeout)
-
-
-def assert_refused(proc, *words):
-    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
-    assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
-    for w in words:
-        assert w in proc.stderr, (w, proc.stderr)
 
 
 @pytest.mark.parametrize("algo,args,words", [

@@ -49,9 +49,20 @@ def test_local_sweep_runs_everything(tmp_path):
         assert config["lr"] == float(r["--lr"]) and config["seed"] == r["seed"] and config["envs"] == 8
 
 
+def test_an_unknown_task_or_a_bad_train_setting_is_refused_before_any_run(tmp_path):
+    run = tmp_path / "sweep"
+    proc = sweep("antt", "--seeds", "1", "--run-dir", str(run), "--quiet")
+    assert proc.returncode == 2 and "unknown MuJoCo task" in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+    proc = sweep("pendulum", "--algo", "td3", "--seeds", "1", "--set", "batch=0", "--run-dir", str(run), "--quiet")
+    assert proc.returncode == 2 and "the runs' train arguments: batch must be a whole number >= 1, got 0" in proc.stderr, proc.stderr
+    assert not run.exists()
+
+
 def test_a_failing_run_fails_the_sweep_with_its_message(tmp_path):
-    proc = sweep("antt", "--seeds", "1", "--run-dir", str(tmp_path), "--quiet")
-    assert proc.returncode == 2 and "1 of 1 runs failed" in proc.stderr and "unknown MuJoCo task" in proc.stderr
+    # learning rates of 1e30 pass every check and blow the networks up at the first updates
+    proc = sweep("pendulum", "--algo", "td3", "--seeds", "1", "--steps", "3000", "--set", "warmup=1000", "--set", "actor-lr=1e30",
+                 "--set", "critic-lr=1e30", "--set", "eval-every=0", "--run-dir", str(tmp_path), "--quiet")
+    assert proc.returncode == 2 and "1 of 1 runs failed" in proc.stderr and "diverged" in proc.stderr, proc.stderr
 
 
 def test_ray_missing_or_present(tmp_path):

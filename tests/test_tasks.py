@@ -112,6 +112,27 @@ def test_the_registry_finds_files_and_modules_from_the_current_folder(tmp_path, 
         tasks.resolve("./relative.py")
 
 
+def test_a_file_that_is_no_task_is_refused_in_one_line_and_leaves_nothing(tmp_path, monkeypatch):
+    """Issue 30's rule for task files (found merging q-cli into m-core's registry): a file not
+    ending in .py ended in a traceback (importlib gave no loader), a file calling sys.exit ended
+    the command with its code, and one failing at import left a __pycache__ beside it."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.txt").write_text("not a task\n")
+    with pytest.raises(tasks.TaskError, match="not a Python file"):
+        tasks.resolve("./notes.txt")
+    (tmp_path / "exits.py").write_text("import sys\nsys.exit(3)\n")
+    with pytest.raises(tasks.TaskError, match="exited"):
+        tasks.resolve("./exits.py")
+    (tmp_path / "raises.py").write_text("NAME = 'raises'\nraise RuntimeError('no robot here')\n")
+    with pytest.raises(tasks.TaskError, match="no robot here"):
+        tasks.resolve("./raises.py")
+    assert sorted(os.listdir(tmp_path)) == ["exits.py", "notes.txt", "raises.py"]
+    for argv in (["eval", os.path.join(ROOT, "tests", "data", "pendulum_td3.mrlp"), "--task", "./notes.txt"], ["train", "./exits.py", "--steps", "100"]):
+        r = subprocess.run([sys.executable, "-m", "microrl_host.cli"] + argv, capture_output=True, text=True, env=repo_env(), cwd=tmp_path)
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr
+    assert sorted(os.listdir(tmp_path)) == ["exits.py", "notes.txt", "raises.py"]
+
+
 def test_a_users_task_file_goes_through_every_command(tmp_path):
     """train, eval, render and export on a task file in the current folder, no PYTHONPATH for it;
     the run is the built-in Pendulum's run bit for bit (same source but its NAME)."""

@@ -65,19 +65,6 @@ def pack_fixed(magic, version, header_len, total, L, flags):
     return struct.pack("<4sHHIBBH", magic, version, header_len, total, L, flags, 0)
 
 
-def replace(src, dst):
-    import os
-
-    if hasattr(os, "replace"):
-        os.replace(src, dst)
-        return
-    try:
-        os.rename(src, dst)
-    except OSError:  # FAT refuses to rename over an existing file
-        os.remove(dst)
-        os.rename(src, dst)
-
-
 def file_size(path):
     """Size of the regular file at path; NotAPolicyError for anything else (a named pipe would
     block the first read for ever, a device never end). Mode 0: a port whose stat does not say."""
@@ -99,7 +86,9 @@ def check_values(policy, where):
     for block in (policy.obs_mean, std, policy.act_scale, policy.act_offset, getattr(policy, "params", None)):
         if block is not None:
             for v in block:
-                if v - v != 0.0 or (block is std and not v > 0.0):  # v - v: nan for nan and inf
+                # v - v: nan for nan and inf; a std below the smallest normal float32 (a
+                # subnormal, or zero) makes (obs - mean) / std overflow, and the actions NaN
+                if v - v != 0.0 or (block is std and not v >= 1.1754943508222875e-38):
                     from .refusals import invalid_values
 
                     raise InvalidValueError(invalid_values(policy, where))
@@ -124,6 +113,18 @@ def check_header(head, size, where="policy", magic=b"MRLP", version=1, kind="pol
     if size > total:
         raise CorruptPolicyError("%s: %d bytes where the header says %d (extra data after the policy)" % (where, size, total))
     return header_len, total, L, flags
+
+
+def check_zero_bytes(f, header_len, meta_len, where):
+    # the reserved bytes 14-15 and the header's padding must be zero (every writer wrote zeros);
+    # checked after the checksum: a damaged file is a ChecksumError first
+    f.seek(14)
+    bad = any(f.read(2))
+    f.seek(FIXED + meta_len)
+    if bad or any(f.read(header_len - FIXED - meta_len)):
+        from .refusals import not_zero
+
+        raise CorruptPolicyError(not_zero(where))
 
 
 def checksum_file(f, size, where):

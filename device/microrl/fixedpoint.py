@@ -25,7 +25,7 @@ from array import array
 from .activations import GELU, IDENTITY, NAMES, RELU, SIGMOID, TANH
 from .fileformat import FIXED as _FIXED
 from .fileformat import FLOAT32_MAX, NEG_FLOAT32_MAX
-from .fileformat import CorruptPolicyError, TruncatedPolicyError, check_header, check_values, checksum_file, crc32, file_size, flags_of, pack_fixed, replace
+from .fileformat import CorruptPolicyError, TruncatedPolicyError, check_header, check_values, check_zero_bytes, checksum_file, crc32, file_size, flags_of, pack_fixed
 from .layout import layout
 
 MAGIC = b"MRLQ"
@@ -367,6 +367,12 @@ def quantise(policy, observations, headroom=1.25):
     for l in range(L + 1):
         cap = Q if (l == L or acts[l - 1] not in (RELU, IDENTITY)) and l > 0 else 15
         fx.append(_frac_bits(peaks[l] * headroom, _INT16_MAX, cap))
+    for l, what in ((0, "inputs (observations after normalisation)"), (L, "outputs")):
+        if fx[l] < 0:  # fewer than 0 fractional bits: the values do not fit an int16 at all
+            raise ValueError("the network's %s reach +-%.6g on the calibration observations; int16 fixed point holds +-%d at most "
+                             "(+-%.6g with the %.2f headroom, whole numbers only), so this policy cannot be quantised as it is: calibrate on "
+                             "smaller observations, or train with observation normalisation so that its inputs are near +-1"
+                             % (what, peaks[l], _INT16_MAX, _INT16_MAX / headroom, headroom))
     params = policy.params
     offsets, _ = layout(sizes)
     fw = []
@@ -412,6 +418,9 @@ def quantise(policy, observations, headroom=1.25):
 
 
 def _header(q):
+    from .filewrite import check_shape
+
+    check_shape(q.sizes)
     L = len(q.acts)
     flags = flags_of(q)
     body = struct.pack("<%dH%dB%db%db" % (L + 1, L, L + 1, L), *(list(q.sizes) + list(q.acts) + list(q.fx) + list(q.fw)))
@@ -461,11 +470,9 @@ def to_bytes(q):
 
 def save(path, q):
     """Write a quantised policy atomically (the float policy file's way)."""
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(to_bytes(q))
-    replace(tmp, path)
-    return path
+    from .filewrite import write_atomic
+
+    return write_atomic(path, (memoryview(to_bytes(q))[:-4],))  # (write_atomic appends the CRC)
 
 
 def load(path):
@@ -489,6 +496,7 @@ def load(path):
         if header_len + _data_bytes(sizes, flags) + 4 != total:
             raise CorruptPolicyError("%s: header sizes do not add up to the file length" % path)
         checksum_file(f, size, path)
+        check_zero_bytes(f, header_len, meta_len, path)
         f.seek(header_len)
         floats = {}
         for name, n_items, on in (("obs_mean", sizes[0], flags & 1), ("obs_std", sizes[0], flags & 1), ("act_scale", sizes[-1], flags & 2), ("act_offset", sizes[-1], flags & 2)):
@@ -498,7 +506,8 @@ def load(path):
         for l in range(L):
             biases.append(_read(f, array("i", range(sizes[l + 1])), 4, path))
             W = _read(f, array("h", range(sizes[l] * sizes[l + 1])), 2, path)
-            f.read(_pad(len(W), 2))
+            if any(f.read(_pad(len(W), 2))):
+                raise CorruptPolicyError("%s: the padding after layer %d's weights must be zero: not a file this microrl wrote" % (path, l + 1))
             weights.append(W)
     try:
         q = QuantisedPolicy(sizes, acts, weights, biases, fx, fw, **floats)

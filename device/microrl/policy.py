@@ -18,7 +18,7 @@ from .fileformat import FLAG_ACT_SCALE, FLAG_OBS_NORM
 from .fileformat import ChecksumError, CorruptPolicyError, InvalidValueError, NotAPolicyError, PolicyFileError, TruncatedPolicyError, UnsupportedVersionError  # noqa: F401
 from .fileformat import check_header as _check_header
 from .fileformat import checksum_file as _checksum_file
-from .fileformat import check_values, crc32, file_size, flags_of, pack_fixed, replace
+from .fileformat import check_values, check_zero_bytes, crc32, file_size, flags_of, pack_fixed
 from .layout import layout, param_count, shape
 
 # The backend is imported only when a Policy is built: on a board, load() takes the weights'
@@ -146,6 +146,9 @@ def _floats(values, n, what):
 
 
 def _header(policy):
+    from .filewrite import check_shape
+
+    check_shape(policy.sizes)
     L = len(policy.acts)
     flags = flags_of(policy)
     body = struct.pack("<%dH%dB" % (L + 1, L), *(list(policy.sizes) + list(policy.acts)))
@@ -187,28 +190,13 @@ def _le_bytes(block):
 
 def save(path, policy):
     """Write policy to path, atomically: a reader sees the old file or the new one, never half.
-    A policy with non-finite numbers is refused (InvalidValueError) and nothing is written."""
+    A policy with non-finite numbers is refused (InvalidValueError), so is a path that is not a
+    regular file (NotAPolicyError); nothing is written then, and no temporary is left."""
     check_values(policy, "%s not written" % path)
-    tmp = path + ".tmp"
-    crc = 0
-    with open(tmp, "wb") as f:
-        head = _header(policy)
-        f.write(head)
-        crc = crc32(head, crc)
-        for block in _blocks(policy):
-            data = _le_bytes(block)
-            f.write(data)
-            crc = crc32(data, crc)
-        f.write(struct.pack("<I", crc & 0xFFFFFFFF))
-        try:
-            f.flush()
-            import os
+    from .filewrite import write_atomic
 
-            os.fsync(f.fileno())
-        except (AttributeError, ImportError, OSError):
-            pass  # MicroPython: close() commits
-    replace(tmp, path)
-    return path
+    # the header first: a shape the format cannot hold fails there, before any file is made
+    return write_atomic(path, [_header(policy)] + [_le_bytes(b) for b in _blocks(policy)])
 
 
 def to_bytes(policy):
@@ -256,6 +244,7 @@ def load(path):
         if header_len + 4 * _float_count(sizes, flags) + 4 != total:
             raise CorruptPolicyError("%s: header sizes do not add up to the file length" % path)
         _checksum_file(f, size, path)
+        check_zero_bytes(f, header_len, 3 * L + 2, path)
         if sys.implementation.name == "micropython":
             # free the checksum's temporaries now, so that the small objects below fill the low
             # holes and the weights' block finds the heap's top unsplit (48K heap, 13-64-64-4)

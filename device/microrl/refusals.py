@@ -8,6 +8,12 @@ def not_a_file(path, mode):
     return "%s: not a regular file (it is %s)" % (path, _KINDS.get(mode & 0o170000, "not a file"))
 
 
+def not_zero(path):
+    """The message for bytes the format says are zero that are not (fileformat.check_zero_bytes)."""
+    return ("%s: the reserved header bytes 14-15 and the header's padding must be zero: not a file this microrl wrote (a newer "
+            "format, or damaged before its checksum was made)" % path)
+
+
 def _first_non_finite(values):
     for i in range(len(values)):
         v = values[i]
@@ -61,6 +67,9 @@ def invalid_values(policy, where):
     for i in range(len(std)):
         if not std[i] > 0.0:
             return "%s: obs_std[%d] is %r: a standard deviation must be positive (the normalisation divides by it)" % (where, i, std[i])
+        if not std[i] >= 1.1754943508222875e-38:  # the smallest normal float32 (fileformat.check_values)
+            return ("%s: obs_std[%d] is %r, below the smallest normal float32 (1.2e-38): dividing an observation by it overflows, "
+                    "and the actions would be NaN" % (where, i, std[i]))
     return "%s: invalid values" % where
 
 

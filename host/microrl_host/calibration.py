@@ -31,6 +31,32 @@ def calibration_observations(policy, episodes=5, seed=1, obs_range=None, samples
     return [[rng.uniform(-r, r) for _ in range(policy.obs_dim)] for _ in range(samples)]
 
 
+def check_range(policy, obs_range, headroom=1.25):
+    """ValueError (one line) when uniform calibration observations in +-obs_range would give the
+    network inputs that int16 fixed point cannot hold (more than 32767 / headroom after the
+    policy's normalisation): said before any work, with the largest range that fits."""
+    from microrl.fixedpoint import _INT16_MAX
+
+    limit = _INT16_MAX / headroom
+    mean = policy.obs_mean
+    std = policy.obs_std
+    worst, fits, spread = 0.0, float("inf"), 0.0
+    for i in range(policy.obs_dim):
+        m = 0.0 if mean is None else mean[i]
+        s = 1.0 if std is None else std[i]
+        worst = max(worst, (abs(m) + obs_range) / s)
+        fits = min(fits, limit * s - abs(m))
+        spread = max(spread, obs_range / s)
+    finest = 2.0 ** -15  # int16 inputs have at most 15 fractional bits
+    if spread < finest:
+        raise ValueError("--obs-range %g is below what int16 inputs resolve (2**-15 = %.2g after the policy's normalisation): every calibration "
+                         "observation would be the same number; give the range the observations really span" % (obs_range, finest))
+    if worst > limit:
+        raise ValueError("--obs-range %g gives the network inputs up to +-%.6g; int16 fixed point holds +-%d (+-%.6g with the %.2f headroom "
+                         "calibration keeps, whole numbers only), so for this policy give --obs-range %.6g or less (a range as large as "
+                         "the observations really get), or train with observation normalisation" % (obs_range, worst, _INT16_MAX, limit, headroom, max(0.0, fits)))
+
+
 def action_error(policy, quantised, observations):
     """Largest and mean absolute difference of the actions over observations."""
     worst = 0.0

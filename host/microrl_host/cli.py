@@ -1,5 +1,4 @@
 """The `microrl` command: the subcommands of microrl_host/commands/, in the order of COMMANDS."""
-import argparse
 import gc
 import os
 import sys
@@ -9,18 +8,22 @@ import sys
 # about 0.1 CPU-s at start-up here; a value set by the user wins.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+from microrl.fileformat import PolicyFileError  # noqa: E402
+
+from .atomic import ENVIRONMENT_ERRORS, WriteError  # noqa: E402
+from .commands.options import Parser  # noqa: E402
 from .commands import CommandError, bench, board, demo, deploy, eval, export, info, plot, render, sweep, train, train_on_board  # noqa: E402
 
 COMMANDS = (bench, board, demo, deploy, eval, export, info, plot, render, sweep, train, train_on_board)
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="microrl",
         description="Deep RL for continuous control: train on the host in seconds, deploy to a MicroPython board, run it at kHz rates.",
         epilog="Run 'microrl COMMAND --help' for the options of a command.",
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for command in COMMANDS:
         command.register(sub)
     return parser
@@ -36,6 +39,17 @@ def main(argv=None):
         return args.func(args) or 0
     except CommandError as e:
         print("microrl %s: error: %s" % (args.command, e), file=sys.stderr)
+        return 2
+    except PolicyFileError as e:  # a policy file refused where a command did not expect one (a save whose path became a device)
+        print("microrl %s: error: %s" % (args.command, e), file=sys.stderr)
+        return 2
+    except OSError as e:
+        # what the machine did, not a bug of ours: a full disk, a read-only or failing one, a
+        # file's permissions (atomic.WriteError says which file was not written and that the old
+        # one is intact): one line, like every refusal
+        if e.errno not in ENVIRONMENT_ERRORS and not isinstance(e, WriteError):
+            raise
+        print("microrl %s: error: %s" % (args.command, e if isinstance(e, WriteError) else "%s: %s" % (e.filename, e.strerror) if e.filename else e.strerror), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -124,6 +124,8 @@ def load_file(path):
     import importlib.util
 
     path = os.path.abspath(path)
+    if not path.endswith(".py"):  # importlib has no loader for it
+        raise TaskError("%s is not a Python file: a task file's name ends in .py (docs/tasks.md)" % path)
     stem = os.path.splitext(os.path.basename(path))[0]
     name = "microrl_user_task_" + "".join(c if c.isalnum() else "_" for c in stem)
     spec = importlib.util.spec_from_file_location(name, path)
@@ -131,6 +133,8 @@ def load_file(path):
     sys.modules[name] = module  # a later file of the same name takes its place (importable())
     folder = os.path.dirname(path)
     sys.path.insert(0, folder)
+    bytecode = sys.dont_write_bytecode
+    sys.dont_write_bytecode = True  # no __pycache__ beside the user's file from this import (a refused one least of all)
     try:
         try:
             spec.loader.exec_module(module)
@@ -142,9 +146,12 @@ def load_file(path):
     except ImportError as e:
         hint = "; a task file imports the device core's helpers as `from microrl.compat import const`" if "relative import" in str(e) else ""
         raise TaskError("%s failed to load: %s%s" % (path, e, hint)) from None
+    except SystemExit as e:
+        raise TaskError("%s exited while it loaded (sys.exit(%r)); a task file only defines its task" % (path, e.code)) from None
     except Exception as e:
         raise TaskError("%s failed to load: %s: %s" % (path, type(e).__name__, e)) from None
     finally:
+        sys.dont_write_bytecode = bytecode
         sys.path.remove(folder)
     return module
 

@@ -17,13 +17,37 @@ class CheckpointError(ValueError):
     """A checkpoint that is missing, damaged, or for another run."""
 
 
+class CheckpointWriteError(CheckpointError):
+    """A checkpoint that could not be written (a full disk): the previous one is intact."""
+
+
 def write(path, meta, arrays, compress=False):
     """Write arrays and meta (format and version added) to path atomically. compress: worth it
-    for network parameters; a replay buffer of random floats does not compress."""
+    for network parameters; a replay buffer of random floats does not compress. A failed write
+    (a full disk, a file system gone read-only) leaves the previous checkpoint as it was and
+    raises CheckpointWriteError, one line saying so."""
     arrays = dict(arrays)
     meta = dict(meta, format=FORMAT, version=VERSION)
     arrays["__meta__"] = np.frombuffer(json.dumps(meta, sort_keys=True).encode(), dtype=np.uint8)
-    atomic.write_npz(path, arrays, compress)
+    try:
+        atomic.write_npz(path, arrays, compress)
+    except OSError as e:
+        at = " of step %s" % meta["step"] if "step" in meta else ""
+        raise CheckpointWriteError("the checkpoint%s was not written (%s: %s); %s; free some space and continue with --resume"
+                                   % (at, path, e.strerror or e, kept(path))) from None
+
+
+def kept(path):
+    """What the checkpoint file at path holds, said after a failure: 'PATH keeps the checkpoint
+    of step N (intact)', or that there is none yet."""
+    if not os.path.isfile(path):
+        return "no earlier checkpoint was written"
+    try:
+        with np.load(path, allow_pickle=False) as data:  # reads only the small __meta__ member
+            step = json.loads(bytes(data["__meta__"]).decode()).get("step")
+        return "%s keeps the checkpoint of step %s, intact" % (path, step)
+    except Exception:  # noqa: BLE001 - only a message depends on it
+        return "%s keeps the previous checkpoint" % path
 
 
 def read(path):

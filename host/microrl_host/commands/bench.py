@@ -4,7 +4,7 @@ import json
 import sys
 
 from . import CommandError
-from .options import seconds
+from .options import number
 
 
 def register(sub):
@@ -24,7 +24,7 @@ def register(sub):
     s.add_argument("-n", type=int, default=1000, help="number of inference requests (default 1000)")
     s.add_argument("--warmup", type=int, default=20, help="untimed requests first (default 20)")
     s.add_argument("--seed", type=int, default=0, help="seed of the random observations")
-    s.add_argument("--timeout", type=seconds, default=5.0, help="seconds to wait for each reply (default 5)")
+    s.add_argument("--timeout", type=number(above=0), default=5.0, help="seconds to wait for each reply (default 5)")
     s.add_argument("--no-deploy", action="store_true", help="use the microrl and policy already on the board")
     s.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     s.add_argument("--quiet", action="store_true", help="no progress bar")

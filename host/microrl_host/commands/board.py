@@ -3,6 +3,7 @@ import os
 import sys
 
 from . import CommandError
+from .options import FOLDER_HELP, check_output
 
 
 def register(sub):
@@ -23,8 +24,7 @@ def register(sub):
         "is not a security sandbox: docs/virtual-board.md says what this protects and what it does not. "
         "Ctrl-D, machine.reset() and crashes reboot it as a board reboots.",
     )
-    s.add_argument("--folder", default="board-fs", help="the board's filesystem, its / (a folder, created if missing, in a folder "
-                   "that exists; default ./board-fs)")
+    s.add_argument("--folder", default="board-fs", help="the board's filesystem, its / (default ./board-fs)" + FOLDER_HELP)
     s.add_argument("--heap", default=None, help="MicroPython heap, e.g. 160K, 256K, 2M (default: %s, a typical ESP32's free heap). The unix port is 64-bit: "
                    "its objects take about twice a 32-bit board's bytes, so for training a 32-bit board with F free is about "
                    "--heap F+16K (docs/on-board-training.md)" % _default_heap())
@@ -47,13 +47,14 @@ def _default_heap():
 def run_sim(args):
     from ..board.virtual import DEFAULT_HEAP, BoardError, VirtualBoard
 
+    for option, value in (("--heap", args.heap), ("--flash", args.flash)):
+        if value is not None and not value.strip():  # not the default in disguise
+            raise CommandError("%s: give a size: bytes, or a number with K or M (e.g. 160K)" % option)
+    check_output(args.folder, "--folder", folder=True)
     folder = os.path.abspath(args.folder)
-    if os.path.exists(folder) and not os.path.isdir(folder):
-        raise CommandError("--folder %s is a file: give a folder (the board's filesystem)" % args.folder)
-    if not os.path.isdir(os.path.dirname(folder)):
-        raise CommandError("--folder %s: the folder %s it would go in does not exist" % (args.folder, os.path.dirname(folder)))
     try:
-        board = VirtualBoard(folder, heap=args.heap or DEFAULT_HEAP, log=lambda m: print(m, file=sys.stderr, flush=True), flash=args.flash, confine=args.confine)
+        board = VirtualBoard(folder, heap=DEFAULT_HEAP if args.heap is None else args.heap, log=lambda m: print(m, file=sys.stderr, flush=True),
+                             flash=args.flash, confine=args.confine)
         board.start()
     except BoardError as e:
         raise CommandError(str(e)) from None

@@ -8,7 +8,10 @@ import time
 
 from .. import tasks
 from . import CommandError
-from .options import check_output
+from .options import FOLDER_HELP, OUTPUT_HELP, SEED, STEPS, check_memory, check_output, check_port, whole
+
+
+MAX_REQUESTS = 1_000_000
 
 
 def register(sub):
@@ -23,13 +26,13 @@ def register(sub):
                    help="pendulum (default), or quadrotor: a 22-64-64-4 policy flies the board's own quadrotor simulation, "
                    "then the host's over the serial line")
     p.add_argument("--port", help="a real board's serial port (default: start a virtual board)")
-    p.add_argument("--steps", type=int, default=None, help="training steps on the host (default 10000; quadrotor %d)" % tasks.resolve("quadrotor").training["steps"])
-    p.add_argument("--seed", type=int, default=0, help="seed of training and evaluation (default 0)")
-    p.add_argument("--episodes", type=int, default=5, help="evaluation episodes, on the host and on the board (default 5)")
-    p.add_argument("--requests", type=int, default=200, help="serial inference requests timed (default 200)")
-    p.add_argument("--out", default=None, help="where to save the trained policy (default demo-policy.mrlp; quadrotor-policy.mrlp)")
+    p.add_argument("--steps", type=STEPS, default=None, help="training steps on the host (default 10000; quadrotor %d)" % tasks.resolve("quadrotor").training["steps"])
+    p.add_argument("--seed", type=SEED, default=0, help="seed of training and evaluation, 0 to 2**32-1 (default 0)")
+    p.add_argument("--episodes", type=whole(1, 200), default=5, help="evaluation episodes, on the host and on the board, 1 to 200 (default 5)")
+    p.add_argument("--requests", type=whole(1, MAX_REQUESTS), default=200, help="serial inference requests timed, at most %d (default 200)" % MAX_REQUESTS)
+    p.add_argument("--out", default=None, help="where to save the trained policy (default demo-policy.mrlp; quadrotor-policy.mrlp)" + OUTPUT_HELP)
     p.add_argument("--heap", help="the virtual board's RAM, e.g. 160K (default: a typical ESP32's)")
-    p.add_argument("--board-dir", metavar="DIR", help="keep the virtual board's filesystem in DIR (default: a temporary folder, removed afterwards)")
+    p.add_argument("--board-dir", metavar="DIR", help="keep the virtual board's filesystem in DIR (default: a temporary folder, removed afterwards)" + FOLDER_HELP)
     p.add_argument("--mpy", action="store_true", help="deploy .mpy files (compiled with mpy-cross for the board)")
     p.add_argument("--json", action="store_true", help="print the results as one JSON object")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -45,8 +48,6 @@ def run(args):
 
     if args.board_dir and args.port:
         raise CommandError("--board-dir is the virtual board's folder; a real board (--port) keeps its own files")
-    if args.board_dir and os.path.exists(args.board_dir) and not os.path.isdir(args.board_dir):
-        raise CommandError("--board-dir %s is a file, not a folder" % args.board_dir)
     quadrotor = args.task == "quadrotor"
     if args.steps is None and not quadrotor:
         args.steps = 10000
@@ -54,11 +55,19 @@ def run(args):
         args.out = "quadrotor-policy.mrlp" if quadrotor else "demo-policy.mrlp"
     if quadrotor and args.episodes > MAX_FLIGHTS:
         raise CommandError("--episodes must be at most %d for the quadrotor" % MAX_FLIGHTS)
-    if (args.steps is not None and args.steps < 1) or args.episodes < 1 or args.requests < 1:
-        raise CommandError("--steps, --episodes and --requests must be at least 1")
-    if args.episodes > 200:
-        raise CommandError("--episodes must be at most 200")
+    if args.port:
+        check_port(args.port)
+    elif args.heap is not None:  # the virtual board's, checked before training rather than after
+        from ..board.virtual import parse_size
+
+        try:
+            heap = parse_size(args.heap)
+        except (BoardError, OverflowError):
+            raise CommandError("--heap %s: give bytes, or a number with K or M (e.g. 160K)" % args.heap) from None
+        check_memory(heap, heap, "a virtual board with a heap of %s" % args.heap, "give a smaller --heap")
     check_output(args.out, "--out")
+    if args.board_dir:
+        check_output(args.board_dir, "--board-dir", folder=True)
     say = (lambda text: print(text, file=sys.stderr)) if args.json else (lambda text: print(text, flush=True))
     try:
         if quadrotor:

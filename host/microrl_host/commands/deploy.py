@@ -3,7 +3,7 @@ import json
 import sys
 
 from . import CommandError
-from .options import seconds
+from .options import number
 
 
 def register(sub):
@@ -20,7 +20,7 @@ def register(sub):
     p.add_argument("--policy", help="a policy file (.mrlp) to copy and check")
     p.add_argument("--mpy", action="store_true", help="compile to .mpy with mpy-cross for the board's MicroPython version and architecture (faster import, less RAM)")
     p.add_argument("--no-native", action="store_true", help="leave the native C kernels (lib/microrl_kernels.mpy) out, and remove them if deployed before: the board runs plain Python")
-    p.add_argument("--timeout", type=seconds, default=10.0, help="seconds to wait for the board's REPL (default 10)")
+    p.add_argument("--timeout", type=number(above=0), default=10.0, help="seconds to wait for the board's REPL (default 10)")
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     p.set_defaults(func=run)
 

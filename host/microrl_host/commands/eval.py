@@ -1,9 +1,10 @@
 """microrl eval: mean and std of a policy file's return over N episodes."""
 import json
-import os
 
 from .. import tasks
 from . import CommandError
+from .options import EPISODES, SEED
+from .options import load_policy as _load_policy
 
 
 def register(sub):
@@ -17,26 +18,17 @@ def register(sub):
         "the share of episodes that ended early; a gymnasium id runs on gymnasium.",
     )
     p.add_argument("policy", metavar="POLICY", help="a microrl policy file (.mrlp)")
-    p.add_argument("--episodes", type=int, default=None, help="episodes to run (default: the task's suggestion, else 10; quadrotor 100)")
+    p.add_argument("--episodes", type=EPISODES, default=None, help="episodes to run (default: the task's suggestion, else 10; quadrotor 100)")
     p.add_argument("--task", "--env", dest="task", metavar="TASK", help="the task to run on: a built-in name, a task file or module (docs/tasks.md) "
                    "or a gymnasium id, e.g. Pendulum-v1 (default: the built-in task of the policy's shape)")
-    p.add_argument("--seed", type=int, default=12345, help="seed of the episodes' start states (default 12345)")
+    p.add_argument("--seed", type=SEED, default=12345, help="seed of the episodes' start states, 0 to 2**32-1 (default 12345)")
     p.add_argument("--json", action="store_true", help="print one JSON object with mean, std, returns")
     p.set_defaults(func=run)
 
 
 def load_policy(path):
     """microrl.policy.load with errors a user can act on."""
-    from microrl.policy import PolicyFileError, load
-
-    if not os.path.exists(path):
-        raise CommandError("no policy file at %s (train one with: microrl train %s --out %s)" % (path, tasks.DEFAULT, path))
-    if os.path.isdir(path):
-        raise CommandError("%s is a folder; give a policy file (.mrlp)" % path)
-    try:
-        return load(path)
-    except PolicyFileError as e:
-        raise CommandError(str(e))
+    return _load_policy(path, " (train one with: microrl train %s --out %s)" % (tasks.DEFAULT, path))
 
 
 def pick_task(policy, given, option="--task"):
@@ -73,8 +65,6 @@ def run(args):
     found = pick_task(policy, args.task)
     if args.episodes is None:
         args.episodes = found.training.get("eval_episodes", 10)
-    if args.episodes < 1:
-        raise CommandError("--episodes must be at least 1, got %d" % args.episodes)
     if tasks.has_summary(found.module):
         return run_with_success(args, policy, found)
     if found.compiled:
@@ -86,6 +76,7 @@ def run(args):
         from ..envs.gym import evaluate_gym
 
         mean, std, returns = evaluate_gym(policy, found.gym_id, episodes=args.episodes, seed=args.seed)
+    check_finite(args.policy, found.name, returns)
     if args.json:
         print(json.dumps({"policy": args.policy, "env": found.name, "episodes": args.episodes, "mean": mean, "std": std, "returns": list(returns)}))
     else:
@@ -99,6 +90,7 @@ def run_with_success(args, policy, found):
 
     rows = evaluate_policy(CompiledTask(found.module, name=found.name), policy, args.episodes, args.seed)
     returns = rows[:, 0]
+    check_finite(args.policy, found.name, returns)
     result = {"policy": args.policy, "env": found.name, "episodes": args.episodes, "mean": float(returns.mean()), "std": float(returns.std()), "returns": [float(r) for r in returns]}
     summary = tasks.summary(found.module, rows)
     result.update(summary)
@@ -109,3 +101,10 @@ def run_with_success(args, policy, found):
         print("%s on %s: succeeds in %.0f%% of %d episodes%s, return %.1f +- %.1f"
               % (args.policy, found.name, 100 * result["success_rate"], args.episodes, figures, result["mean"], result["std"]))
     return 0
+
+
+def check_finite(policy_path, task_name, returns):
+    """CommandError unless every return is a finite number: never "return nan +- nan" with exit 0."""
+    if not all(r == r and abs(r) != float("inf") for r in returns):
+        raise CommandError("%s on %s: the returns are not finite numbers (%s): the policy's actions or the environment's states became NaN or infinite"
+                           % (policy_path, task_name, ", ".join("%g" % r for r in list(returns)[:3])))

@@ -3,7 +3,7 @@ import json
 import os
 
 from . import CommandError
-from .options import check_output
+from .options import EPISODES, EPISODES_OR_NONE, OUTPUT_HELP, SEED, check_output, load_policy, number
 
 
 def register(sub):
@@ -19,18 +19,17 @@ def register(sub):
     )
     p.add_argument("policy", help="a float policy file (.mrlp), e.g. from microrl train")
     p.add_argument("--int16", action="store_true", help="quantise to int16 fixed point (the one export format so far)")
-    p.add_argument("--out", help="output file (default: POLICY with the extension .mrlq)")
+    p.add_argument("--out", help="output file (default: POLICY with the extension .mrlq)" + OUTPUT_HELP)
     p.add_argument("--task", metavar="TASK", help="the policy's task: a built-in name or a task file or module (default: the built-in task of the policy's shape, if any)")
-    p.add_argument("--obs-range", type=float, default=None, help="calibrate on uniform observations in +-OBS_RANGE instead of rollouts on the task")
-    p.add_argument("--calibration-episodes", type=int, default=5, help="episodes on the task for calibration (default 5)")
-    p.add_argument("--eval-episodes", type=int, default=10, help="episodes on the task comparing the returns (default 10; 0 skips)")
-    p.add_argument("--seed", type=int, default=1, help="seed of the calibration rollouts or samples (default 1)")
+    p.add_argument("--obs-range", type=number(above=0), default=None, help="calibrate on uniform observations in +-OBS_RANGE instead of rollouts on the task")
+    p.add_argument("--calibration-episodes", type=EPISODES, default=5, help="episodes on the task for calibration (default 5)")
+    p.add_argument("--eval-episodes", type=EPISODES_OR_NONE, default=10, help="episodes on the task comparing the returns (default 10; 0 skips)")
+    p.add_argument("--seed", type=SEED, default=1, help="seed of the calibration rollouts or samples, 0 to 2**32-1 (default 1)")
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     p.set_defaults(func=run)
 
 
 def run(args):
-    import microrl
     from microrl import fixedpoint
 
     from .. import calibration as Q
@@ -39,23 +38,12 @@ def run(args):
 
     if not args.int16:
         raise CommandError("choose the format to export to: --int16 (int16 fixed point for the viper path)")
-    if not os.path.isfile(args.policy):
-        raise CommandError("%s: no such file (give a float policy file, e.g. from microrl train)" % args.policy)
-    try:
-        policy = microrl.load(args.policy)
-    except microrl.PolicyFileError as e:
-        raise CommandError(str(e)) from None
+    policy = load_policy(args.policy, " (give a float policy file, e.g. from microrl train)")
     if isinstance(policy, fixedpoint.QuantisedPolicy):
         raise CommandError("%s is already an int16 policy; export a float policy (.mrlp)" % args.policy)
     out = args.out or os.path.splitext(args.policy)[0] + ".mrlq"
-    if os.path.abspath(out) == os.path.abspath(args.policy):
+    if os.path.abspath(out) == os.path.abspath(args.policy) or (os.path.exists(out) and os.path.samefile(out, args.policy)):
         raise CommandError("--out would overwrite the input policy; choose another file")
-    if args.calibration_episodes < 1:
-        raise CommandError("--calibration-episodes must be at least 1")
-    if args.eval_episodes < 0:
-        raise CommandError("--eval-episodes must be at least 0")
-    if args.obs_range is not None and not 0 < args.obs_range < float("inf"):
-        raise CommandError("--obs-range must be a finite number above 0")
     check_output(out, "--out")
     task = None
     if args.task is not None or len(tasks.by_shape(policy.obs_dim, policy.act_dim)) == 1:
@@ -63,6 +51,11 @@ def run(args):
         if not found.compiled:
             raise CommandError("--task %s is a gymnasium id; export calibrates on a task written against docs/tasks.md (or give --obs-range)" % args.task)
         task = found.module
+    if args.obs_range is not None:
+        try:
+            Q.check_range(policy, args.obs_range)
+        except ValueError as e:
+            raise CommandError(str(e)) from None
     observations = Q.calibration_observations(policy, args.calibration_episodes, args.seed, args.obs_range, task=task)
     try:
         quantised = fixedpoint.quantise(policy, observations)

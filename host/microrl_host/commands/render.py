@@ -2,9 +2,13 @@
 for the quadrotor, its 3D renderer)."""
 from .. import tasks
 from . import CommandError
-from .options import check_output
+from .options import OUTPUT_HELP, SEED, check_memory, check_output, whole
 
+
+MAX_EPISODES = 100
+MAX_SIZE = 2048
 FRAME_SECONDS = 0.04  # at most 25 frames per second: a task with shorter steps shows every few
+RENDERER_EVERY = 4  # a task's own renderer (the quadrotor's 3D one): every 4th step, 25 frames per second of flight
 
 
 def register(sub):
@@ -15,10 +19,10 @@ def register(sub):
                        "with its four arms and the target.")
     p.add_argument("policy", metavar="POLICY", help="a policy file, e.g. a Pendulum (3 observations, 1 action) or quadrotor (22, 4) one")
     p.add_argument("--task", metavar="TASK", help="the task: a built-in name or a task file or module (default: the built-in task of the policy's shape)")
-    p.add_argument("--out", default=None, metavar="FILE", help="GIF to write (default <task>.gif)")
-    p.add_argument("--episodes", type=int, default=1, help="episodes to show one after the other (default 1)")
-    p.add_argument("--seed", type=int, default=12345, help="seed of the start states (default 12345)")
-    p.add_argument("--size", type=int, default=240, help="frame width and height in pixels (default 240)")
+    p.add_argument("--out", default=None, metavar="FILE", help="GIF to write (default <task>.gif)" + OUTPUT_HELP)
+    p.add_argument("--episodes", type=whole(1, MAX_EPISODES, "a GIF holds every frame"), default=1, help="episodes to show one after the other, at most %d (default 1)" % MAX_EPISODES)
+    p.add_argument("--seed", type=SEED, default=12345, help="seed of the start states, 0 to 2**32-1 (default 12345)")
+    p.add_argument("--size", type=whole(32, MAX_SIZE), default=240, help="frame width and height in pixels, 32 to %d (default 240)" % MAX_SIZE)
     p.set_defaults(func=run)
 
 
@@ -51,6 +55,11 @@ def draw(shapes, text, size):
     return img.convert("P", palette=Image.ADAPTIVE, colors=32)
 
 
+def frame_every(module):
+    """Control steps per frame: at most 25 frames per second of the task's time."""
+    return max(1, int(round(FRAME_SECONDS / module.DT)))
+
+
 def frames(policy, module, episodes, seed, size):
     """(PIL images, returns, seconds per frame) of episodes of policy on the task module."""
     from microrl.rng import Rng
@@ -58,7 +67,7 @@ def frames(policy, module, episodes, seed, size):
 
     env = Env(module)
     rng = Rng(seed)
-    every = max(1, int(round(FRAME_SECONDS / module.DT)))
+    every = frame_every(module)
     images = []
     returns = []
     for _ in range(episodes):
@@ -84,26 +93,30 @@ def run(args):
     from .. import atomic
     from .eval import load_policy, pick_task
 
-    if args.episodes < 1 or args.size < 32:
-        raise CommandError("need --episodes >= 1 and --size >= 32")
+    if args.out is not None:
+        check_output(args.out, "--out")
     policy = load_policy(args.policy)
     found = pick_task(policy, args.task)
     if args.out is None:
         args.out = "%s.gif" % found.name
-    check_output(args.out, "--out")
+        check_output(args.out, "--out")
     if not found.compiled:
         raise CommandError("render draws a task written against docs/tasks.md (its picture() hook); %s is a gymnasium id" % found.name)
-    if found.name in tasks.RENDERERS:
-        renderer = __import__(tasks.RENDERERS[found.name], None, None, ("frames",))
-        every = 4  # 25 frames per second of flight: plays in real time
-        images, summary = renderer.frames(policy, args.episodes, args.seed, every=every, size=max(args.size, 240), params=found.module.PARAMETERS)
+    renderer = tasks.RENDERERS.get(found.name)
+    if renderer is None and not hasattr(found.module, "picture"):
+        raise CommandError("task %s has no picture() hook to draw it with (docs/tasks.md)" % found.name)
+    # every frame is kept until the GIF is written: a palette byte per pixel, and PIL's RGB frame while drawing
+    every = RENDERER_EVERY if renderer else frame_every(found.module)
+    size = max(args.size, 240) if renderer else args.size
+    count = args.episodes * (-(-found.module.EPISODE_STEPS // every) + 1)
+    check_memory(count * size ** 2, count * size ** 2, "a GIF of %d frames of %d x %d pixels" % (count, size, size), "use fewer --episodes or a smaller --size")
+    if renderer:
+        images, summary = __import__(renderer, None, None, ("frames",)).frames(policy, args.episodes, args.seed, every=every, size=size, params=found.module.PARAMETERS)
         seconds = every * found.module.DT
         said = "; ".join("return %.1f, %s, final distance %.3f m" % (r, "succeeds" if ok else "does not succeed", d) for r, ok, d in summary)
-    elif hasattr(found.module, "picture"):
+    else:
         images, returns, seconds = frames(policy, found.module, args.episodes, args.seed, args.size)
         said = "return %s" % ", ".join("%.1f" % r for r in returns)
-    else:
-        raise CommandError("task %s has no picture() hook to draw it with (docs/tasks.md)" % found.name)
     buf = io.BytesIO()
     images[0].save(buf, format="GIF", save_all=True, append_images=images[1:], duration=int(round(seconds * 1000)), loop=0)
     atomic.write_bytes(args.out, buf.getvalue())

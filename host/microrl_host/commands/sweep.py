@@ -13,6 +13,9 @@ import time
 
 from .. import atomic
 from . import CommandError
+from .options import FOLDER_HELP, MAX_SEED, STEPS, check_output, whole
+
+MAX_JOBS = 10000  # runs in one sweep
 
 # how a job runs `microrl train ARGS...`; tests may point it at a stand-in
 DEFAULT_TRAIN_COMMAND = [sys.executable, "-m", "microrl_host.cli", "train"]
@@ -32,9 +35,9 @@ def register(sub):
     p.add_argument("--algo", default="ppo", help="the algorithm, as for 'microrl train' (default ppo)")
     p.add_argument("--seeds", default="0-2", help="seeds: a list '1,2,5' or a range '0-4' (default 0-2)")
     p.add_argument("--grid", action="append", default=[], metavar="OPTION=V1,V2", help="a train option and its values, e.g. lr=1e-4,3e-4 (repeat for a grid: every combination runs)")
-    p.add_argument("--steps", type=int, default=None, help="environment steps per run (default: train's)")
-    p.add_argument("--run-dir", default=None, help="folder of the sweep (default sweeps/TASK-ALGO-TIME)")
-    p.add_argument("--workers", type=int, default=None, help="local runs at once (default: one per CPU)")
+    p.add_argument("--steps", type=STEPS, default=None, help="environment steps per run (default: train's)")
+    p.add_argument("--run-dir", default=None, help="folder of the sweep (default sweeps/TASK-ALGO-TIME)" + FOLDER_HELP)
+    p.add_argument("--workers", type=whole(1, 1024), default=None, help="local runs at once (default: one per CPU)")
     p.add_argument("--ray", metavar="ADDRESS", default=None, help="run the jobs on a Ray cluster: 'auto', 'ray://HOST:10001', or 'local' to start Ray here (pip install 'microrl[ray]')")
     p.add_argument("--dry-run", action="store_true", help="print the jobs' commands and stop")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -43,18 +46,26 @@ def register(sub):
 
 
 def parse_seeds(text):
-
+    usage = "--seeds takes a list such as 1,2,5 or a range such as 0-4 of seeds from 0 to 2**32-1; got %r" % text
     try:
         if "-" in text.strip().lstrip("-"):
-            lo, hi = text.split("-", 1)
-            seeds = list(range(int(lo), int(hi) + 1))
+            lo, hi = (int(v) for v in text.split("-", 1))
+            ends = [lo, hi]
         else:
-            seeds = [int(s) for s in text.split(",") if s.strip()]
+            ends = [int(s) for s in text.split(",") if s.strip()]
     except ValueError:
-        raise CommandError("--seeds takes a list such as 1,2,5 or a range such as 0-4; got %r" % text) from None
-    if not seeds:
+        raise CommandError(usage) from None
+    if not ends:
         raise CommandError("--seeds gave no seeds (%r)" % text)
-    return seeds
+    if min(ends) < 0 or max(ends) > MAX_SEED:
+        raise CommandError(usage)
+    if "-" in text.strip().lstrip("-"):
+        if hi < lo:
+            raise CommandError("--seeds %s: the range ends before it starts; give LOW-HIGH, e.g. 0-4" % text)
+        if hi - lo + 1 > MAX_JOBS:
+            raise CommandError("--seeds %s gives %d runs; a sweep runs at most %d" % (text, hi - lo + 1, MAX_JOBS))
+        return list(range(lo, hi + 1))
+    return ends
 
 
 def parse_grid(items, split=True, what="--grid"):
@@ -91,6 +102,58 @@ def make_jobs(args):
                 argv += ["--" + k] if v.lower() in ("true", "on") else ([] if v.lower() in ("false", "off") else ["--" + k, v])
             jobs.append({"name": label, "settings": settings, "seed": seed, "argv": argv})
     return jobs
+
+
+def check_train_arguments(jobs):
+    """CommandError when a job's `microrl train` arguments would be refused: checked here, as
+    `microrl train` checks them, before any run starts (each setting once)."""
+    import tempfile
+
+    from . import train
+    from .options import Parser
+
+    parser = Parser(prog="microrl")
+    train_parser = train.register(parser.add_subparsers(parser_class=Parser))
+
+    def refuse(message):
+        raise CommandError("the runs' train arguments: %s" % message)
+
+    train_parser.error = refuse
+    seen = set()
+    with tempfile.TemporaryDirectory() as scratch:  # outputs that exist nowhere else: only the settings are checked
+        for job in jobs:
+            argv = job["argv"]
+            key = tuple(argv[:4] + argv[5:])  # all but the seed's value
+            if key in seen:
+                continue
+            seen.add(key)
+            args = train_parser.parse_args(argv + ["--run-dir", os.path.join(scratch, "run"), "--out", os.path.join(scratch, "policy.mrlp")])
+            try:
+                train.check(args)
+            except CommandError as e:
+                raise CommandError("the runs' train arguments: %s" % e) from None
+
+
+def check_task(algo, task):
+    """CommandError when `microrl train` would not find the task: checked here, as each run
+    would check it first, before the sweep's folder is made (the task registry for TD3/SAC,
+    the MuJoCo families for PPO)."""
+    from .. import tasks
+    from ..envs.mujoco import MujocoMissingError, UnknownTaskError
+
+    try:
+        if algo.lower() == "ppo":
+            from ..envs.mujoco import resolve_task
+
+            resolve_task(task)
+        else:
+            found = tasks.resolve(task)
+            if not found.compiled:  # a gymnasium id: made once, as the runs will make it
+                from ..envs.gym import make_gym_env
+
+                make_gym_env(found.gym_id).close()
+    except (tasks.TaskError, UnknownTaskError, MujocoMissingError, ValueError) as e:
+        raise CommandError(str(e)) from None
 
 
 def run_job(argv, run_dir, command=None, env=None):
@@ -151,6 +214,17 @@ def run(args):
     from .progress import Progress
 
     jobs = make_jobs(args)
+    if len(jobs) > MAX_JOBS:
+        raise CommandError("the sweep has %d runs; at most %d" % (len(jobs), MAX_JOBS))
+    if TRAIN_COMMAND is DEFAULT_TRAIN_COMMAND:
+        check_train_arguments(jobs)
+    if args.ray:
+        import importlib.util
+
+        if importlib.util.find_spec("ray") is None:
+            raise CommandError("--ray needs Ray, which is not installed: pip install 'microrl[ray]' (or run without --ray for local processes)")
+    elif TRAIN_COMMAND is DEFAULT_TRAIN_COMMAND and not args.dry_run:
+        check_task(args.algo, args.task)  # (a Ray cluster may have packages this machine lacks)
     root = args.run_dir or os.path.join("sweeps", "%s-%s-%s" % (args.task.lower(), args.algo, time.strftime("%Y%m%d-%H%M%S")))
     for job in jobs:
         job["run_dir"] = os.path.join(root, job["name"])
@@ -158,6 +232,10 @@ def run(args):
         for job in jobs:
             print(" ".join(shlex.quote(a) for a in ["microrl", "train"] + job["argv"] + ["--run-dir", job["run_dir"]]))
         return 0
+    check_output(root, "--run-dir", folder=True)
+    for name in ("summary.csv", "summary.json"):
+        if os.path.lexists(os.path.join(root, name)):
+            check_output(os.path.join(root, name), "--run-dir")
     os.makedirs(root, exist_ok=True)
     where = "Ray at %s" % args.ray if args.ray else "%d local processes" % (args.workers or os.cpu_count() or 1)
     if not args.quiet:

@@ -13,12 +13,13 @@ from ..algos.checkpoint import CheckpointError
 from ..algos.results import summary_line
 from . import CommandError
 from ..tasks import TaskError
-from .options import check_output, parse_hidden, whole
+from .options import EPISODES_OR_NONE, FOLDER_HELP, MAX_STEPS, OUTPUT_HELP, SEED, STEPS, check_memory, check_output, integer, parse_hidden, whole
 from .progress import ProgressBar
 
 DEFAULT_ALGO = "td3"
 DEFAULT_EVERY = 1000  # TD3/SAC: steps between evaluations and between checkpoints, unless the task suggests others
 DEFAULT_STEPS = 10000  # unless the task suggests others (its TRAINING)
+RUN_FILES = ("run.json", "progress.csv", "checkpoint.npz", "policy.mrlp")  # what a run folder holds (PPO's keeps its last policy too)
 
 EXAMPLES = """examples:
   microrl train pendulum --algo td3 --steps 10000 --seed 0 --out pendulum.mrlp
@@ -78,12 +79,13 @@ class OffPolicy:
         for k, default in sorted(offpolicy_config.settings(self.default_config()).items()):
             if k in SHARED:
                 continue
-            kind = int if (isinstance(default, int) and not isinstance(default, bool)) or k == "replay_capacity" else float
+            whole_number = (isinstance(default, int) and not isinstance(default, bool)) or k == "replay_capacity"
             text = OFFPOLICY_HELP.get(k, k.replace("_", " "))
             if default is not None:
                 text += " (default %s)" % (default,)
-            out.append(Option("--" + k.replace("_", "-"), type=kind, metavar=kind.__name__.upper(), help=text))
-        out.append(Option("--threads", type=int, help=THREADS_HELP))
+            # the ranges are the configuration's check (check_config); here only what a number is
+            out.append(Option("--" + k.replace("_", "-"), type=integer() if whole_number else float, metavar="INT" if whole_number else "FLOAT", help=text))
+        out.append(Option("--threads", type=THREADS, help=THREADS_HELP))
         return out
 
     def settings(self, args):
@@ -97,9 +99,14 @@ class OffPolicy:
 
     def check(self, args):
         try:
-            self.load().config(**self.settings(args))
+            config = self.load().config(**self.settings(args))
         except ValueError as e:
             raise CommandError(str(e)) from None
+        if args.threads is not None and args.threads > 2:
+            raise CommandError("--threads %d: %s takes 1 or 2 (the second critic's half of each update on a second thread)" % (args.threads, self.name.upper()))
+        outputs = 2 if self.name == "sac" else 1  # SAC's actor: a mean and a log std per action
+        check_training_memory(config.hidden, config.batch, config.replay_capacity, args.steps, outputs, copies=5,
+                              advice="use a smaller --hidden, --batch or --replay-capacity")
 
     def run(self, args, callbacks):
         from ..algos.offpolicy import TrainingDiverged
@@ -132,10 +139,10 @@ class PPOCommand:
 
         d = ppo.PPOConfig.FIELDS
         return [
-            Option("--envs", type=int, help="parallel environments (default %d)" % d["envs"]),
-            Option("--rollout-steps", type=int, help="steps per environment per rollout (default %d)" % d["rollout_steps"]),
-            Option("--epochs", type=int, help="passes over each rollout (default %d)" % d["epochs"]),
-            Option("--minibatches", type=int, help="minibatches per epoch (default %d)" % d["minibatches"]),
+            Option("--envs", type=integer(), help="parallel environments (default %d)" % d["envs"]),
+            Option("--rollout-steps", type=integer(), help="steps per environment per rollout (default %d)" % d["rollout_steps"]),
+            Option("--epochs", type=integer(), help="passes over each rollout (default %d)" % d["epochs"]),
+            Option("--minibatches", type=integer(), help="minibatches per epoch (default %d)" % d["minibatches"]),
             Option("--clip-coef", type=float, help="PPO clip range (default %g)" % d["clip_coef"]),
             Option("--ent-coef", type=float, help="entropy bonus weight (default %g)" % d["ent_coef"]),
             Option("--vf-coef", type=float, help="value loss weight (default %g)" % d["vf_coef"]),
@@ -147,7 +154,7 @@ class PPOCommand:
             Option("--no-kl-adaptive", action="store_true", help="keep the learning rate fixed (ablation of the paper's Appendix G)"),
             Option("--no-obs-norm", action="store_true", help="no observation normalisation (ablation)"),
             Option("--adv-norm", action="store_true", help="normalise advantages per minibatch (common PPO practice; off in the paper's setting)"),
-            Option("--threads", type=int, help=THREADS_HELP),
+            Option("--threads", type=THREADS, help=THREADS_HELP),
         ]
 
     @staticmethod
@@ -171,9 +178,12 @@ class PPOCommand:
 
     def check(self, args):
         try:
-            self.config(args)
+            c = self.config(args)
         except (ValueError, CheckpointError) as e:
             raise CommandError(str(e)) from None
+        # a rollout keeps envs x rollout_steps rows of observations, actions and returns
+        check_training_memory(c.hidden, max(1, c.envs * c.rollout_steps // c.minibatches), c.envs * c.rollout_steps, c.envs * c.rollout_steps,
+                              2, copies=4, row_bytes=8, advice="use a smaller --hidden, --envs or --rollout-steps")
 
     def run(self, args, callbacks):
         from ..algos import ppo
@@ -213,6 +223,29 @@ def _sac():
     return sac.ALGO
 
 
+THREADS = whole(1, 1024)
+
+
+def check_training_memory(hidden, batch, rows, steps, outputs, copies, advice, row_bytes=4):
+    """CommandError when training would need more memory than the machine has: the actor and the
+    twin critics (parameters, gradients, Adam's moments, targets: `copies` float32 copies), a
+    batch's activations, and a buffer of `rows` transitions of which min(rows, steps) are
+    written. The task's observation and action sizes count as 1 each: a lower bound, so that a
+    refusal is certain (a network of 10^12 parameters, a replay buffer of 10^12 rows)."""
+    from microrl.layout import param_count
+
+    obs, act = 1, 1
+    widths = list(hidden)
+    params = param_count([obs] + widths + [act * outputs]) + 2 * param_count([obs + act] + widths + [1])
+    networks = 4 * copies * params + 4 * 8 * batch * sum(widths)
+    row = row_bytes * (2 * obs + act + 2)
+    if networks > row * rows:
+        what = "training this network (%s hidden units, %s parameters at least)" % (",".join(str(h) for h in widths), "{:,}".format(params))
+    else:
+        what = "a buffer of %s transitions" % "{:,}".format(rows)
+    check_memory(networks + row * min(rows, steps), networks + row * rows, what, advice)
+
+
 ALGOS = {"td3": OffPolicy("td3", offpolicy_config.td3_config, _td3), "sac": OffPolicy("sac", offpolicy_config.SACConfig, _sac), "ppo": PPOCommand()}
 
 
@@ -244,16 +277,16 @@ def register(sub):
     )
     p.add_argument("task", help=tasks.describe() + "; for --algo ppo a MuJoCo task such as 'ant'")
     p.add_argument("--algo", default=DEFAULT_ALGO, metavar="NAME", help="algorithm: %s (default %s)" % (", ".join(ALGOS), DEFAULT_ALGO))
-    p.add_argument("--steps", type=whole(1), default=None, help="environment steps in total, counting those before a --resume (default %d, or the task's suggestion: %s)" % (DEFAULT_STEPS, suggested_steps()))
-    p.add_argument("--seed", type=whole(0), default=None, help="random seed (default 0; on --resume the checkpoint's): the same seed repeats a run bit for bit on the same machine and library versions; another CPU's BLAS/SIMD kernels give another run of the same quality (docs/training.md, Reproducibility)")
-    p.add_argument("--out", metavar="FILE", help="policy file to write (default <task>-<algo>.mrlp)")
-    p.add_argument("--run-dir", metavar="DIR", help="run folder for run.json, progress.csv, checkpoint.npz (default: --out without .mrlp, plus .run)")
+    p.add_argument("--steps", type=STEPS, default=None, help="environment steps in total, counting those before a --resume (default %d, or the task's suggestion: %s)" % (DEFAULT_STEPS, suggested_steps()))
+    p.add_argument("--seed", type=SEED, default=None, help="random seed, 0 to 2**32-1 (default 0; on --resume the checkpoint's): the same seed repeats a run bit for bit on the same machine and library versions; another CPU's BLAS/SIMD kernels give another run of the same quality (docs/training.md, Reproducibility)")
+    p.add_argument("--out", metavar="FILE", help="policy file to write (default <task>-<algo>.mrlp)" + OUTPUT_HELP)
+    p.add_argument("--run-dir", metavar="DIR", help="run folder for run.json, progress.csv, checkpoint.npz (default: --out without .mrlp, plus .run)" + FOLDER_HELP)
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     p.add_argument("--json", action="store_true", help="print one JSON object of results (implies --quiet)")
     p.add_argument("--resume", action="store_true", help="continue from the run folder's checkpoint up to --steps")
-    p.add_argument("--checkpoint-every", type=whole(0), metavar="N", help="checkpoint every N steps and at the end; 0: at the end only (default: the task's suggestion, else the algorithm's; TD3/SAC 1000)")
-    p.add_argument("--eval-every", type=whole(0), metavar="N", help="evaluate the deterministic policy every N steps and at the end (default: the task's suggestion, else the algorithm's; TD3/SAC 1000)")
-    p.add_argument("--eval-episodes", type=whole(0), default=None, metavar="N", help="episodes per evaluation (default: the task's suggestion, else 10)")
+    p.add_argument("--checkpoint-every", type=whole(0, MAX_STEPS), metavar="N", help="checkpoint every N steps and at the end; 0: at the end only (default: the task's suggestion, else the algorithm's; TD3/SAC 1000)")
+    p.add_argument("--eval-every", type=whole(0, MAX_STEPS), metavar="N", help="evaluate the deterministic policy every N steps and at the end (default: the task's suggestion, else the algorithm's; TD3/SAC 1000)")
+    p.add_argument("--eval-episodes", type=EPISODES_OR_NONE, default=None, metavar="N", help="episodes per evaluation (default: the task's suggestion, else 10)")
     p.add_argument("--hidden", type=parse_hidden, metavar="SIZES", help="hidden layer sizes, e.g. 64,64 (default: the algorithm's)")
     p.add_argument("--gamma", type=float, help="discount factor (default: the algorithm's, 0.99)")
     p.add_argument("--activation", choices=NAMES[1:], help="hidden activation (default: the algorithm's, relu)")
@@ -269,9 +302,34 @@ def register(sub):
             group.add_argument(o.flag, dest=o.dest, **o.kwargs)
             added.add(o.dest)
     p.set_defaults(func=run)
+    return p  # (sweep parses its runs' arguments with it)
 
 
 def run(args):
+    entry = check(args)
+    try:
+        result = entry.run(args, ProgressBar(quiet=args.quiet or args.json))
+    except OSError as e:
+        # a write of the run's files failed (a full disk, a file system gone read-only): say
+        # so in a line, and what the run folder still holds
+        from ..algos.checkpoint import kept
+        from ..atomic import ENVIRONMENT_ERRORS, WriteError
+
+        if e.errno not in ENVIRONMENT_ERRORS and not isinstance(e, WriteError):
+            raise
+        raise CommandError("%s; stopped; %s; free some space and continue with --resume"
+                           % (e if isinstance(e, WriteError) else "%s%s" % (e.strerror, " (%s)" % e.filename if e.filename else " (writing the run's files)"),
+                              kept(os.path.join(args.run_dir, "checkpoint.npz")))) from None
+    if args.json:
+        print(json.dumps(result, sort_keys=True))
+    elif not args.quiet:
+        print(summary_line(result))
+    return 0
+
+
+def check(args):
+    """Everything checked before any work (settings, then where the results go), defaults
+    filled in; returns the algorithm's registry entry. CommandError for the first problem."""
     name = args.algo.lower()
     if name not in ALGOS:
         raise CommandError("unknown algorithm %r; choose one of %s" % (args.algo, ", ".join(ALGOS)))
@@ -301,13 +359,13 @@ def run(args):
         args.run_dir = stem + ".run"
     if os.path.isdir(args.out):
         raise CommandError("--out %s is a folder; give a file name such as %s" % (args.out, os.path.join(args.out, "policy.mrlp")))
-    # everything checked before any work: settings, then where the results go
     entry.check(args)
+    if os.path.abspath(args.out) == os.path.abspath(args.run_dir):
+        raise CommandError("--out and --run-dir are both %s; the policy file needs another name than the run folder" % args.out)
     check_output(args.out, "--out")
     check_output(args.run_dir, "--run-dir", folder=True)
-    result = entry.run(args, ProgressBar(quiet=args.quiet or args.json))
-    if args.json:
-        print(json.dumps(result, sort_keys=True))
-    elif not args.quiet:
-        print(summary_line(result))
-    return 0
+    for held in RUN_FILES:  # what the run folder holds already must be files too (a pipe there blocks the run)
+        path = os.path.join(args.run_dir, held)
+        if os.path.lexists(path):
+            check_output(path, "--run-dir")
+    return entry

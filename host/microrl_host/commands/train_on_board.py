@@ -4,7 +4,7 @@ import math
 import sys
 
 from . import CommandError
-from .options import check_output, parse_hidden
+from .options import EPISODES_OR_NONE, OUTPUT_HELP, SEED, STEPS, check_output, integer, parse_hidden
 
 
 def register(sub):
@@ -18,16 +18,16 @@ def register(sub):
         "refused before it starts.",
     )
     p.add_argument("--port", required=True, help="the board's serial port (or a virtual board's: 'microrl board sim')")
-    p.add_argument("--steps", type=int, required=True, help="environment steps (one training update each after warm-up)")
+    p.add_argument("--steps", type=STEPS, required=True, help="environment steps (one training update each after warm-up)")
     p.add_argument("--hidden", type=parse_hidden, default=None, help="hidden layer widths of actor and critics, e.g. 32,32 (default: chosen to fit)")
-    p.add_argument("--batch", type=int, default=None, help="training batch (default: chosen to fit)")
-    p.add_argument("--replay", type=int, default=None, help="replay buffer rows, 11 bytes each (default: as many as fit, up to one per step)")
-    p.add_argument("--warmup", type=int, default=None, help="random-action steps before training (default 1000, at most a quarter of the steps)")
+    p.add_argument("--batch", type=integer(), default=None, help="training batch (default: chosen to fit)")
+    p.add_argument("--replay", type=integer(), default=None, help="replay buffer rows, 11 bytes each (default: as many as fit, up to one per step)")
+    p.add_argument("--warmup", type=integer(), default=None, help="random-action steps before training (default 1000, at most a quarter of the steps)")
     p.add_argument("--actor-lr", type=float, default=None, help="actor learning rate (Adam; default: the device core's, 1e-3)")
     p.add_argument("--critic-lr", type=float, default=None, help="critic learning rate (Adam; default: the device core's, 1e-3)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default="board-policy.mrlp", help="where to save the trained policy on the host (default board-policy.mrlp)")
-    p.add_argument("--episodes", type=int, default=10, help="evaluation episodes on the host (default 10)")
+    p.add_argument("--seed", type=SEED, default=0, help="seed of the training on the board and the evaluation, 0 to 2**32-1 (default 0)")
+    p.add_argument("--out", default="board-policy.mrlp", help="where to save the trained policy on the host (default board-policy.mrlp)" + OUTPUT_HELP)
+    p.add_argument("--episodes", type=EPISODES_OR_NONE, default=10, help="evaluation episodes on the host (default 10)")
     p.add_argument("--no-deploy", action="store_true", help="use the microrl already on the board")
     p.add_argument("--py", action="store_true", help="deploy .py sources instead of .mpy files (more of the heap goes to compiling them)")
     p.add_argument("--json", action="store_true", help="print the results as one JSON object")

@@ -1,0 +1,423 @@
+"""Bad command lines against every `microrl` subcommand (issue 30): wrong types, numbers out of
+range, NaN and infinities, huge values, missing, unreadable and special files (a named pipe, a
+device node, a socket, a folder where a file goes, a file where a folder goes, a symbolic link
+loop, a path under a file, two missing folders), damaged policy files. Each line must end in one
+line on stderr naming the problem and exit code 2, with no traceback, before any work, and
+without writing anything: the bench runs each in an empty folder, and checks that folder and the
+fixtures' folder are unchanged afterwards. A line still running after --timeout seconds counts
+as accepted (e.g. `--steps 10**30` training for ever).
+
+    python bench/bad_command_lines.py [--only train,eval] [--workers 2] [--timeout 30] [--json] [--list]
+
+Prints the count tried and the count of each failure (traceback, exit other than 2, more than
+one line, ran on, wrote files), and every failing line. Target: 0 of each.
+
+Unreadable files: as root, chmod 000 does not stop reads, so those lines run under
+`setpriv` without the capabilities that let root ignore file modes (CAP_DAC_OVERRIDE,
+CAP_DAC_READ_SEARCH); without setpriv they are skipped, and the report says so. Lines needing a
+live board (a board that answers) are not here: tests/test_board_*.py cover those."""
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import stat
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HOST = os.path.join(ROOT, "host")
+DEVICE = os.path.join(ROOT, "device")
+for _p in (DEVICE, HOST):
+    if _p not in sys.path:
+        sys.path.insert(0, _p)
+
+IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
+SETPRIV = shutil.which("setpriv")
+DROP_DAC = ["--bounding-set", "-dac_override,-dac_read_search", "--inh-caps", "-dac_override,-dac_read_search"]
+
+# values that are bad for every option of their kind
+NOT_INT = ["abc", "1.5", "", "1e3", "0x10"]
+NOT_FLOAT = ["abc", "", "1,5"]
+NON_FINITE = ["nan", "inf", "-inf", "1e999"]
+HUGE = [str(10**30), str(2**64)]
+
+# file fixtures (made by Fixtures): placeholders in a case's argv
+BAD_INPUTS = ["{missing}", "{folder}", "{fifo}", "{node}", "{socket}", "{empty}", "{garbage}", "{text}", "{truncated}", "{badcrc}",
+              "{loop}", "{underfile}", "{longname}", "{unreadable}", "{denormal}", "{nonzero_reserved}", "{nonzero_padding}"]
+BAD_OUTPUTS = ["{fifo}", "{node}", "{socket}", "{folder}", "{deep}/x.mrlp", "{underfile}", "{loop}", "{longname}", "/proc/microrl-x",
+               "{link_to_file}", "{dangling_link}", "/proc/self/fd/1"]  # (never the machine's /dev/stdout: a regression would replace it)
+# a task (train's TASK, --task): names that are no task, special files, Python files that are no task
+BAD_TASKS = ["nosuchtask", "", "nosuch.module", "gym:nosuch", "{missing}", "{text}", "{fifo}", "{folder}", "{loop}", "{longname}",
+             "{task_lacking}", "{task_syntax}", "{task_raises}", "{task_exits}"]
+BAD_FOLDERS = ["{text}", "{fifo}", "{node}", "{socket}", "{deep}/run", "{underfile}", "{loop}", "{longname}", "/proc/microrl-run"]
+
+
+def ints(flag, low, huge=True, extra=()):
+    """Bad values of a whole-number option whose smallest valid value is low."""
+    return [[flag, v] for v in NOT_INT + NON_FINITE[:2] + [str(low - 1), str(low - 10**30)] + (HUGE if huge else []) + list(extra)]
+
+
+def floats(flag, below=None, extra=()):
+    """Bad values of a number option: not numbers, non-finite, below its range."""
+    return [[flag, v] for v in NOT_FLOAT + NON_FINITE + ([below] if below is not None else []) + list(extra)]
+
+
+def cases():
+    """[(subcommand, argv)]: argv after `microrl`, with {fixture} placeholders."""
+    out = []
+
+    def add(command, base, variants):
+        for v in variants:
+            out.append((command, list(base) + list(v)))
+
+    # ---- train
+    train = ["train", "pendulum", "--out", "{out}", "--run-dir", "{run}"]
+    add("train", train, ints("--steps", 1) + ints("--seed", 0, extra=[str(2**32)]) + ints("--checkpoint-every", 0) + ints("--eval-every", 0)
+        + ints("--eval-episodes", 0) + ints("--batch", 1) + ints("--replay-capacity", 1, extra=[str(10**12)]) + ints("--policy-delay", 1)
+        + ints("--warmup", 0) + ints("--threads", 1, extra=["3"]))
+    add("train", train, floats("--gamma", "0", ["1.5"]) + floats("--tau", "0", ["2"]) + floats("--actor-lr", "0") + floats("--critic-lr", "-1")
+        + floats("--exploration-noise", "-1") + floats("--target-noise", "-0.1") + floats("--target-noise-clip", "-1"))
+    add("train", train, [["--hidden", v] for v in ["0", "a,b", "64,,64", "-1", "1.5", "", ",", "1000000,1000000", "70000", "65536", "64," * 300 + "64", str(10**30)]])
+    add("train", train, [["--activation", "nosuch"], ["--algo", "nosuch"], ["--algo", "ppo", "--batch", "10"], ["--envs", "4"], ["--resume"],
+                         ["--steps"], ["--nosuch-option"], ["--json", "--quiet", "--steps", "-5"]])
+    add("train", ["train", "pendulum", "--algo", "sac", "--out", "{out}", "--run-dir", "{run}"],
+        floats("--alpha-lr", "0") + floats("--initial-alpha", "0") + floats("--target-entropy"))
+    add("train", [], [["train", t, "--out", "{out}", "--run-dir", "{run}"] for t in ["nosuchtask", "", "CartPole-v1", "Pendulum-v99", "../../etc/passwd", "gym:nosuch"]])
+    add("train", [], [["train", t, "--out", "{out}", "--run-dir", "{run}"] for t in BAD_TASKS if t not in ("nosuchtask", "")])
+    add("train", [], [["train"], ["train", "pendulum", "extra-arg"]])
+    add("train", ["train", "pendulum", "--steps", "300"], [["--out", o, "--run-dir", "{run}"] for o in BAD_OUTPUTS]
+        + [["--out", "{out}", "--run-dir", d] for d in BAD_FOLDERS] + [["--out", "{out}", "--run-dir", "{out}"]])
+    add("train", ["train", "pendulum", "--steps", "300", "--resume", "--out", "{out}"],
+        [["--run-dir", d] for d in ("{missing}", "{run_fifo_ckpt}", "{run_garbage_ckpt}", "{run_unreadable_ckpt}", "{folder}")])
+    ppo = ["train", "inverted_pendulum", "--algo", "ppo", "--out", "{out}", "--run-dir", "{run}"]
+    add("train-ppo", ppo, ints("--envs", 1) + ints("--rollout-steps", 1) + ints("--epochs", 1) + ints("--minibatches", 1)
+        + ints("--threads", 1) + floats("--lr", "0") + floats("--clip-coef", "0") + floats("--gae-lambda", "-1", ["2"])
+        + floats("--target-kl", "0") + floats("--max-grad-norm", "-1") + floats("--ent-coef", "-1") + floats("--vf-coef", "0")
+        + [["--hidden", "1000000,1000000"], ["--hidden", "70000"], ["--steps", str(10**30)], ["--seed", str(2**64)], ["--policy-delay", "2"]])
+
+    # ---- eval
+    add("eval", ["eval"], [[p] for p in BAD_INPUTS] + [[p, "--env", "Pendulum-v1"] for p in ("{missing}", "{fifo}", "{unreadable}")])
+    add("eval", ["eval", "{policy}"], ints("--episodes", 1) + ints("--seed", 0, extra=[str(2**32)])
+        + [["--env", e] for e in ("nosuch", "", "CartPole-v1", "quadrotor", "MountainCarContinuous-v0", "Ant-v5")]
+        + [["--env", "Pendulum-v1", "--seed", v] for v in ("-1", str(2**64))] + [["--nosuch"], ["extra"]])
+    add("eval", ["eval", "{quadrotor_policy}"], [["--env", "pendulum"], ["--episodes", "0"]])
+    add("eval", ["eval", "{policy}"], [["--task", t] for t in BAD_TASKS + ["quadrotor"]] + [["--task", "pendulum", "--env", "nosuch"]])
+
+    # ---- export
+    add("export", ["export", "--int16"], [[p] for p in BAD_INPUTS] + [["{qpolicy}"]])
+    exp = ["export", "{policy}", "--int16", "--out", "{out_q}"]
+    add("export", exp, floats("--obs-range", "0", ["-1", "40000", "1e30", "1e-30"]) + ints("--calibration-episodes", 1)
+        + ints("--eval-episodes", 0) + ints("--seed", 0, extra=[str(2**32)]))
+    add("export", ["export", "{policy}", "--int16"], [["--out", o] for o in BAD_OUTPUTS + ["{policy}"]])
+    add("export", [], [["export", "{policy}", "--out", "{out_q}"]])
+    add("export", exp, [["--task", t] for t in BAD_TASKS + ["quadrotor", "Pendulum-v1"]])
+
+    # ---- render
+    add("render", ["render"], [[p, "--out", "{out_gif}"] for p in BAD_INPUTS] + [["{wide_policy}", "--out", "{out_gif}"]])
+    ren = ["render", "{policy}", "--out", "{out_gif}"]
+    add("render", ren, ints("--episodes", 1) + ints("--size", 32, extra=["100000"]) + ints("--seed", 0, extra=[str(2**32)]))
+    add("render", ["render", "{policy}"], [["--out", o] for o in BAD_OUTPUTS])
+    add("render", ren, [["--task", t] for t in BAD_TASKS + ["quadrotor", "Pendulum-v1"]])
+
+    # ---- plot
+    add("plot", ["plot"], [[p] for p in ["{missing}", "{fifo}", "{node}", "{text}", "{empty}", "{garbage}", "{folder}", "{loop}", "{unreadable}",
+                                          "{run_bad_csv}", "{run_empty_csv}", "{run_fifo_csv}", "{run_nan_csv}"]])
+    add("plot", ["plot", "{run_good}"], [["--out", o] for o in BAD_OUTPUTS])
+
+    # ---- sweep
+    sw = ["sweep", "pendulum", "--algo", "td3", "--run-dir", "{run}", "--quiet"]
+    add("sweep", sw, [["--seeds", v] for v in ["abc", "", "5-1", "-", "0-" + str(10**12), "1,,x", str(2**64), "-3"]]
+        + [["--grid", v] for v in ["lr", "=1", "lr=", "seed=1,2", "out=x"]] + [["--set", v] for v in ["envs", "=3", "run-dir=x"]]
+        + ints("--steps", 1) + ints("--workers", 1) + [["--algo", "nosuch"], ["--ray", "nosuch://x"]])
+    add("sweep", ["sweep", "pendulum", "--quiet"], [["--run-dir", d] for d in BAD_FOLDERS])
+    add("sweep", [], [["sweep"], ["sweep", "nosuchtask", "--run-dir", "{run}", "--quiet", "--seeds", "0", "--steps", "100"]]
+        + [["sweep", t, "--algo", "td3", "--run-dir", "{run}", "--quiet", "--seeds", "0", "--steps", "100"] for t in BAD_TASKS])
+
+    # ---- demo
+    demo = ["demo", "--out", "{out}", "--quiet"]
+    add("demo", demo, ints("--steps", 1) + ints("--seed", 0, extra=[str(2**32)]) + ints("--episodes", 1, extra=["201"])
+        + ints("--requests", 1) + [["--heap", h] for h in ("abc", "-1", "0", "1K", str(10**30), "nan", "")]
+        + [["--task", "nosuch"], ["--port", "{missing}"], ["--port", "{text}"], ["--port", "{folder}"], ["--port", "{fifo}"],
+           ["--port", "{missing}", "--board-dir", "{run}"]])
+    add("demo", ["demo", "--quiet"], [["--out", o] for o in BAD_OUTPUTS] + [["--out", "{out}", "--board-dir", d] for d in BAD_FOLDERS])
+
+    # ---- train-on-board (no board answers at these ports)
+    tob = ["train-on-board", "--port", "{missing}", "--out", "{out}", "--quiet"]
+    add("train-on-board", tob, ints("--steps", 1) + ints("--batch", 1) + ints("--replay", 2) + ints("--warmup", 0)
+        + ints("--seed", 0, extra=[str(2**32)]) + ints("--episodes", 0) + floats("--actor-lr", "0") + floats("--critic-lr", "-1")
+        + [["--hidden", v] for v in ("0", "a", "70000", "1000000,1000000")])
+    add("train-on-board", ["train-on-board", "--steps", "100", "--quiet", "--out", "{out}"],
+        [["--port", p] for p in ("{missing}", "{text}", "{folder}", "{fifo}", "")] + [[]])
+    add("train-on-board", ["train-on-board", "--port", "{missing}", "--steps", "100", "--quiet"], [["--out", o] for o in BAD_OUTPUTS])
+
+    # ---- deploy, bench serial, board sim (no board answers here)
+    add("deploy", ["deploy"], [["--port", p] for p in ("{missing}", "{text}", "{folder}", "{fifo}", "")] + [[]]
+        + [["--port", "{missing}", "--policy", p] for p in BAD_INPUTS]
+        + [["--port", "{missing}"] + v for v in floats("--timeout", "-1", ["0"])])
+    add("bench", ["bench", "serial"], [["--port", "{missing}", "--policy", p] for p in BAD_INPUTS]
+        + [["--port", p, "--policy", "{policy}"] for p in ("{missing}", "{text}", "{folder}", "{fifo}", "")]
+        + [["--port", "{missing}", "--policy", "{policy}"] + v for v in ints("-n", 1) + ints("--warmup", 0) + ints("--seed", 0, extra=[str(2**32)])
+           + floats("--timeout", "-1", ["0"])] + [[]])
+    add("board", ["board", "sim"], [["--folder", d] for d in BAD_FOLDERS]
+        + [["--folder", "{run}", "--heap", h] for h in ("abc", "-1", "0", "1K", str(10**30), "nan", "")]
+        + [["--folder", "{run}", "--flash", f] for f in ("abc", "-1", "0", "1K", str(10**30), "nan", "")])
+    add("board", ["board"], [["nosuch"]])
+
+    # ---- the rest
+    add("info", ["info"], [["extra"], ["--nosuch"]])
+    add("cli", [], [["nosuch"], ["--nosuch"], ["train", "--help-me"]])
+    return out
+
+
+class Fixtures:
+    """The files the cases name, in one folder (checked unchanged after every case)."""
+
+    def __init__(self, folder):
+        from microrl import Policy, fixedpoint, save
+        from microrl import policy as pf
+        from microrl.rng import Rng
+
+        self.folder = folder
+        self.sockets = []
+        p = lambda name: os.path.join(folder, name)  # noqa: E731
+        policy = Policy([3, 16, 1], ["relu", "tanh"], act_scale=[2.0])
+        policy.net.init(Rng(1))
+        good = pf.to_bytes(policy)
+        self.values = {"policy": save(p("policy.mrlp"), policy), "missing": p("missing.mrlp"), "text": p("notes.txt"),
+                       "empty": p("empty.mrlp"), "garbage": p("garbage.mrlp"), "truncated": p("truncated.mrlp"), "badcrc": p("badcrc.mrlp"),
+                       "fifo": p("fifo"), "folder": p("folder"), "loop": p("loop"), "deep": p("no/such"), "underfile": p("notes.txt/x"),
+                       "longname": p("x" * 5000), "socket": p("sock")}
+        quad = Policy([22, 8, 4], ["relu", "tanh"])
+        quad.net.init(Rng(2))
+        self.values["quadrotor_policy"] = save(p("quadrotor.mrlp"), quad)
+        wide = Policy([5, 8, 2], ["relu", "tanh"])
+        self.values["wide_policy"] = save(p("wide.mrlp"), wide)
+        q = fixedpoint.quantise(policy, [[0.5, -0.5, 1.0], [-1.0, 1.0, -8.0]])
+        self.values["qpolicy"] = fixedpoint.save(p("policy.mrlq"), q)
+        with open(p("notes.txt"), "w") as f:
+            f.write("not a policy\n")
+        open(p("empty.mrlp"), "wb").close()
+        with open(p("garbage.mrlp"), "wb") as f:
+            f.write(os.urandom(300))
+        with open(p("truncated.mrlp"), "wb") as f:
+            f.write(good[: len(good) // 2])
+        with open(p("badcrc.mrlp"), "wb") as f:
+            f.write(good[:-1] + bytes([good[-1] ^ 1]))
+        os.mkfifo(p("fifo"))
+        os.mkdir(p("folder"))
+        os.symlink(p("loop"), p("loop"))
+        os.symlink(p("notes.txt"), p("link_to_file"))  # what /dev/stdout is when output goes to a file
+        os.symlink(p("nowhere"), p("dangling_link"))
+        self.values.update(link_to_file=p("link_to_file"), dangling_link=p("dangling_link"))
+        # Python files that are no task (docs/tasks.md): loading them must leave nothing beside them
+        for name, source in (("lacking", "NAME = 'lacking'\nOBS_DIM = 3\n"), ("syntax", "NAME = (\n"),
+                             ("raises", "NAME = 'raises'\nraise RuntimeError('no robot here')\n"), ("exits", "import sys\nsys.exit(3)\n")):
+            with open(p("task_%s.py" % name), "w") as f:
+                f.write(source)
+            self.values["task_" + name] = p("task_%s.py" % name)
+        s = socket.socket(socket.AF_UNIX)
+        s.bind(p("sock"))
+        self.sockets.append(s)
+        if IS_ROOT:
+            os.mknod(p("node"), 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # what /dev/null is
+            self.values["node"] = p("node")
+        else:
+            self.values["node"] = p("fifo")  # no device nodes without root: a pipe stands in
+        shutil.copy(self.values["policy"], p("unreadable.mrlp"))
+        os.chmod(p("unreadable.mrlp"), 0)
+        self.values["unreadable"] = p("unreadable.mrlp")
+        # well-formed files with values a policy cannot run with, or header bytes the format says are zero
+        self.values["denormal"] = self._patched(p("denormal.mrlp"), Policy([3, 4, 1], ["relu", "tanh"], obs_mean=[0.0] * 3, obs_std=[1.0] * 3),
+                                                "obs_std", struct.pack("<f", 1e-45))
+        self.values["nonzero_reserved"] = self._patched(p("reserved.mrlp"), policy, 14, b"\x01\x00")
+        # three layers: 16 + 2 * 4 + 3 = 27 bytes of header fields, one byte of padding to 28
+        self.values["nonzero_padding"] = self._patched(p("padding.mrlp"), Policy([3, 8, 8, 1], ["relu", "tanh"]), 27, b"\x07")
+        # run folders
+        for name, csv in (("run_good", "step,episode_return,eval_mean,eval_std\n200,-1000,,\n1000,-800,-700,50\n"),
+                          ("run_bad_csv", "step,episode_return\nabc,def\n"), ("run_empty_csv", ""),
+                          ("run_nan_csv", "step,episode_return,eval_mean,eval_std\nnan,nan,nan,nan\ninf,1e999,,\n")):
+            os.mkdir(p(name))
+            with open(os.path.join(p(name), "progress.csv"), "w") as f:
+                f.write(csv)
+            self.values[name] = p(name)
+        os.mkdir(p("run_fifo_csv"))
+        os.mkfifo(os.path.join(p("run_fifo_csv"), "progress.csv"))
+        self.values["run_fifo_csv"] = p("run_fifo_csv")
+        for name, make in (("run_fifo_ckpt", lambda f: os.mkfifo(f)), ("run_garbage_ckpt", lambda f: open(f, "wb").write(os.urandom(500))),
+                           ("run_unreadable_ckpt", lambda f: (open(f, "wb").write(b"PK"), os.chmod(f, 0)))):
+            os.mkdir(p(name))
+            make(os.path.join(p(name), "checkpoint.npz"))
+            self.values[name] = p(name)
+
+    @staticmethod
+    def _patched(path, policy, where, data):
+        """A policy file with bytes replaced (at an offset, or at the first float of obs_std) and
+        its CRC made valid again: a damage the checksum cannot see."""
+        from microrl import policy as pf
+
+        raw = bytearray(pf.to_bytes(policy)[:-4])
+        if where == "obs_std":
+            header_len = struct.unpack("<H", raw[6:8])[0]
+            where = header_len + 4 * policy.sizes[0]
+        raw[where : where + len(data)] = data
+        raw += struct.pack("<I", pf.crc32(bytes(raw)) & 0xFFFFFFFF)
+        with open(path, "wb") as f:
+            f.write(raw)
+        return path
+
+    def close(self):
+        for s in self.sockets:
+            s.close()
+
+
+def snapshot(folder):
+    """{relative path: (type, size, mtime, inode)} of everything under folder (links not followed;
+    size and mtime of regular files only)."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(folder):
+        for name in dirnames + filenames:
+            path = os.path.join(dirpath, name)
+            st = os.lstat(path)
+            # a folder's own mtime is left out: the commands' write test makes and removes a file in it
+            regular = stat.S_ISREG(st.st_mode)
+            out[os.path.relpath(path, folder)] = (stat.S_IFMT(st.st_mode), st.st_size if regular else 0, st.st_mtime_ns if regular else 0, st.st_ino)
+    return out
+
+
+def run_case(argv, fixtures, workdir, timeout, env):
+    """Run one bad command line in an empty folder; returns a dict with its outcome."""
+    values = dict(fixtures.values, out=os.path.join(workdir, "out.mrlp"), out_q=os.path.join(workdir, "out.mrlq"),
+                  out_gif=os.path.join(workdir, "out.gif"), run=os.path.join(workdir, "run"))
+    args = [a.format(**values) for a in argv]
+    cmd = [sys.executable, "-m", "microrl_host.cli"] + args
+    unreadable = any("{unreadable" in a or "_unreadable_" in a for a in argv)
+    if unreadable and IS_ROOT:
+        if not SETPRIV:
+            return {"argv": argv, "skipped": "as root without setpriv, chmod 000 cannot make a file unreadable"}
+        cmd = [SETPRIV] + DROP_DAC + cmd
+    before = snapshot(fixtures.folder)
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd=workdir, env=env,
+                            start_new_session=True, text=True, errors="replace")
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+        ran_on = False
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        stdout, stderr = proc.communicate()
+        ran_on = True
+    seconds = time.perf_counter() - t0
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    wrote = sorted(set(os.listdir(workdir)))
+    changed = sorted(k for k, v in snapshot(fixtures.folder).items() if before.get(k) != v) + sorted(k for k in before if not os.path.lexists(os.path.join(fixtures.folder, k)))
+    result = {"argv": argv, "code": proc.returncode, "seconds": round(seconds, 2), "stderr": stderr[-2000:], "last_line": lines[-1] if lines else "",
+              "traceback": "Traceback (most recent call last)" in stderr, "ran_on": ran_on, "wrong_exit": not ran_on and proc.returncode != 2,
+              "not_one_line": not ran_on and len(lines) != 1, "wrote": wrote + ["fixtures: " + c for c in changed]}
+    result["ok"] = not (result["traceback"] or result["ran_on"] or result["wrong_exit"] or result["not_one_line"] or result["wrote"])
+    return result
+
+
+def run_all(selected, timeout=30.0, workers=2, progress=None):
+    """Run the cases [(command, argv)]; returns (results, fixtures folder removed afterwards)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([HOST, DEVICE] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env["MICRORL_THREADS"] = "1"
+    top = tempfile.mkdtemp(prefix="microrl-bad-lines-")
+    fixtures_dir = os.path.join(top, "fixtures")
+    os.mkdir(fixtures_dir)
+    fixtures = Fixtures(fixtures_dir)
+    try:
+        def one(i):
+            command, argv = selected[i]
+            workdir = os.path.join(top, "case%04d" % i)
+            os.mkdir(workdir)
+            r = run_case(argv, fixtures, workdir, timeout, env)
+            r["command"] = command
+            if progress:
+                progress(r)
+            return r
+
+        with ThreadPoolExecutor(max(1, workers)) as pool:
+            results = list(pool.map(one, range(len(selected))))
+    finally:
+        fixtures.close()
+        for dirpath, dirnames, filenames in os.walk(top):  # chmod 000 files and folders: let rmtree in
+            for n in dirnames + filenames:
+                try:
+                    if not os.path.islink(os.path.join(dirpath, n)):
+                        os.chmod(os.path.join(dirpath, n), 0o700)
+                except OSError:
+                    pass
+        shutil.rmtree(top, ignore_errors=True)
+    return results
+
+
+def summary(results):
+    done = [r for r in results if "skipped" not in r]
+    counts = {"tried": len(done), "skipped": len(results) - len(done)}
+    for k in ("traceback", "wrong_exit", "not_one_line", "ran_on"):
+        counts[k] = sum(1 for r in done if r[k])
+    counts["wrote"] = sum(1 for r in done if r["wrote"])
+    counts["failed"] = sum(1 for r in done if not r["ok"])
+    by_command = {}
+    for r in done:
+        c = by_command.setdefault(r["command"], [0, 0])
+        c[0] += 1
+        c[1] += 0 if r["ok"] else 1
+    counts["by_command"] = {k: {"tried": v[0], "failed": v[1]} for k, v in sorted(by_command.items())}
+    return counts
+
+
+def show(argv):
+    return " ".join(a if a and " " not in a else repr(a) for a in argv)[:200]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--only", help="subcommands to run, comma-separated (train, train-ppo, eval, export, render, plot, sweep, demo, train-on-board, deploy, bench, board, info, cli)")
+    ap.add_argument("--workers", type=int, default=2, help="command lines run at once (default 2)")
+    ap.add_argument("--timeout", type=float, default=30.0, help="seconds after which a line counts as accepted and is stopped (default 30)")
+    ap.add_argument("--list", action="store_true", help="print the command lines and stop")
+    ap.add_argument("--json", action="store_true", help="print one JSON object: the counts and every failing line")
+    args = ap.parse_args(argv)
+    selected = cases()
+    if args.only:
+        wanted = set(args.only.split(","))
+        selected = [c for c in selected if c[0] in wanted]
+    if args.list:
+        for command, a in selected:
+            print("microrl " + show(a))
+        return 0
+    done = [0]
+
+    def progress(r):
+        done[0] += 1
+        if not args.json and not r.get("ok", True):
+            why = ", ".join(k for k in ("traceback", "wrong_exit", "not_one_line", "ran_on") if r[k]) + (", wrote %s" % r["wrote"] if r["wrote"] else "")
+            print("[%d/%d] FAIL (%s; exit %s): microrl %s\n    %s" % (done[0], len(selected), why, r["code"], show(r["argv"]), r["last_line"][:300]), file=sys.stderr, flush=True)
+
+    t0 = time.time()
+    results = run_all(selected, args.timeout, args.workers, progress)
+    counts = summary(results)
+    counts.update(seconds=round(time.time() - t0, 1), load=os.getloadavg()[0], root=IS_ROOT, setpriv=bool(SETPRIV))
+    if args.json:
+        print(json.dumps({"counts": counts, "failures": [{k: r[k] for k in ("command", "argv", "code", "traceback", "ran_on", "wrong_exit", "not_one_line", "wrote", "last_line")}
+                                                         for r in results if "skipped" not in r and not r["ok"]]}))
+    else:
+        print("tried %(tried)d bad command lines (skipped %(skipped)d): traceback %(traceback)d, exit other than 2 %(wrong_exit)d, "
+              "more than one line %(not_one_line)d, ran on %(ran_on)d, wrote files %(wrote)d; failed %(failed)d "
+              "(%(seconds)s s, load %(load).2f)" % counts)
+        for k, v in counts["by_command"].items():
+            print("  %-15s %4d tried, %3d failed" % (k, v["tried"], v["failed"]))
+    return 0 if counts["failed"] == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
