@@ -17,8 +17,9 @@ for _p in (HOST, DEVICE):
 
 from microrl_host.board import native  # noqa: E402
 from microrl_host.board.native import build as native_build  # noqa: E402
+from microrl_host.board.virtual import micropython_path  # noqa: E402
 
-MICROPYTHON = shutil.which("micropython")
+MICROPYTHON = micropython_path()  # as the virtual board finds it: beside this Python, then PATH
 
 
 def native_mpy_folder(workdir, log=print):

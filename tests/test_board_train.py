@@ -121,7 +121,7 @@ def test_chosen_sizes_train_without_running_out(heap, tmp_path):
     from microrl_host.board.deploy import deploy
 
     with VirtualBoard(str(tmp_path / "fs"), heap=heap) as vb:
-        deploy(vb.port, mpy=True)
+        deploy(vb.port, mpy=True, tasks=["pendulum"])
         info = _read_board(vb.port)
         h, b, r, _ = choose(20000, info["usable"], info["largest"], info["gc_block"])
         assert info["usable"] <= info["free"]
@@ -154,17 +154,17 @@ def test_memory_estimate_matches_the_board(tmp_path):
     # the estimate (from the sizes) against what the board's allocator reports for the real objects,
     # built the way train-on-board builds them (on a roomy heap: this measures use, not fit)
     from microrl_host.board.virtual import VirtualBoard
-    from microrl_host.board.train import _PREPARE, estimate_bytes
+    from microrl_host.board.train import estimate_bytes, prepare_program
     from microrl_host.board.deploy import board_exec, deploy
     from microrl_host.board.serial_link import connect, disconnect
 
     with VirtualBoard(str(tmp_path / "fs"), heap="1M") as big:
-        deploy(big.port, mpy=True)
+        deploy(big.port, mpy=True, tasks=["pendulum"])
         transport = connect(big.port, soft_reset=True)
         try:
-            board_exec(transport, _PREPARE)
+            board_exec(transport, prepare_program("pendulum"))  # the task imported as `task`
             for hidden, batch, replay in (((16, 16), 32, 500), ((24, 24), 32, 3000), ((8,), 8, 100)):
-                out = board_exec(transport, "gc.collect()\nf = gc.mem_free()\na = TD3(Env(pendulum), TD3Config(hidden=%r, batch=%d, replay_capacity=%d), 0)\n"
+                out = board_exec(transport, "gc.collect()\nf = gc.mem_free()\na = TD3(Env(task), TD3Config(hidden=%r, batch=%d, replay_capacity=%d), 0)\n"
                                             "gc.collect()\nprint(f - gc.mem_free())\na = None" % (hidden, batch, replay))
                 used = int(out.split()[-1])
                 est = estimate_bytes(hidden, batch, replay)

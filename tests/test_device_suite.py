@@ -22,12 +22,26 @@ def _check(proc):
 
 @needs_micropython
 @pytest.mark.parametrize("module", MODULES)
-def test_device_module_on_micropython(module):
-    proc = run_micropython([os.path.join(DEVICE_TESTS, "run.py"), module], check=False)
+def test_device_module_on_micropython(module, tmp_path):
+    proc = run_micropython([os.path.join(DEVICE_TESTS, "run.py"), module], check=False, MICRORL_TEST_TMP=str(tmp_path))
     _check(proc)
     assert "plain" in run_micropython(["-c", "import microrl; print(microrl.backend_name())"]).stdout
 
 
 @pytest.mark.parametrize("module", MODULES)
-def test_device_module_on_cpython_plain_backend(module):
-    _check(run_cpython([os.path.join(DEVICE_TESTS, "run.py"), module], MICRORL_BACKEND="plain"))
+def test_device_module_on_cpython_plain_backend(module, tmp_path):
+    _check(run_cpython([os.path.join(DEVICE_TESTS, "run.py"), module], MICRORL_BACKEND="plain", MICRORL_TEST_TMP=str(tmp_path)))
+
+
+def test_device_tests_write_their_files_in_the_folder_given(tmp_path):
+    _check(run_cpython([os.path.join(DEVICE_TESTS, "run.py"), "test_policy"], MICRORL_BACKEND="plain", MICRORL_TEST_TMP=str(tmp_path)))
+    assert any(name.endswith(".mrlp") for name in os.listdir(str(tmp_path))), os.listdir(str(tmp_path))
+
+
+def test_device_tests_run_by_hand_get_a_folder_no_other_run_shares(tmp_path):
+    # run.py without pytest (as on a board): each run makes a new folder under $TMPDIR, never a fixed name
+    code = "import sys; sys.path.insert(0, %r); import tiny; print(tiny.tmp_path('a')); print(tiny.tmp_path('b'))" % DEVICE_TESTS
+    runs = [run_cpython(["-c", code], TMPDIR=str(tmp_path), MICRORL_TEST_TMP="").stdout.split() for _ in range(2)]
+    folders = [os.path.dirname(a) for a, b in runs]
+    assert all(os.path.dirname(b) == os.path.dirname(a) for a, b in runs), runs
+    assert folders[0] != folders[1] and all(os.path.dirname(f) == str(tmp_path) and os.path.isdir(f) for f in folders), runs

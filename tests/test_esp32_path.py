@@ -71,3 +71,16 @@ def test_the_shipped_module_enters_mpy_init_through_its_entry_instruction():
     target = 4 + offset
     assert 0 < target < len(code) - 3
     assert code[target] == 0x36 and code[target + 1] & 0x0F == 1, "the jump lands on %s, not on ENTRY a1" % code[target:target + 3].hex()
+
+
+def test_compiled_files_carry_no_host_path(tmp_path):
+    """mpy-cross embeds the source's name as given: deploy gave it the host's absolute path, which
+    every module then held in the board's heap as its file name (test_float32_policy_runs_with_52k_heap
+    failed from a checkout at a longer path). Each file carries its name on the board instead."""
+    info = {"mpy_version": native.mpy_version(ESP32), "arch": native.arch_from_mpy(ESP32), "version": (1, 28, 0)}
+    files = deploy.compile_mpy(deploy.core_sources(), info, str(tmp_path))
+    device = deploy.device_dir().encode()
+    for name, path in files.items():
+        with open(path, "rb") as f:
+            data = f.read()
+        assert device not in data and b"microrl/" + name[:-4].encode() + b".py" in data, name

@@ -24,8 +24,10 @@ pytestmark = pytest.mark.skipif(
 MODULES = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(DEVICE_TESTS, "test_*.py")))
 
 
-def _run(args, extra_path=None, backend=None, timeout=900):
+def _run(args, extra_path=None, backend=None, timeout=900, tmp=None):
     env = repo_env(MICROPYPATH=os.pathsep.join(([extra_path] if extra_path else []) + [DEVICE, DEVICE_TESTS, ".frozen"]))
+    if tmp:
+        env["MICRORL_TEST_TMP"] = str(tmp)  # the device tests' files
     env.pop("MICRORL_BACKEND", None)
     if backend:
         env["MICRORL_BACKEND"] = backend
@@ -38,12 +40,12 @@ def test_the_build_is_single_precision():
 
 
 @pytest.mark.parametrize("backend", ["plain", "native"])
-def test_device_suite_in_float32(backend):
+def test_device_suite_in_float32(backend, tmp_path):
     from test_native_module import shipped_folder
 
     folder = shipped_folder(F32) if backend == "native" else None
     assert _run(["-c", "import microrl; print(microrl.backend_name())"], folder, backend).stdout.strip() == backend
-    proc = _run([os.path.join(DEVICE_TESTS, "run.py")] + MODULES, folder, backend)
+    proc = _run([os.path.join(DEVICE_TESTS, "run.py")] + MODULES, folder, backend, tmp=tmp_path)
     last = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
     assert proc.returncode == 0 and last.endswith(" 0 failed"), proc.stdout[-4000:] + proc.stderr[-2000:]
 

@@ -19,8 +19,10 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _run(args, backend=None, timeout=900):
+def _run(args, backend=None, timeout=900, tmp=None):
     env = repo_env(MICROPYPATH=os.pathsep.join([DEVICE, DEVICE_TESTS, ".frozen"]))
+    if tmp:
+        env["MICRORL_TEST_TMP"] = str(tmp)  # the device tests' files
     env.pop("MICRORL_BACKEND", None)
     if backend:
         env["MICRORL_BACKEND"] = backend
@@ -47,24 +49,24 @@ def test_ulab_backend_is_picked_when_its_float_is_float32():
     assert name == ("ulab" if itemsize == "4" else "plain"), proc.stdout
 
 
-def _failures(backend=None):
+def _failures(tmp, backend=None):
     modules = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(DEVICE_TESTS, "test_*.py")))
-    proc = _run([os.path.join(DEVICE_TESTS, "run.py")] + modules, backend=backend)
+    proc = _run([os.path.join(DEVICE_TESTS, "run.py")] + modules, backend=backend, tmp=tmp)
     summary = [line for line in proc.stdout.splitlines() if re.match(r"^\d+ passed, \d+ failed$", line)]
     assert summary, proc.stdout[-3000:] + proc.stderr[-3000:]
     return set(re.findall(r"^FAIL (\S+):", proc.stdout, re.M)), summary[-1], proc.stdout
 
 
-def test_device_suite_on_ulab():
+def test_device_suite_on_ulab(tmp_path):
     """Everything passes with ulab that passes with the plain backend on the same executable. On a
     single-precision build (as ESP32 and Pico firmware are) the finite-difference gradient checks
     of test_nn fail for every backend, plain included: their step (1e-6) is below float32's
     resolution; those are the only failures allowed, and only when plain fails them too."""
-    ulab_failed, summary, out = _failures()
+    ulab_failed, summary, out = _failures(tmp_path)
     if not ulab_failed:
         return
     assert _single_precision(), "failures on a double-precision build:\n" + out[-4000:]
-    plain_failed, _, _ = _failures("plain")
+    plain_failed, _, _ = _failures(tmp_path, "plain")
     assert ulab_failed <= plain_failed, "ulab fails where plain passes: %s\n%s" % (sorted(ulab_failed - plain_failed), out[-4000:])
     assert all(name.startswith("test_nn.test_gradients") for name in ulab_failed), sorted(ulab_failed)
 

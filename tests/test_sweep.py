@@ -1,11 +1,12 @@
 """microrl sweep: the jobs it makes, and a real local sweep of short PPO runs of 'microrl train'."""
 import json
 import os
+import subprocess
 import sys
 
 import pytest
 
-from helpers import ROOT, run_cpython
+from helpers import ROOT, repo_env, run_cpython
 
 def sweep(*argv, timeout=300):
     return run_cpython(["-m", "microrl_host.cli", "sweep"] + list(argv), timeout=timeout)
@@ -82,3 +83,23 @@ def test_ray_missing_or_present(tmp_path):
         runs = json.load(f)["runs"]
     assert all(r["exit_code"] == 0 and r["final_eval"] is not None for r in runs)
     assert all(os.path.exists(os.path.join(r["run_dir"], "policy.mrlp")) for r in runs)
+
+
+def test_folders_of_a_module_id_task_have_portable_names(tmp_path):
+    # a gymnasium `module:Id` task: no colon (refused by Windows filesystems) in the default folder
+    pytest.importorskip("gymnasium")
+    (tmp_path / "mypkg").mkdir()
+    (tmp_path / "mypkg" / "__init__.py").write_text("")
+    (tmp_path / "mypkg" / "envs.py").write_text(
+        "import gymnasium as gym\n"
+        "gym.register('Swing-v0', entry_point='gymnasium.envs.classic_control.pendulum:PendulumEnv', max_episode_steps=50)\n")
+    proc = subprocess.run([sys.executable, "-m", "microrl_host.cli", "sweep", "mypkg.envs:Swing-v0", "--algo", "td3", "--seeds", "0",
+                           "--grid", "exploration-noise=0.1,0.3", "--dry-run"], capture_output=True, text=True, timeout=300, env=repo_env(), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    folders = [line.split("--run-dir ")[1] for line in proc.stdout.strip().splitlines()]
+    assert len(folders) == 2
+    for folder in folders:
+        parts = folder.split(os.sep)
+        assert parts[0] == "sweeps" and parts[1].startswith("mypkg.envs_swing-v0-td3-"), folder
+        assert not any(c in folder for c in ':*?"<>|\\ '), folder
+    assert sorted(os.path.basename(f) for f in folders) == ["exploration-noise=0.1_seed0", "exploration-noise=0.3_seed0"]

@@ -149,7 +149,7 @@ def test_a_users_task_file_goes_through_every_command(tmp_path):
     assert json.loads(proc.stdout)["env"] == "mypendulum"
     proc = microrl("render", "mypendulum-td3.mrlp", "--task", "./mypendulum.py", "--size", 64, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert (tmp_path / "mypendulum.gif").read_bytes()[:3] == b"GIF"
+    assert (tmp_path / "mypendulum-td3.gif").read_bytes()[:3] == b"GIF"
     proc = microrl("export", "mypendulum-td3.mrlp", "--int16", "--task", "./mypendulum.py", "--eval-episodes", 2, "--json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["task"] == "mypendulum"

@@ -21,20 +21,25 @@ HEADER = 7
 TRAILER = 4
 OVERHEAD = HEADER + TRAILER
 MAX_PAYLOAD = 1024
-VERSION = 1
+# 2: ROLLOUT names the task (a module of the board's microrl.tasks) and answers a row per episode;
+# 1 had a task byte (Pendulum or the quadrotor) and a reply per task. Both ends refuse the other's.
+VERSION = 2
 
 # requests (replies are type | REPLY)
 # (the bodies are packed and unpacked by the pack_*/unpack_* pairs below, on both ends)
 PING = 0x01  # -> version u8, free heap u32, then the board's description (utf-8)
 INFER = 0x02  # float32 observation -> compute time u32 (us), float32 action
 LOAD = 0x03  # policy path (utf-8) -> n_in u16, n_out u16, description (utf-8)
-ROLLOUT = 0x04  # seed u32, episodes u16 [, task u8] -> steps u32, compute us u32 (sum), float32 returns;
-#                 task TASK_QUADROTOR -> steps u32, policy us u32, total us u32, then float32
-#                 (return, success, final distance m, steps) per episode (microrl.tasks.quadrotor.fly)
+ROLLOUT = 0x04  # seed u32, episodes u16, first u16, task (utf-8: a module of the board's microrl.tasks)
+#                 -> steps u32, policy us u32, total us u32, then float32 (return, success,
+#                 final error, steps) per episode: the loaded policy in closed loop against the
+#                 board's own copy of the task, from its evaluation starts drawn from Rng(seed)
+#                 (microrl.evaluate.rollouts). first: the episode of that run this request starts
+#                 at, so that a longer run is split over several requests (0 starts it)
 EXIT = 0x05  # -> empty reply, then the server returns to the REPL
-TASK_PENDULUM = 0
-TASK_QUADROTOR = 1
-MAX_FLIGHTS = 60  # quadrotor episodes per ROLLOUT: 4 floats each must fit MAX_PAYLOAD
+ROLLOUT_FIELDS = 4  # floats per episode in ROLLOUT's reply
+ROLLOUT_EPISODES = (MAX_PAYLOAD - 12) // (4 * ROLLOUT_FIELDS)  # episodes per ROLLOUT: the reply fits MAX_PAYLOAD
+TASK_NAME_MAX = 64  # bytes of a task's name in ROLLOUT
 REPLY = 0x80
 HELLO = 0x7E  # sent once by the server when it starts: as PING's reply
 ERROR = 0x7F  # code u8, message (utf-8)
@@ -119,38 +124,44 @@ def unpack_action(payload):
     return list(values[1:]), values[0]
 
 
-def pack_rollout(seed, episodes):  # ROLLOUT request
-    return struct.pack("<IH", seed, episodes)
+def pack_rollout(seed, episodes, task, first=0):  # ROLLOUT request
+    return struct.pack("<IHH", seed, episodes, first) + task.encode()
 
 
 def unpack_rollout(payload):
-    """(seed, episodes)."""
-    return struct.unpack("<IH", payload)
+    """(seed, episodes, first, task name); ValueError on a payload of another shape (protocol 1's
+    ROLLOUT named no task)."""
+    n = len(payload)
+    if n < 9 or n > 8 + TASK_NAME_MAX:
+        raise ValueError("ROLLOUT takes seed u32, episodes u16, first u16 and a task's name (protocol %d), got %d bytes" % (VERSION, n))
+    seed, episodes, first = struct.unpack("<IHH", payload[:8])
+    return seed, episodes, first, _text(payload[8:])
 
 
-def pack_returns(steps, compute_us, returns):  # ROLLOUT reply
-    return struct.pack("<II%df" % len(returns), steps, compute_us, *returns)
+def is_task_name(name):
+    """Whether name can be a task's module in the board's microrl.tasks (a Python identifier of
+    ASCII letters, digits and underscores)."""
+    if not 0 < len(name) <= TASK_NAME_MAX or name[0].isdigit():
+        return False
+    for c in name:
+        if not (c == "_" or ("a" <= c <= "z") or ("A" <= c <= "Z") or ("0" <= c <= "9")):
+            return False
+    return True
 
 
-def unpack_returns(payload):
-    """(returns list, steps, compute us summed over steps)."""
-    values = struct.unpack("<II%df" % ((len(payload) - 8) // 4), payload)
-    return list(values[2:]), values[0], values[1]
-
-
-def pack_fly(seed, episodes):  # ROLLOUT request for the quadrotor
-    return struct.pack("<IHB", seed, episodes, TASK_QUADROTOR)
-
-
-def pack_flights(steps, policy_us, total_us, values):  # its reply; values: 4 floats per episode
+def pack_rows(steps, policy_us, total_us, rows):  # ROLLOUT reply: rows of ROLLOUT_FIELDS numbers
+    values = []
+    for row in rows:
+        values.extend(row)
     return struct.pack("<III%df" % len(values), steps, policy_us, total_us, *values)
 
 
-def unpack_flights(payload):
-    """(rows of (return, success, final distance, steps), steps, policy us, total us)."""
+def unpack_rows(payload):
+    """(rows of (return, success, final error, steps), steps, policy us, total us)."""
     n = (len(payload) - 12) // 4
     values = struct.unpack("<III%df" % n, payload)
-    rows = [tuple(values[3 + 4 * k : 7 + 4 * k]) for k in range(n // 4)]
+    k = ROLLOUT_FIELDS
+    rows = [tuple(values[3 + k * i : 3 + k * (i + 1)]) for i in range(n // k)]
     return rows, values[0], values[1], values[2]
 
 

@@ -34,6 +34,15 @@ except ImportError:  # CPython
         return a - b
 
 
+def _collect():
+    try:
+        import gc
+
+        gc.collect()
+    except ImportError:
+        pass
+
+
 def _mem_free():
     try:
         import gc
@@ -104,6 +113,7 @@ class Server:
         self.policy_path = None
         self.policy_mark = None
         self.obs = None
+        self.last_rollout = None  # the last ROLLOUT's (task, seed, first, rng state then, next episode, env)
         self.running = True
 
     # --- io
@@ -189,44 +199,62 @@ class Server:
         self.send(P.INFER | P.REPLY, seq, P.pack_action(dt, action))
 
     def rollout(self, seq, payload):
+        """The policy in closed loop against the board's own copy of a task (microrl.tasks.NAME):
+        steps, policy us, total us, then (return, success, final error, steps) per episode."""
         if self.policy is None:
             return self.error(seq, P.E_NO_POLICY, "no policy loaded: send LOAD with its path first")
-        if len(payload) not in (6, 7):
-            return self.error(seq, P.E_PAYLOAD, "ROLLOUT takes seed u32, episodes u16 and optionally a task u8")
-        task = payload[6] if len(payload) == 7 else P.TASK_PENDULUM
-        seed, episodes = P.unpack_rollout(payload[:6])
-        if task == P.TASK_QUADROTOR:
-            return self.fly(seq, seed, episodes)
-        if task != P.TASK_PENDULUM:
-            return self.error(seq, P.E_PAYLOAD, "unknown ROLLOUT task %d" % task)
-        if not 1 <= episodes <= 200:
-            return self.error(seq, P.E_PAYLOAD, "episodes must be 1..200, got %d" % episodes)
-        from .evaluate import evaluate
-        from .task import Env
-        from .tasks import pendulum
+        try:
+            seed, episodes, first, name = P.unpack_rollout(payload)
+        except ValueError as e:
+            hint = ": a host speaking protocol 1 sent it, update microrl on the host" if len(payload) in (6, 7) else ""
+            return self.error(seq, P.E_PAYLOAD, str(e) + hint)
+        if not 1 <= episodes <= P.ROLLOUT_EPISODES:
+            return self.error(seq, P.E_PAYLOAD, "episodes must be 1..%d per ROLLOUT, got %d" % (P.ROLLOUT_EPISODES, episodes))
+        if not P.is_task_name(name):
+            return self.error(seq, P.E_PAYLOAD, "%r is not a task's name (letters, digits and _)" % name)
+        _collect()  # a task's module compiled on the board (.py) needs room in one piece
+        try:
+            task = __import__("microrl.tasks." + name, None, None, (name,))
+        except ImportError as e:
+            return self.error(seq, P.E_PAYLOAD, "task %s does not import on the board (%s): deploy it with microrl deploy --task" % (name, e))
+        policy = self.policy
+        if policy.obs_dim != task.OBS_DIM or policy.act_dim != task.ACT_DIM:
+            return self.error(seq, P.E_PAYLOAD, "task %s has %d observations and %d actions, the policy takes %d and gives %d"
+                              % (name, task.OBS_DIM, task.ACT_DIM, policy.obs_dim, policy.act_dim))
+        env = self._episodes(task, name, seed, first)
+        if env is None:
+            run = self.last_rollout
+            return self.error(seq, P.E_PAYLOAD, "episode %d of task %s from seed %d: the board's run %s; start at episode 0"
+                              % (first, name, seed, "of it is at episode %d" % run[4] if run and run[:2] == (name, seed) else "is another one"))
+        from .evaluate import rollouts
 
-        timed = _Timed(self.policy)
-        mean, std, returns = evaluate(timed, Env(pendulum), episodes, seed=seed)
-        self.send(P.ROLLOUT | P.REPLY, seq, P.pack_returns(timed.calls, timed.us, returns))
-
-    def fly(self, seq, seed, episodes):
-        """The policy flying the board's own quadrotor (microrl.tasks.quadrotor.fly): steps, policy us,
-        total us, then (return, success, final distance, steps) per episode."""
-        if not 1 <= episodes <= P.MAX_FLIGHTS:
-            return self.error(seq, P.E_PAYLOAD, "quadrotor episodes must be 1..%d, got %d" % (P.MAX_FLIGHTS, episodes))
-        from .tasks.quadrotor import ACT_DIM, OBS_DIM, fly
-
-        if self.policy.obs_dim != OBS_DIM or self.policy.act_dim != ACT_DIM:
-            return self.error(seq, P.E_PAYLOAD, "the quadrotor needs a %d-in %d-out policy, this one is %d-in %d-out" % (OBS_DIM, ACT_DIM, self.policy.obs_dim, self.policy.act_dim))
-
-        timed = _Timed(self.policy)
+        start = env.rng.getstate()
+        timed = _Timed(policy)
         t0 = ticks_us()
-        rows = fly(timed, episodes, seed)
+        rows = rollouts(timed, env, episodes)
         total = ticks_diff(ticks_us(), t0)
-        values = []
-        for row in rows:
-            values.extend(row)
-        self.send(P.ROLLOUT | P.REPLY, seq, P.pack_flights(timed.calls, timed.us, total, values))
+        self.last_rollout = (name, seed, first, start, first + episodes, env)
+        self.send(P.ROLLOUT | P.REPLY, seq, P.pack_rows(timed.calls, timed.us, total, rows))
+
+    def _episodes(self, task, name, seed, first):
+        """The environment whose next episodes are episodes first.. of the run of task from
+        seed: a new one at first 0; the last run's, carried on or (the same request again, its
+        reply lost) wound back to where that request started; None for any other first."""
+        if first == 0:
+            from .rng import Rng
+            from .task import Env
+
+            return Env(task, rng=Rng(seed), evaluation=True)
+        run = self.last_rollout
+        if run is None or run[0] != name or run[1] != seed:
+            return None
+        env = run[5]
+        if first == run[4]:
+            return env
+        if first == run[2]:
+            env.rng.setstate(run[3])
+            return env
+        return None
 
     def handle(self, type_, seq, payload):
         if type_ == P.INFER:

@@ -5,17 +5,29 @@ from microrl.evaluate import evaluate
 from microrl.rng import Rng
 from microrl.task import Env
 
+from .envs.gym import rollout_returns
+
 
 def fits(policy, task):
     """Whether policy runs on the task module (its observation and action sizes)."""
     return task is not None and policy.obs_dim == task.OBS_DIM and policy.act_dim == task.ACT_DIM
 
 
-def calibration_observations(policy, episodes=5, seed=1, obs_range=None, samples=2000, task=None):
+def calibration_observations(policy, episodes=5, seed=1, obs_range=None, samples=2000, task=None, gym_env=None):
     """Observations to set the activation scales from. A policy that fits task (a task module)
-    is rolled out on it in closed loop (the states it will meet); otherwise, or when obs_range
-    is given, uniform samples in +-obs_range per observation (in the units the policy receives)."""
+    is rolled out on it in closed loop (the states it will meet), or on gym_env (a gymnasium id,
+    `module:Id` or Env, episode e from reset(seed=seed + e)); otherwise, or when obs_range is
+    given, uniform samples in +-obs_range per observation (in the units the policy receives)."""
     rng = Rng(seed)
+    if obs_range is None and gym_env is not None:
+        seen = []
+
+        def recording(obs):
+            seen.append([float(x) for x in obs])
+            return policy(obs)
+
+        _on_gym(gym_env, lambda env: rollout_returns(recording, env, episodes, seed, clip=True))
+        return seen
     if obs_range is None and fits(policy, task):
         env = Env(task)
         seen = []
@@ -73,12 +85,29 @@ def action_error(policy, quantised, observations):
     return worst, total / max(1, count)
 
 
-def closed_loop(policy, quantised, episodes=10, seed=12345, task=None):
-    """Returns of both policies on the task module from the same initial states: a dict with
-    the means, standard deviations, per-episode returns and the largest per-episode difference."""
-    env = Env(task)
-    f_mean, f_std, f_returns = evaluate(policy, env, episodes, seed)
-    q_mean, q_std, q_returns = evaluate(quantised, env, episodes, seed)
+def _on_gym(gym_env, run):
+    """run(env) on the gymnasium env gym_env names (made, then closed), or on the Env given."""
+    from .envs.gym import make_gym_env
+
+    env = make_gym_env(gym_env)
+    try:
+        return run(env)
+    finally:
+        if env is not gym_env:
+            env.close()
+
+
+def closed_loop(policy, quantised, episodes=10, seed=12345, task=None, gym_env=None):
+    """Returns of both policies on the task module (or the gymnasium env gym_env, actions clipped
+    to its bounds) from the same initial states: a dict with the means, standard deviations,
+    per-episode returns and the largest per-episode difference."""
+    if gym_env is not None:
+        (f_mean, f_std, f_returns), (q_mean, q_std, q_returns) = _on_gym(
+            gym_env, lambda env: [rollout_returns(p, env, episodes, seed, clip=True) for p in (policy, quantised)])
+    else:
+        env = Env(task)
+        f_mean, f_std, f_returns = evaluate(policy, env, episodes, seed)
+        q_mean, q_std, q_returns = evaluate(quantised, env, episodes, seed)
     return {
         "episodes": episodes,
         "seed": seed,

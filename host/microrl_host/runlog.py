@@ -40,6 +40,26 @@ class RunLog:
         self.close()
 
 
+CHECKPOINT = "checkpoint.npz"  # what --resume continues from (TD3, SAC and PPO alike)
+RUN_FILES = ("run.json", "progress.csv", CHECKPOINT, "policy.mrlp")  # what a run folder holds (PPO's keeps its last policy too)
+
+
+def previous_run(folder):
+    """What a run folder holds of an earlier run, in a few words ("td3 on pendulum, seed 0, 10000
+    steps"), or None when it holds no checkpoint: a run killed before its first checkpoint left
+    nothing --resume could continue, and starting again in its place loses nothing."""
+    if not os.path.lexists(os.path.join(folder, CHECKPOINT)):
+        return None
+    held = [n for n in RUN_FILES if os.path.lexists(os.path.join(folder, n))]
+    try:
+        with open(os.path.join(folder, "run.json")) as f:
+            meta = json.load(f)
+        config = meta.get("config") or {}  # PPO keeps its seed and steps there
+        return "%s on %s, seed %s, %s steps" % (meta["algo"], meta["task"], meta.get("seed", config.get("seed")), meta.get("steps", config.get("steps")))
+    except (OSError, ValueError, KeyError, TypeError):
+        return "its " + ", ".join(held)
+
+
 def read_progress(folder_or_csv):
     """Rows of a run's progress.csv as dicts of floats (None where empty)."""
     path = folder_or_csv

@@ -23,6 +23,15 @@ class TaskError(ValueError):
     or observations TD3 and SAC cannot take. The message says what to do."""
 
 
+class TaskImportError(TaskError):
+    """A task file that imports a module this host lacks (a hardware task importing `machine`,
+    say): it may run on a board, not here. path: the file."""
+
+    def __init__(self, message, path):
+        super().__init__(message)
+        self.path = path
+
+
 class UnknownTask(TaskError):
     """A task that names nothing: no built-in, file, module or gymnasium id of that name."""
 
@@ -144,8 +153,10 @@ def load_file(path):
     except SyntaxError as e:
         raise TaskError("%s is not valid Python: %s (line %s)" % (path, e.msg, e.lineno)) from None
     except ImportError as e:
-        hint = "; a task file imports the device core's helpers as `from microrl.compat import const`" if "relative import" in str(e) else ""
-        raise TaskError("%s failed to load: %s%s" % (path, e, hint)) from None
+        if "relative import" in str(e):
+            raise TaskError("%s failed to load: %s; a task file imports the device core's helpers as `from microrl.compat import const`" % (path, e)) from None
+        raise TaskImportError("%s does not load on this host: %s (a hardware task, importing what only a board has, runs on the "
+                              "board: microrl train-on-board --task, docs/tasks.md)" % (path, e), path) from None
     except SystemExit as e:
         raise TaskError("%s exited while it loaded (sys.exit(%r)); a task file only defines its task" % (path, e.code)) from None
     except Exception as e:
@@ -242,6 +253,16 @@ def by_shape(obs_dim, act_dim):
         if m.OBS_DIM == obs_dim and m.ACT_DIM == act_dim:
             out.append(name)
     return out
+
+
+def board_name(module):
+    """A task module's (or a task file's path's) name on a board: its file's name (without .py),
+    which deploy gives its copy in the board's microrl/tasks/ and ROLLOUT names; characters a
+    module name cannot hold become _."""
+    path = module if isinstance(module, str) else getattr(module, "__file__", None)
+    stem = os.path.splitext(os.path.basename(path))[0] if path else str(module.NAME)
+    name = "".join(c if (c.isascii() and c.isalnum()) or c == "_" else "_" for c in stem)
+    return "task_" + name if name[:1].isdigit() else name
 
 
 # ---------------------------------------------------------------- evaluation summaries

@@ -31,11 +31,32 @@ def assert_all_close(xs, ys, rel=1e-5, abs_=1e-6, what=""):
         assert_close(xs[i], ys[i], rel, abs_, "%s[%d]" % (what, i))
 
 
-def tmp_path(name):
-    try:
-        import os
+_own_folder = None
 
-        base = os.environ.get("TMPDIR", "/tmp")
-    except AttributeError:
-        base = "/tmp"
-    return base + "/microrl_test_" + name
+
+def tmp_path(name):
+    """A path for a test's file in a folder no other run shares: $MICRORL_TEST_TMP (pytest's
+    tmp_path: tests/device/conftest.py sets it, and the suites that run these modules under
+    micropython pass it on), else a new folder of this run's own under $TMPDIR or /tmp."""
+    global _own_folder
+    import os
+
+    try:
+        given = os.getenv("MICRORL_TEST_TMP")
+        base = os.getenv("TMPDIR") or "/tmp"
+    except AttributeError:  # a port without os.getenv
+        given, base = None, "/tmp"
+    if given:
+        return given + "/" + name
+    if _own_folder is None:
+        for i in range(100000):  # os.mkdir makes a new folder or fails: no two runs get the same one
+            folder = "%s/microrl_test_%d" % (base, i)
+            try:
+                os.mkdir(folder)
+            except OSError as e:
+                if e.args[0] == 17:  # EEXIST
+                    continue
+                raise
+            _own_folder = folder
+            break
+    return _own_folder + "/" + name

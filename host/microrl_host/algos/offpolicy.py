@@ -22,6 +22,7 @@ from microrl.policy import Policy, save
 from .. import atomic, tasks
 from ..envs.gym import GymTask, evaluate_gym
 from ..nn.blas import one_blas_thread
+from ..nn import mlp
 from ..nn.mlp import Net, greedy_action, view
 from ..nn.rng import randint
 from ..runlog import RunLog
@@ -90,6 +91,26 @@ def restore(state, arrays, path):
         dst[...] = src
     if state.replay.count[1] != arrays["replay.rew"].shape[0]:
         raise CheckpointError("checkpoint %s: replay buffer size does not match its contents" % path)
+
+
+# ---------------------------------------------------------------- losses for a recorder
+LOSS_ROWS = 256  # replay transitions the losses are measured on (the update's own batch is gone by then)
+
+
+def critic_input(obs, actions):
+    return np.ascontiguousarray(np.concatenate([obs, actions], axis=1), np.float32)
+
+
+def q_values(net, x):
+    """A critic's (or target critic's) values of the rows of x, as of now (a copy)."""
+    return np.array(mlp.numpy_net(net, x.shape[0]).forward(x.shape[0], x)[:, 0], np.float64)
+
+
+def critic_loss(state, scale, obs, act, y):
+    """Both critics' losses towards y as the update has them (scale / 2 * mean squared error
+    each), summed: Stable-Baselines3's critic_loss."""
+    x = critic_input(obs, act)
+    return sum(scale / 2.0 * float(np.mean((q_values(c, x) - y) ** 2)) for c in (state.critic1, state.critic2))
 
 
 # ---------------------------------------------------------------- checks
@@ -193,8 +214,9 @@ class Algorithm:
     """An off-policy algorithm (td3.py, sac.py) as its parts, and the training driver over them.
     Each module ends with ALGO = Algorithm(...) naming its own functions."""
 
-    def __init__(self, name, squash, default_config, hyperparameters, new_state, actor_export):
+    def __init__(self, name, squash, default_config, hyperparameters, new_state, actor_export, losses=None):
         self.name = name
+        self.losses = losses  # losses(state, config, rng) -> {tag: float}, measured on a replay sample for a recorder
         self.squash = squash
         self.default_config = default_config
         self.hyperparameters = hyperparameters
@@ -332,6 +354,9 @@ class Algorithm:
         last_checkpoint = start if resume else None
         runner = twin.Threads(threads)  # one thread or two, chunk by chunk (the worker runs the loop's own code)
         callbacks.on_start(steps, start, "%s %s" % (self.name, env.name))
+        if callbacks.records:
+            callbacks.on_settings(dict(meta["config"], algo=self.name, task=env.name, seed=int(seed), steps=int(steps)))
+            sample_rng = np.random.default_rng(int(seed))  # the losses' replay samples: the run's own generator is left alone
         try:
             while step < steps:
                 n = steps - step
@@ -349,7 +374,8 @@ class Algorithm:
                     ended = runner.run(run_loop, state, hp, n, ep_step, ep_return, train_every)
                 else:
                     ended = self._run_gym(env, state, hp, n, ep_step, ep_return)
-                train_s += time.perf_counter() - t0
+                chunk_s = time.perf_counter() - t0
+                train_s += chunk_s
                 train_cpu_s += time.process_time() - c0
                 previous, step = step, int(state.counters[0])
                 bad = non_finite(state)
@@ -361,6 +387,12 @@ class Algorithm:
                 if log:
                     for k in range(ended):
                         log.row(int(ep_step[k]), episode_return=float(ep_return[k]))
+                scalars = None
+                if callbacks.records:
+                    scalars = {"charts/steps_per_s": (step - previous) / chunk_s if chunk_s > 0 else None,
+                               "charts/learning_rate_actor": config.actor_lr * lr_share, "charts/learning_rate_critic": config.critic_lr * lr_share}
+                    if ended:
+                        scalars["charts/episode_return"] = float(ep_return[:ended].mean())
                 if eval_episodes and ((eval_every and step % eval_every == 0) or step == steps):
                     t0 = time.perf_counter()
                     mean, std = self.evaluate_state(env, state, eval_episodes, seed=10000 + int(seed))
@@ -373,10 +405,17 @@ class Algorithm:
                             best = (score, step, dict(self.task_stats), self.actor_export(state)[2])
                     if log:
                         log.row(step, eval_mean=mean, eval_std=std)
+                    if scalars is not None:
+                        scalars.update({"eval/return_mean": mean, "eval/return_std": std})
+                        scalars.update({"eval/" + k: v for k, v in self.task_stats.items() if isinstance(v, float)})
+                        if self.losses and state.replay.count[1]:
+                            scalars.update(self.losses(state, config, sample_rng))
                 if ckpt_path and ((checkpoint_every and step % checkpoint_every == 0) or step == steps):
                     save_checkpoint(ckpt_path, state, dict(meta, step=step))
                     last_checkpoint = step
                 callbacks.on_progress(step, n, state, {"eval": last_eval} if last_eval is not None else {})
+                if scalars is not None:
+                    callbacks.on_record(step, {k: v for k, v in scalars.items() if v is not None})
         finally:
             callbacks.on_end()
             if log:

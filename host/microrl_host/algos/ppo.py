@@ -537,6 +537,8 @@ def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_epi
         compile_s = start - wall0  # building the environments, loading (or compiling) their kernels
         train_s = train_cpu_s = eval_s = 0.0
         callbacks.on_start(c.steps, min(step, c.steps), "ppo %s" % task)
+        if callbacks.records:
+            callbacks.on_settings(dict(c.as_dict(), algo="ppo", task=task))
 
         def save_checkpoint():
             if ckpt_path:
@@ -545,6 +547,17 @@ def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_epi
                 checkpoint.write(ckpt_path, {"algo": "ppo", "task": task, "step": step, "config": config}, arrays, compress=True)
                 last_good[0] = step
                 policy_file.save(os.path.join(run_dir, POLICY), learner.to_policy())
+
+        def evaluate_now():
+            nonlocal eval_s
+            t0 = time.perf_counter()
+            mean_r, std_r, _ = evaluate_policy(learner.to_policy(), task, eval_episodes, seed=12345)
+            eval_s += time.perf_counter() - t0
+            evals.append((step, mean_r, std_r))
+            if log:
+                log.row(step, eval_mean=mean_r, eval_std=std_r, time_s=elapsed_before + time.perf_counter() - start)
+            callbacks.on_message("step %d: deterministic return %.1f +- %.1f (%d episodes)" % (step, mean_r, std_r, eval_episodes))
+            return mean_r, std_r
 
         last_good = [step if resume else None]  # the step of the last checkpoint written
         interrupt = _DeferredInterrupt(callbacks.on_message)
@@ -588,7 +601,8 @@ def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_epi
                 step += per_iter
                 iteration += 1
                 consistent = True
-                train_s += time.perf_counter() - t0
+                iteration_s = time.perf_counter() - t0
+                train_s += iteration_s
                 train_cpu_s += time.process_time() - c0
                 now = elapsed_before + time.perf_counter() - start
                 episode_return = float(np.mean(recent)) if recent else None
@@ -597,20 +611,25 @@ def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_epi
                 figures = {"lr": learner.lr, "kl": learner.stats["kl"]}
                 if recent:
                     figures["return"] = episode_return
+                scalars = None
+                if callbacks.records:
+                    st = learner.stats
+                    scalars = {"charts/steps_per_s": per_iter / iteration_s, "charts/learning_rate_actor": learner.lr, "charts/learning_rate_critic": c.critic_lr,
+                               "losses/policy": st["pg_loss"], "losses/value": st["v_loss"], "losses/entropy": st["entropy"], "losses/approx_kl": st["kl"], "losses/clipfrac": st["clipfrac"]}
+                    if recent:
+                        scalars["charts/episode_return"] = episode_return
                 recent = []
-                if next_eval and step >= next_eval:
-                    t0 = time.perf_counter()
-                    mean_r, std_r, _ = evaluate_policy(learner.to_policy(), task, eval_episodes, seed=12345)
-                    eval_s += time.perf_counter() - t0
-                    evals.append((step, mean_r, std_r))
-                    if log:
-                        log.row(step, eval_mean=mean_r, eval_std=std_r, time_s=elapsed_before + time.perf_counter() - start)
-                    callbacks.on_message("step %d: deterministic return %.1f +- %.1f (%d episodes)" % (step, mean_r, std_r, eval_episodes))
-                    next_eval += eval_every
+                if next_eval and (step >= next_eval or step >= c.steps):  # and at the end, however far the next one was
+                    mean_r, std_r = evaluate_now()
+                    if scalars is not None:
+                        scalars.update({"eval/return_mean": mean_r, "eval/return_std": std_r})
+                    next_eval = (step // eval_every + 1) * eval_every
                 if next_ckpt and step >= next_ckpt:
                     save_checkpoint()
                     next_ckpt += checkpoint_every
                 callbacks.on_progress(step, min(per_iter, c.steps - (step - per_iter)), learner, figures)
+                if scalars is not None:
+                    callbacks.on_record(step, scalars)
                 if interrupt.pending:
                     raise KeyboardInterrupt
             save_checkpoint()

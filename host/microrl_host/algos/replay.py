@@ -54,3 +54,10 @@ def replay_sample(r, rng, n, obs_act, rew, next_obs, done):
             obs_act[s, od + i] = r.act[k, i]
         rew[s] = r.rew[k]
         done[s] = r.done[k]
+
+
+def replay_sample_numpy(r, rng, n):
+    """n random stored transitions (obs, act, rew, next_obs, done) as numpy arrays, drawn with a
+    numpy Generator: for measurements between chunks, which must not touch the run's own rng."""
+    k = rng.integers(0, int(r.count[1]), n)
+    return r.obs[k], r.act[k], r.rew[k], r.next_obs[k], r.done[k]

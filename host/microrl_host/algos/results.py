@@ -59,11 +59,17 @@ def run_result(algo, task, seed, steps, resumed_from, wall_s, train_s, train_cpu
 def summary_line(r):
     """One line for a person: what ran, how long, how well, where the files are (a task with a
     success test: its success rate and the rest of its evaluation summary)."""
-    how_well = "eval return %s" % ("%.1f +- %.1f" % (r["eval_mean"], r["eval_std"]) if r["eval_mean"] is not None else "not evaluated")
+    returns = "%.1f +- %.1f" % (r["eval_mean"], r["eval_std"]) if r["eval_mean"] is not None else None
+    how_well = "eval return %s" % (returns or "not evaluated")
     if r.get("success_rate") is not None:
+        # the policy saved's figures, then the last evaluation's apart (when the best evaluation
+        # was an earlier one), each said with what it measures: no figure reads as another's
         figures = "".join(", %s %.3g" % (k, r[k]) for k in sorted(r) if k not in KEYS and k not in SUCCESS_KEYS and isinstance(r[k], float))
-        how_well = "succeeds in %.0f%% of its evaluation episodes%s%s; %s" % (
-            100 * r["success_rate"], figures,
-            " (the best evaluation, step %d; at the last step %.0f%%)" % (r["policy_step"], 100 * r["final_success_rate"]) if r.get("policy_step") not in (None, r["steps"]) else "", how_well)
+        saved = "succeeds in %.0f%% of its evaluation episodes%s" % (100 * r["success_rate"], figures)
+        if r.get("policy_step") not in (None, r["steps"]):
+            how_well = "%s (the policy saved: the best evaluation, step %d); the last evaluation (step %d) succeeded in %.0f%%%s" % (
+                saved, r["policy_step"], r["steps"], 100 * r["final_success_rate"], ", return %s" % returns if returns else "")
+        else:
+            how_well = "%s; %s" % (saved, how_well)
     return "%s on %s: %d steps in %.2f s (%.0f steps/s; compile/cache load %.2f s), %s; policy: %s; run: %s" % (
         r["algo"], r["task"], r["steps"], r["train_s"], r["steps_per_s"] or 0.0, r["compile_s"], how_well, r["policy"], r["run_dir"])

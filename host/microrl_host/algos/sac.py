@@ -23,7 +23,7 @@ from ..nn.rng import normal
 from . import loop, offpolicy, twin
 from .config import SACConfig
 from .loop import UPDATES
-from .replay import replay_sample
+from .replay import replay_sample, replay_sample_numpy
 
 NAME = "sac"
 SQUASH = True  # the deterministic action is tanh(mean)
@@ -115,6 +115,37 @@ def _sample(S, x, n):
     return out
 
 
+def losses(state, config, rng):
+    """{losses/critic, losses/actor, losses/alpha, losses/alpha_loss} of the networks as they
+    are now, on offpolicy.LOSS_ROWS replay transitions drawn with rng (numpy, outside the
+    compiled loop), as the update defines them (_sample's squashed Gaussian, in numpy)."""
+    obs, act, rew, next_obs, done = replay_sample_numpy(state.replay, rng, offpolicy.LOSS_ROWS)
+    n = rew.shape[0]
+    actor = mlp.numpy_net(state.actor, n)
+    alpha = exp(state.alpha[0])
+
+    def sample(x):
+        out = actor.forward(n, x)
+        ad = out.shape[1] // 2
+        ls = np.clip(out[:, ad:], LOG_STD_MIN, LOG_STD_MAX)
+        e = rng.standard_normal(ls.shape)
+        a = np.tanh(out[:, :ad] + np.exp(ls) * e)
+        logp = (-0.5 * e * e - ls - 0.5 * log(2.0 * pi) - np.log(1.0 - a * a + 1e-6)).sum(axis=1)
+        return a, logp
+
+    def min_q(nets, x, a):
+        x = offpolicy.critic_input(x, a)
+        return np.minimum(offpolicy.q_values(nets[0], x), offpolicy.q_values(nets[1], x))
+
+    a_next, logp_next = sample(next_obs)
+    y = rew + config.gamma * (1.0 - done) * (min_q((state.critic1_target, state.critic2_target), next_obs, a_next) - alpha * logp_next)
+    a_pi, logp = sample(obs)
+    target_entropy = -float(act.shape[1]) if config.target_entropy is None else config.target_entropy
+    return {"losses/critic": offpolicy.critic_loss(state, CRITIC_LOSS_SCALE, obs, act, y),
+            "losses/actor": float(np.mean(alpha * logp - min_q((state.critic1, state.critic2), obs, a_pi))),
+            "losses/alpha": alpha, "losses/alpha_loss": -float(state.alpha[0]) * float(np.mean(logp + target_entropy))}
+
+
 def update(S, hp):
     n = S.reward.shape[0]
     od = S.obs.shape[0]
@@ -195,7 +226,7 @@ def explore(S, hp, obs, out):
 loop.bind(State, explore, update, twin.serve)
 ALGO = offpolicy.Algorithm(
     name=NAME, squash=SQUASH, default_config=default_config, hyperparameters=hyperparameters, new_state=new_state,
-    actor_export=actor_export,
+    actor_export=actor_export, losses=losses,
 )
 config = ALGO.config  # config(**overrides): the defaults with overrides, checked
 train = ALGO.train  # train(config, env=None, callbacks=None, seed=0, **options) -> offpolicy.Run

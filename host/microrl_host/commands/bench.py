@@ -71,7 +71,8 @@ def run_serial(args):
 
     with Progress(args.n, desc="serial requests", unit="req", quiet=args.quiet or args.json) as bar:
         try:
-            result = bench_serial(args.port, dep.BOARD_POLICY, args.n, seed=args.seed, warmup=args.warmup, progress=bar.update, timeout=args.timeout)
+            result = bench_serial(args.port, dep.BOARD_POLICY, args.n, seed=args.seed, warmup=args.warmup, progress=bar.update, timeout=args.timeout,
+                                  started=bar.restart, finished=bar.close)  # the bar's rate: the timed requests', as the table's
         except LinkError as e:
             raise CommandError(str(e)) from None
     result.update(host_latency(policy, max(args.n, 200), args.seed))

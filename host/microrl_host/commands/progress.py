@@ -21,6 +21,12 @@ class Progress:
                 self.bar.set_postfix(postfix, refresh=False)
             self.bar.update(n)
 
+    def restart(self):
+        """Back to 0 and the clock started again: the rate and ETA then count only the work that
+        follows (not the connecting or warming up before it)."""
+        if self.bar is not None:
+            self.bar.reset(total=self.bar.total)
+
     def write(self, text):
         if self.bar is not None:
             self.bar.write(text, file=sys.stderr)

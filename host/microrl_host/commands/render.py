@@ -1,5 +1,7 @@
 """microrl render: an animated GIF of a task under a policy, from the task's picture() hook (or,
 for the quadrotor, its 3D renderer)."""
+import os
+
 from .. import tasks
 from . import CommandError
 from .options import OUTPUT_HELP, SEED, check_memory, check_output, whole
@@ -19,7 +21,7 @@ def register(sub):
                        "with its four arms and the target.")
     p.add_argument("policy", metavar="POLICY", help="a policy file, e.g. a Pendulum (3 observations, 1 action) or quadrotor (22, 4) one")
     p.add_argument("--task", metavar="TASK", help="the task: a built-in name or a task file or module (default: the built-in task of the policy's shape)")
-    p.add_argument("--out", default=None, metavar="FILE", help="GIF to write (default <task>.gif)" + OUTPUT_HELP)
+    p.add_argument("--out", default=None, metavar="FILE", help="GIF to write (default: POLICY with the extension .gif)" + OUTPUT_HELP)
     p.add_argument("--episodes", type=whole(1, MAX_EPISODES, "a GIF holds every frame"), default=1, help="episodes to show one after the other, at most %d (default 1)" % MAX_EPISODES)
     p.add_argument("--seed", type=SEED, default=12345, help="seed of the start states, 0 to 2**32-1 (default 12345)")
     p.add_argument("--size", type=whole(32, MAX_SIZE), default=240, help="frame width and height in pixels, 32 to %d (default 240)" % MAX_SIZE)
@@ -96,12 +98,10 @@ def run(args):
     if args.out is not None:
         check_output(args.out, "--out")
     policy = load_policy(args.policy)
-    found = pick_task(policy, args.task)
-    if args.out is None:
-        args.out = "%s.gif" % found.name
+    found = pick_task(policy, args.task, drawn=True)
+    if args.out is None:  # beside the policy and named after it, as export's .mrlq: two policies never share a GIF
+        args.out = os.path.splitext(args.policy)[0] + ".gif"
         check_output(args.out, "--out")
-    if not found.compiled:
-        raise CommandError("render draws a task written against docs/tasks.md (its picture() hook); %s is a gymnasium id" % found.name)
     renderer = tasks.RENDERERS.get(found.name)
     if renderer is None and not hasattr(found.module, "picture"):
         raise CommandError("task %s has no picture() hook to draw it with (docs/tasks.md)" % found.name)

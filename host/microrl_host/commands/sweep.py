@@ -12,6 +12,7 @@ import sys
 import time
 
 from .. import atomic
+from ..runlog import previous_run
 from . import CommandError
 from .options import FOLDER_HELP, MAX_SEED, STEPS, check_output, whole
 
@@ -36,7 +37,7 @@ def register(sub):
     p.add_argument("--seeds", default="0-2", help="seeds: a list '1,2,5' or a range '0-4' (default 0-2)")
     p.add_argument("--grid", action="append", default=[], metavar="OPTION=V1,V2", help="a train option and its values, e.g. lr=1e-4,3e-4 (repeat for a grid: every combination runs)")
     p.add_argument("--steps", type=STEPS, default=None, help="environment steps per run (default: train's)")
-    p.add_argument("--run-dir", default=None, help="folder of the sweep (default sweeps/TASK-ALGO-TIME)" + FOLDER_HELP)
+    p.add_argument("--run-dir", default=None, help="folder of the sweep (default sweeps/TASK-ALGO-TIME, with characters such as a module:Id task's colon as '_')" + FOLDER_HELP)
     p.add_argument("--workers", type=whole(1, 1024), default=None, help="local runs at once (default: one per CPU)")
     p.add_argument("--ray", metavar="ADDRESS", default=None, help="run the jobs on a Ray cluster: 'auto', 'ray://HOST:10001', or 'local' to start Ray here (pip install 'microrl[ray]')")
     p.add_argument("--dry-run", action="store_true", help="print the jobs' commands and stop")
@@ -84,6 +85,13 @@ def parse_grid(items, split=True, what="--grid"):
     return grid
 
 
+def folder_name(text):
+    """text as a folder name that every filesystem takes: a `module:Id` task's colon (refused on
+    Windows, a drive or stream separator there), slashes, spaces and the like become '_'."""
+    name = "".join(c if c.isascii() and (c.isalnum() or c in "._=,+-") else "_" for c in text)
+    return name.strip(".") or "_"
+
+
 def make_jobs(args):
     """One dict per run: name, settings, seed, argv for `microrl train`."""
     seeds = parse_seeds(args.seeds)
@@ -94,7 +102,7 @@ def make_jobs(args):
     for combo in itertools.product(*[v for _, v in grid]) if grid else [()]:
         settings = dict(zip(names, combo))
         for seed in seeds:
-            label = "_".join(["%s=%s" % (k, v) for k, v in settings.items()] + ["seed%d" % seed])
+            label = folder_name("_".join(["%s=%s" % (k, v) for k, v in settings.items()] + ["seed%d" % seed]))
             argv = [args.task, "--algo", args.algo, "--seed", str(seed), "--quiet", "--json"]
             if args.steps is not None:
                 argv += ["--steps", str(args.steps)]
@@ -225,7 +233,7 @@ def run(args):
             raise CommandError("--ray needs Ray, which is not installed: pip install 'microrl[ray]' (or run without --ray for local processes)")
     elif TRAIN_COMMAND is DEFAULT_TRAIN_COMMAND and not args.dry_run:
         check_task(args.algo, args.task)  # (a Ray cluster may have packages this machine lacks)
-    root = args.run_dir or os.path.join("sweeps", "%s-%s-%s" % (args.task.lower(), args.algo, time.strftime("%Y%m%d-%H%M%S")))
+    root = args.run_dir or os.path.join("sweeps", folder_name("%s-%s-%s" % (args.task.lower(), args.algo, time.strftime("%Y%m%d-%H%M%S"))))
     for job in jobs:
         job["run_dir"] = os.path.join(root, job["name"])
     if args.dry_run:
@@ -233,6 +241,10 @@ def run(args):
             print(" ".join(shlex.quote(a) for a in ["microrl", "train"] + job["argv"] + ["--run-dir", job["run_dir"]]))
         return 0
     check_output(root, "--run-dir", folder=True)
+    for job in jobs:  # as `microrl train` refuses it, before any run starts
+        held = previous_run(job["run_dir"])
+        if held:
+            raise CommandError("--run-dir %s already holds this sweep's runs (%s: %s); give another --run-dir" % (root, job["name"], held))
     for name in ("summary.csv", "summary.json"):
         if os.path.lexists(os.path.join(root, name)):
             check_output(os.path.join(root, name), "--run-dir")

@@ -13,20 +13,21 @@ from ..algos.checkpoint import CheckpointError
 from ..algos.results import summary_line
 from . import CommandError
 from ..tasks import TaskError
+from ..runlog import RUN_FILES, previous_run
 from .options import EPISODES_OR_NONE, FOLDER_HELP, MAX_STEPS, OUTPUT_HELP, SEED, STEPS, check_memory, check_output, integer, parse_hidden, whole
 from .progress import ProgressBar
 
 DEFAULT_ALGO = "td3"
 DEFAULT_EVERY = 1000  # TD3/SAC: steps between evaluations and between checkpoints, unless the task suggests others
 DEFAULT_STEPS = 10000  # unless the task suggests others (its TRAINING)
-RUN_FILES = ("run.json", "progress.csv", "checkpoint.npz", "policy.mrlp")  # what a run folder holds (PPO's keeps its last policy too)
 
 EXAMPLES = """examples:
   microrl train pendulum --algo td3 --steps 10000 --seed 0 --out pendulum.mrlp
   microrl train pendulum --algo sac --steps 10000 --json
   microrl train ./cartpole.py --algo sac     # a task file of your own (docs/tasks.md)
-  microrl train MountainCarContinuous-v0 --algo td3 --steps 50000 --exploration-noise 0.5
+  microrl train Pendulum-v1 --algo td3 --steps 20000   # a gymnasium id: the env steps in Python
   microrl train pendulum --out pendulum.mrlp --steps 20000 --resume   # continue a run
+  microrl train pendulum --out pendulum.mrlp --overwrite              # start that run again
 """
 
 
@@ -42,6 +43,9 @@ class Option:
 
 # ---------------------------------------------------------------- TD3 and SAC
 SHARED = ("hidden", "gamma", "activation", "steps")  # off-policy settings set by the shared options
+# settings of the device core's replay (16-bit rows, random overwrite: what a board's small heap
+# needs, set by train-on-board); the host's replay holds float32 rows in a ring and ignores them
+BOARD_ONLY = ("replay_fixed_point", "replay_overwrite")
 OFFPOLICY_HELP = {
     "batch": "transitions per update",
     "tau": "Polyak rate of the target networks",
@@ -52,10 +56,12 @@ OFFPOLICY_HELP = {
     "policy_delay": "critic updates per actor and target update",
     "target_noise": "std of the target policy smoothing noise",
     "target_noise_clip": "clip of the target policy smoothing noise",
-    "replay_capacity": "transitions the replay buffer keeps",
+    "replay_capacity": "transitions the replay buffer keeps (float32 rows; when full, the oldest is overwritten)",
     "warmup": "uniform random steps before the actor acts and training starts",
     "initial_alpha": "starting entropy temperature",
     "target_entropy": "entropy the temperature is tuned towards (default: -action_dim)",
+    "lr_end": "the learning rates fall linearly from their value at the first step to this share of it at the last "
+              "(1.0: constant; 0.1 ends at a tenth, which settles small networks late in a run)",
 }
 
 
@@ -77,7 +83,7 @@ class OffPolicy:
     def options(self):
         out = []
         for k, default in sorted(offpolicy_config.settings(self.default_config()).items()):
-            if k in SHARED:
+            if k in SHARED or k in BOARD_ONLY:
                 continue
             whole_number = (isinstance(default, int) and not isinstance(default, bool)) or k == "replay_capacity"
             text = OFFPOLICY_HELP.get(k, k.replace("_", " "))
@@ -199,7 +205,7 @@ class PPOCommand:
             raise CommandError("nothing to resume in %s (no %s); start without --resume" % (run_dir, ppo.CHECKPOINT))
         eval_every = args.eval_every
         if eval_every is None:
-            eval_every = max(config.envs * config.rollout_steps, min(100_000, config.steps // 10))
+            eval_every = ppo_eval_every(config.steps, config.envs * config.rollout_steps, args.eval_episodes or 10)
         try:
             learner, evals = ppo.train(
                 config, task, callbacks, run_dir=run_dir, out=args.out, resume=args.resume,
@@ -208,6 +214,18 @@ class PPOCommand:
         except (MujocoMissingError, UnknownTaskError, CheckpointError, ppo.TrainingDiverged) as e:
             raise CommandError(str(e)) from None
         return learner.result
+
+
+PPO_EPISODE_STEPS = 1000  # the longest episode of gymnasium's MuJoCo tasks: what one evaluation episode may take
+PPO_EVAL_SHARE = 4  # PPO's default evaluations step at most a quarter as much as training does
+
+
+def ppo_eval_every(steps, per_iteration, episodes):
+    """PPO's default steps between evaluations: a tenth of the run, at most 100,000, at least an
+    iteration, and so that evaluating (episodes of up to 1,000 steps, one environment stepped in
+    Python: per step as slow as training, measured on Ant) takes at most a quarter of the steps
+    trained. A short run is evaluated at its end only (it always is, whatever the spacing)."""
+    return max(per_iteration, min(100_000, steps // 10), PPO_EVAL_SHARE * episodes * PPO_EPISODE_STEPS)
 
 
 # the registry: --algo NAME -> how the command runs it
@@ -264,6 +282,18 @@ def available():
     return dict(ALGOS)
 
 
+def check_run_folder(args):
+    """CommandError when the run folder holds an earlier run and neither --resume (continue it)
+    nor --overwrite (start again in its place) says what to do with it: a run is never replaced
+    without a word."""
+    if args.resume and args.overwrite:
+        raise CommandError("--resume continues the run in %s and --overwrite starts again in its place: give one" % args.run_dir)
+    held = previous_run(args.run_dir)
+    if held and not (args.resume or args.overwrite):
+        raise CommandError("%s already holds a run (%s): --resume continues it (up to a larger --steps), --overwrite starts again "
+                           "in its place, or give another --out or --run-dir" % (args.run_dir, held))
+
+
 def register(sub):
     from microrl.activations import NAMES
 
@@ -271,7 +301,9 @@ def register(sub):
         "train",
         help="train a policy (TD3/SAC on the host, Pendulum compiled in the loop; PPO on MuJoCo) and save it",
         description="Train a policy and save the actor as a microrl policy file, which the device core loads as it is. "
-        "A run folder keeps run.json, progress.csv (for microrl plot) and checkpoint.npz (for --resume).",
+        "A run folder keeps run.json, progress.csv (for microrl plot) and checkpoint.npz (for --resume). "
+        "A run folder that already holds a run is refused unless --resume continues it or --overwrite starts again "
+        "in its place; the policy file (--out) is replaced.",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -281,11 +313,19 @@ def register(sub):
     p.add_argument("--seed", type=SEED, default=None, help="random seed, 0 to 2**32-1 (default 0; on --resume the checkpoint's): the same seed repeats a run bit for bit on the same machine and library versions; another CPU's BLAS/SIMD kernels give another run of the same quality (docs/training.md, Reproducibility)")
     p.add_argument("--out", metavar="FILE", help="policy file to write (default <task>-<algo>.mrlp)" + OUTPUT_HELP)
     p.add_argument("--run-dir", metavar="DIR", help="run folder for run.json, progress.csv, checkpoint.npz (default: --out without .mrlp, plus .run)" + FOLDER_HELP)
+    p.add_argument("--tensorboard", nargs="?", const="", metavar="DIR",
+                   help="also write TensorBoard logs (returns, losses, learning rates, success rate, steps/s, the settings as hyperparameters) "
+                   "into DIR, or with no DIR into the run folder's tensorboard/ (off unless given). Needs tensorboardX: "
+                   'pip install "microrl[tensorboard]"; then: tensorboard --logdir DIR. DIR is' + FOLDER_HELP[1:])
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     p.add_argument("--json", action="store_true", help="print one JSON object of results (implies --quiet)")
     p.add_argument("--resume", action="store_true", help="continue from the run folder's checkpoint up to --steps")
+    p.add_argument("--overwrite", action="store_true", help="start again in a run folder that holds a run, replacing its files "
+                   "(without --resume or --overwrite such a folder is refused: its checkpoint is kept)")
     p.add_argument("--checkpoint-every", type=whole(0, MAX_STEPS), metavar="N", help="checkpoint every N steps and at the end; 0: at the end only (default: the task's suggestion, else the algorithm's; TD3/SAC 1000)")
-    p.add_argument("--eval-every", type=whole(0, MAX_STEPS), metavar="N", help="evaluate the deterministic policy every N steps and at the end (default: the task's suggestion, else the algorithm's; TD3/SAC 1000)")
+    p.add_argument("--eval-every", type=whole(0, MAX_STEPS), metavar="N", help="evaluate the deterministic policy every N steps and at the end (default: the task's suggestion, else the algorithm's; TD3/SAC 1000; "
+                   "PPO a tenth of the run, at most 100,000, and at least 4 x episodes x 1,000, so that evaluating takes at most a quarter "
+                   "of the steps trained)")
     p.add_argument("--eval-episodes", type=EPISODES_OR_NONE, default=None, metavar="N", help="episodes per evaluation (default: the task's suggestion, else 10)")
     p.add_argument("--hidden", type=parse_hidden, metavar="SIZES", help="hidden layer sizes, e.g. 64,64 (default: the algorithm's)")
     p.add_argument("--gamma", type=float, help="discount factor (default: the algorithm's, 0.99)")
@@ -307,8 +347,17 @@ def register(sub):
 
 def run(args):
     entry = check(args)
+    if args.overwrite:
+        for name in RUN_FILES:  # the earlier run's files: a checkpoint left behind would pair with the new run's log
+            if os.path.isfile(os.path.join(args.run_dir, name)):
+                os.remove(os.path.join(args.run_dir, name))
     try:
-        result = entry.run(args, ProgressBar(quiet=args.quiet or args.json))
+        callbacks = ProgressBar(quiet=args.quiet or args.json)
+        if getattr(args, "tensorboard", None):
+            from ..tensorboard import TensorBoard
+
+            callbacks = TensorBoard(args.tensorboard, callbacks)
+        result = entry.run(args, callbacks)
     except OSError as e:
         # a write of the run's files failed (a full disk, a file system gone read-only): say
         # so in a line, and what the run folder still holds
@@ -368,4 +417,14 @@ def check(args):
         path = os.path.join(args.run_dir, held)
         if os.path.lexists(path):
             check_output(path, "--run-dir")
+    if getattr(args, "tensorboard", None) is not None:
+        from ..tensorboard import TensorBoardMissing, summary_writer
+
+        args.tensorboard = args.tensorboard or os.path.join(args.run_dir, "tensorboard")
+        try:
+            summary_writer()
+        except TensorBoardMissing as e:
+            raise CommandError("--tensorboard: %s" % e) from None
+        check_output(args.tensorboard, "--tensorboard", folder=True)
+    check_run_folder(args)
     return entry

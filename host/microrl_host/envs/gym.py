@@ -38,8 +38,11 @@ def make_gym_env(env_id, **kwargs):
     try:
         env = env_id if hasattr(env_id, "action_space") else gym.make(env_id, **kwargs)
     except gym.error.Error as e:
+        mujoco_id = _mujoco_id(env_id)
+        if mujoco_id:  # a name only `train --algo ppo` takes: every command takes the id
+            raise TaskError("unknown task %r: that short name of the MuJoCo task %s is `microrl train --algo ppo`'s; here give its gymnasium id, %s" % (env_id, mujoco_id, mujoco_id))
         raise TaskError("unknown task %r (%s); use a built-in task (%s: compiled, fastest), a task file or module (docs/tasks.md), or a gymnasium id with "
-                        "continuous actions, e.g. %s (module:EnvId imports the module that registers it); short MuJoCo names such as 'ant' are --algo ppo's"
+                        "continuous actions, e.g. %s (module:EnvId imports the module that registers it)"
                         % (env_id, e, ", ".join(builtin_names()), ", ".join(GYM_EXAMPLES)))
     except ImportError as e:
         raise TaskError("task %r needs a package that is not installed: %s" % (env_id, e))
@@ -54,7 +57,38 @@ def make_gym_env(env_id, **kwargs):
     if not np.all(np.isfinite(env.action_space.low)) or not np.all(np.isfinite(env.action_space.high)):
         env.close()
         raise TaskError("task %r has unbounded actions; TD3 and SAC need finite action bounds" % env_id)
+    if not has_time_limit(env):  # evaluations run episodes to their end: one that never ends would hang them
+        if env is not env_id:
+            env.close()
+        raise TaskError("task %r has no time limit (no max_episode_steps in its spec, no TimeLimit wrapper): an episode that never ends would "
+                        "never finish an evaluation; wrap it, gymnasium.wrappers.TimeLimit(env, max_episode_steps=N), or register it with "
+                        "max_episode_steps=N" % (env_id if isinstance(env_id, str) else type(getattr(env_id, "unwrapped", env_id)).__name__))
     return env
+
+
+def _mujoco_id(name):
+    """The gymnasium id of a short MuJoCo name such as 'ant' (Ant-v5), else None."""
+    from .mujoco import UnknownTaskError, resolve_task
+
+    try:
+        return resolve_task(name) if isinstance(name, str) else None
+    except UnknownTaskError:
+        return None
+
+
+def has_time_limit(env):
+    """Whether a gymnasium env ends its episodes after a number of steps (a TimeLimit wrapper, or
+    its spec's max_episode_steps)."""
+    from gymnasium.wrappers import TimeLimit
+
+    spec = getattr(env, "spec", None)
+    if spec is not None and spec.max_episode_steps:
+        return True
+    while env is not None:
+        if isinstance(env, TimeLimit):
+            return True
+        env = getattr(env, "env", None)
+    return False
 
 
 def rollout_returns(policy, env, episodes, seed, clip=False):

@@ -156,6 +156,16 @@ def view(net):
     return NetView(*(_python(f)(net) for f in _SECTIONS))
 
 
+def numpy_net(net, batch):
+    """A copy of the network's current parameters as the device core's MLP on numpy, forward
+    only (net.forward(n, x)): for measurements between chunks of compiled training."""
+    from array import array
+
+    v = view(net)
+    params = array("f", np.ascontiguousarray(v.params, np.float32).tobytes())
+    return MLP([int(s) for s in v.sizes], [int(a) for a in v.acts], batch=batch, trainable=False, params=params, kernels="numpy")
+
+
 def _python(f):
     """A compiled accessor's Python function (itself when NUMBA_DISABLE_JIT=1)."""
     return getattr(f, "py_func", f)

@@ -1,10 +1,10 @@
-# On the board (train.train_on_board), first, after usable_heap.py: import only what training
-# needs (no policy code), report the free heap, the GC block size, the byte order and the backend,
-# its largest free block (mem_info) and the heap usable in 1 kB pieces.
+# On the board (train.train_on_board), first, after usable_heap.py and task_info.py (which
+# imported the task TASK as `task` and printed its constants): import only what training needs
+# (no policy code), report the free heap, the GC block size, the byte order and the backend, its
+# largest free block (mem_info) and the heap usable in 1 kB pieces.
 import gc, sys
 from microrl.td3 import TD3, TD3Config
 from microrl.task import Env
-from microrl.tasks import pendulum
 from microrl import backend_name
 gc.collect()
 try:

@@ -1,8 +1,8 @@
-# On the board (train.train_on_board), after train_prepare.py in the same session: TD3 on
-# Pendulum, streaming 'P step return mem_free' lines, then the trained actor's float32 weights as
-# 'W hex' lines (no policy code or file on the board); 'N step what' instead when a network's
-# weights (what: actor, critic) or the actor's action became NaN or infinite (nothing sent). TD3 allocates the replay buffer (the biggest
-# block) first, while the heap is still whole.
+# On the board (train.train_on_board), after train_build.py in the same session: `agent` trains
+# for STEPS steps, streaming 'P step return mem_free' lines, then the trained actor's float32
+# weights as 'W hex' lines and 'D' (no policy code or file on the board); 'N step what' instead
+# when a network's weights (what: actor, critic) or the actor's action became NaN or infinite
+# (nothing sent).
 def non_finite(agent):
     # the critics too: a diverged critic can leave the actor finite (no gradient through a NaN
     # relu); the last action too: finite weights near float32's limit overflow in the forward pass
@@ -14,11 +14,6 @@ def non_finite(agent):
     return None
 
 
-gc.collect()
-agent = TD3(Env(pendulum), TD3Config(hidden=HIDDEN, batch=BATCH, replay_capacity=REPLAY, warmup=WARMUP, steps=STEPS, replay_overwrite=OVERWRITE,
-                        actor_lr=ACTOR_LR, critic_lr=CRITIC_LR), SEED)
-gc.collect()
-print('M', gc.mem_free())
 last = None
 for step in range(1, STEPS + 1):
     try:
