@@ -23,6 +23,7 @@ for what "flies well" means, when it is installed.
     python bench/quadrotor.py                 # 5 seeds, one thread each, one after another
     python bench/quadrotor.py --seeds 10 --json
     MICRORL_L2F_TRAINER=/path/to/l2f_train nice -n 10 python bench/quadrotor.py --seeds 3 --json
+    python bench/quadrotor.py --seeds 5 --first-seed 5 --json   # seeds 5-9
 """
 import argparse
 import json
@@ -72,7 +73,7 @@ def run_seed(algo, seed, steps):
     params = np.array(Q.CRAZYFLIE, np.float64)
     task = CompiledTask(Q)
     curve = []
-    clock = {"train": 0.0, "last": None, "first_90": None}
+    clock = {"train": 0.0, "last": None, "first_90": None, "final_spread": None}
 
     def progress(step, state):
         now = time.perf_counter()
@@ -80,7 +81,10 @@ def run_seed(algo, seed, steps):
         if step % EVAL_EVERY == 0 or step == steps:
             rows = task.evaluate(state.actor, module.SQUASH, EVAL_EPISODES, EVAL_SEED, params)
             s = tasks.summary(Q, rows)
-            curve.append((step, round(clock["train"], 3), s["success_rate"], s["position_error_m"]))
+            curve.append((step, round(clock["train"], 3), s["success_rate"], s["position_error_m"], s["crash_rate"]))
+            flown = rows[rows[:, 3] >= Q.EPISODE_STEPS, 2]  # final distances of the flights that did not crash
+            # the 10th and 90th percentiles: equal to the millimetre when every flight ends at one fixed point
+            clock["final_spread"] = [float(np.percentile(flown, 10)), float(np.percentile(flown, 90))] if len(flown) else None
             if clock["first_90"] is None and s["success_rate"] >= TARGET:
                 clock["first_90"] = (step, clock["train"])
         clock["last"] = time.perf_counter()
@@ -110,6 +114,8 @@ def run_seed(algo, seed, steps):
         "final_success_rate_perturbed": perturbed["success_rate"],
         "final_position_error_m_perturbed": perturbed["position_error_m"],
         "perturbations": run.stats.get("perturbations", {}),
+        "final_crash_rate": final[4],
+        "final_distance_p10_p90_m": clock["final_spread"],
         "curve": curve,
     }
 
@@ -271,6 +277,7 @@ def _child(args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, default=5, help="seeds of ours (default 5)")
+    ap.add_argument("--first-seed", type=int, default=0, help="seeds FIRST_SEED .. FIRST_SEED+SEEDS-1 (default 0): two runs on two cores can split them")
     ap.add_argument("--algo", default="td3", choices=("td3", "sac"))
     ap.add_argument("--steps", type=int, default=None, help="training budget per seed (default microrl train quadrotor's, 500,000)")
     ap.add_argument("--json", action="store_true")
@@ -298,7 +305,7 @@ def main():
     load = os.getloadavg()
     runs = []
     l2f_runs = []
-    for seed in range(a.seeds):
+    for seed in range(a.first_seed, a.first_seed + a.seeds):
         r = _child(["--one", a.algo, str(seed), "--steps", str(steps)])
         runs.append(r)
         if l2f_binary:  # interleaved with ours, seed by seed: the same machine, the same load
@@ -308,10 +315,13 @@ def main():
                 print("L2F seed %d: %s" % (seed, l["why"] if "why" in l else "trained in %.1f s (%.1f s wall); its final actor on our task flies %.0f%% nominal, %.0f%% perturbed, final distance %.3f m"
                                              % (l["train_s"], l["wall_s"], 100 * l["success_rate"], 100 * l["success_rate_perturbed"], l["position_error_m"])), flush=True)
         if not a.json:
-            print("seed %d: %s; after %d steps (%.1f s of training) flies %.0f%% (perturbed %.0f%%), final distance %.3f m; best evaluation %.0f%% at step %d"
+            spread = r["final_distance_p10_p90_m"]
+            print("seed %d: %s; after %d steps (%.1f s of training) flies %.0f%% (perturbed %.0f%%), crashes %.0f%%, final distance %.3f m (10-90%%: %s); "
+                  "best evaluation %.0f%% at step %d"
                   % (seed, "90%% after %d steps, %.1f s" % (r["steps_to_90"], r["seconds_to_90"]) if r["seconds_to_90"] is not None else "never 90%",
-                     steps, r["train_s"], 100 * r["final_success_rate"], 100 * r["final_success_rate_perturbed"], r["final_position_error_m"],
-                     100 * r["best_success_rate"], r["best_step"]), flush=True)
+                     steps, r["train_s"], 100 * r["final_success_rate"], 100 * r["final_success_rate_perturbed"], 100 * r["final_crash_rate"],
+                     r["final_position_error_m"], "%.3f-%.3f m" % tuple(spread) if spread else "all crashed", 100 * r["best_success_rate"], r["best_step"]),
+                  flush=True)
     reached = [r["seconds_to_90"] for r in runs if r["seconds_to_90"] is not None]
     # seeds that never reach 90% count as infinitely slow in the median
     times = sorted(reached) + [float("inf")] * (len(runs) - len(reached))
