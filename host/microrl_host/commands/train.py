@@ -299,7 +299,7 @@ def register(sub):
 
     p = sub.add_parser(
         "train",
-        help="train a policy (TD3/SAC on the host, Pendulum compiled in the loop; PPO on MuJoCo) and save it",
+        help="train a policy on the host (TD3/SAC: a task compiled into the loop, or gymnasium; PPO: MuJoCo) and save it",
         description="Train a policy and save the actor as a microrl policy file, which the device core loads as it is. "
         "A run folder keeps run.json, progress.csv (for microrl plot) and checkpoint.npz (for --resume). "
         "A run folder that already holds a run is refused unless --resume continues it or --overwrite starts again "
