@@ -13,7 +13,7 @@ from ..algos.checkpoint import CheckpointError
 from ..algos.results import summary_line
 from . import CommandError
 from ..tasks import TaskError
-from ..runlog import RUN_FILES, previous_run
+from ..runlog import RUN_FILES, previous_run, run_folder_of
 from .options import EPISODES_OR_NONE, FOLDER_HELP, MAX_STEPS, OUTPUT_HELP, SEED, STEPS, check_memory, check_output, integer, parse_hidden, whole
 from .progress import ProgressBar
 
@@ -400,12 +400,7 @@ def check(args):
     if args.out is None:
         args.out = "%s-%s.mrlp" % ((args.found.name if args.found else args.task).replace("/", "_").lower(), name)
     if args.run_dir is None:
-        stem = args.out
-        for ext in (".mrlp", ".mrl"):  # .mrl: what earlier versions wrote; its run folder is stem.run too
-            if stem.endswith(ext):
-                stem = stem[: -len(ext)]
-                break
-        args.run_dir = stem + ".run"
+        args.run_dir = run_folder_of(args.out)
     if os.path.isdir(args.out):
         raise CommandError("--out %s is a folder; give a file name such as %s" % (args.out, os.path.join(args.out, "policy.mrlp")))
     entry.check(args)
