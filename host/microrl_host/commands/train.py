@@ -24,7 +24,7 @@ DEFAULT_STEPS = 10000  # unless the task suggests others (its TRAINING)
 EXAMPLES = """examples:
   microrl train pendulum --algo td3 --steps 10000 --seed 0 --out pendulum.mrlp
   microrl train pendulum --algo sac --steps 10000 --json
-  microrl train ./cartpole.py --algo sac     # a task file of your own (docs/tasks.md)
+  microrl train ./slider.py --algo sac       # a task file of your own (docs/tasks.md writes slider.py)
   microrl train Pendulum-v1 --algo td3 --steps 20000   # a gymnasium id: the env steps in Python
   microrl train pendulum --out pendulum.mrlp --steps 20000 --resume   # continue a run
   microrl train pendulum --out pendulum.mrlp --overwrite              # start that run again
