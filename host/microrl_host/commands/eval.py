@@ -13,12 +13,11 @@ def register(sub):
         "eval",
         help="evaluate a policy file: mean and std of the return",
         description="Run a policy file deterministically for N episodes and print the mean and std of the return. "
-        "The task is --task's, or the built-in task of the policy's shape (3 observations and 1 action: pendulum; 22 and 4: "
-        "the quadrotor). A task with a success test (the quadrotor: within 0.1 m of the target and below 0.5 rad/s after 5 s, "
+        "The task is --task's, or the built-in task of the policy's shape (observations and actions: %s). A task with a success test (the quadrotor: within 0.1 m of the target and below 0.5 rad/s after 5 s, "
         "no crash, from random starts within +-0.5 m and 30 deg of tilt) also reports its success rate, median final error and "
         "the share of episodes that ended early; a gymnasium id runs on gymnasium. A task with sim-to-real perturbations "
         "(the quadrotor's observation noise, disturbances and varied airframe; docs/sim-to-real.md), or an action delay given here, "
-        "is evaluated twice: nominal, and perturbed (the same starts).",
+        "is evaluated twice: nominal, and perturbed (the same starts)." % tasks.shapes(),
     )
     p.add_argument("policy", metavar="POLICY", help="a microrl policy file (.mrlp)")
     p.add_argument("--episodes", type=EPISODES, default=None, help="episodes to run (default: the task's suggestion, else 10; quadrotor 100)")

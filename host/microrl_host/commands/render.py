@@ -17,9 +17,9 @@ def register(sub):
     p = sub.add_parser("render", help="animate a policy on its task as a GIF",
                        description="Run a policy file on its task (--task, or the built-in task of the policy's shape) and write an "
                        "animated GIF that plays in real time, drawn from the task's picture() hook (docs/tasks.md): the pendulum's "
-                       "rod; a quadrotor policy (22 observations, 4 motor commands) flies from random starts and is drawn in 3D "
-                       "with its four arms and the target.")
-    p.add_argument("policy", metavar="POLICY", help="a policy file, e.g. a Pendulum (3 observations, 1 action) or quadrotor (22, 4) one")
+                       "rod, the cart and its pole; a quadrotor policy flies from random starts and is drawn in 3D "
+                       "with its four arms and the target. Observations and actions of the built-in tasks: %s." % tasks.shapes())
+    p.add_argument("policy", metavar="POLICY", help="a policy file (.mrlp), e.g. from microrl train")
     p.add_argument("--task", metavar="TASK", help="the task: a built-in name or a task file or module (default: the built-in task of the policy's shape)")
     p.add_argument("--out", default=None, metavar="FILE", help="GIF to write (default: POLICY with the extension .gif)" + OUTPUT_HELP)
     p.add_argument("--episodes", type=whole(1, MAX_EPISODES, "a GIF holds every frame"), default=1, help="episodes to show one after the other, at most %d (default 1)" % MAX_EPISODES)

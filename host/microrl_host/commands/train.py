@@ -16,7 +16,7 @@ from ..algos.results import summary_line
 from . import CommandError
 from ..tasks import TaskError
 from . import latency
-from ..runlog import RUN_FILES, previous_run
+from ..runlog import RUN_FILES, previous_run, run_folder_of
 from .options import EPISODES_OR_NONE, FOLDER_HELP, MAX_STEPS, OUTPUT_HELP, SEED, STEPS, check_memory, check_output, integer, number, parse_hidden, whole
 from .progress import ProgressBar
 
@@ -27,7 +27,7 @@ DEFAULT_STEPS = 10000  # unless the task suggests others (its TRAINING)
 EXAMPLES = """examples:
   microrl train pendulum --algo td3 --steps 10000 --seed 0 --out pendulum.mrlp
   microrl train pendulum --algo sac --steps 10000 --json
-  microrl train ./cartpole.py --algo sac     # a task file of your own (docs/tasks.md)
+  microrl train ./slider.py --algo sac       # a task file of your own (docs/tasks.md writes slider.py)
   microrl train Pendulum-v1 --algo td3 --steps 20000   # a gymnasium id: the env steps in Python
   microrl train pendulum --out pendulum.mrlp --steps 20000 --resume   # continue a run
   microrl train pendulum --out pendulum.mrlp --overwrite              # start that run again
@@ -313,7 +313,7 @@ def register(sub):
 
     p = sub.add_parser(
         "train",
-        help="train a policy (TD3/SAC on the host, Pendulum compiled in the loop; PPO on MuJoCo or gymnasium) and save it",
+        help="train a policy on the host (TD3/SAC: a task compiled into the loop, or gymnasium; PPO: MuJoCo or gymnasium) and save it",
         description="Train a policy and save the actor as a microrl policy file, which the device core loads as it is. "
         "A run folder keeps run.json, progress.csv (for microrl plot) and checkpoint.npz (for --resume). "
         "A run folder that already holds a run is refused unless --resume continues it or --overwrite starts again "
@@ -420,12 +420,7 @@ def check(args):
     if args.out is None:
         args.out = "%s-%s.mrlp" % ((args.found.name if args.found else args.task).replace("/", "_").lower(), name)
     if args.run_dir is None:
-        stem = args.out
-        for ext in (".mrlp", ".mrl"):  # .mrl: what earlier versions wrote; its run folder is stem.run too
-            if stem.endswith(ext):
-                stem = stem[: -len(ext)]
-                break
-        args.run_dir = stem + ".run"
+        args.run_dir = run_folder_of(args.out)
     if os.path.isdir(args.out):
         raise CommandError("--out %s is a folder; give a file name such as %s" % (args.out, os.path.join(args.out, "policy.mrlp")))
     entry.check(args)
