@@ -126,7 +126,7 @@ def run_demo(task=tasks.DEFAULT, port=None, steps=None, seed=0, episodes=5, requ
     from microrl.task import Env
 
     from ..algos import td3
-    from ..board.deploy import BOARD_POLICY, deploy
+    from ..board.deploy import BOARD_POLICY, DeployError, deploy
     from ..board.serial_bench import host_latency, run_closed_loop
     from ..board.serial_link import LinkError, SerialLink
     from ..board.virtual import board_port
@@ -158,7 +158,12 @@ def run_demo(task=tasks.DEFAULT, port=None, steps=None, seed=0, episodes=5, requ
         % (result["train_seconds"], result["host_return_mean"], result["host_return_std"], episodes, _said(module, summary), result["policy"]))
     with board_port(port, heap, folder=board_dir) as (p, described):
         say("2/4 board: %s" % described)
-        report = deploy(p, out, mpy=mpy, tasks=[module])
+        try:
+            report = deploy(p, out, mpy=mpy, tasks=[module])
+        except DeployError as e:  # deploy's own check loads the policy: a board without room for it fails there
+            if "MemoryError" not in str(e):
+                raise
+            raise DeployError(too_small(str(e), policy, p, found.name)) from None
         board_task = list(report["tasks"])[0]
         result["board"] = report["board"]
         result["board_backend"] = report["backend"]
