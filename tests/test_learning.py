@@ -76,14 +76,16 @@ def test_device_core_td3_solves_pendulum():
 
 def test_board_td3_keeps_what_it_learned():
     """The device core's TD3 as train-on-board runs it on a 140-160K board (16,16, batch 32, 4,816
-    replay rows, BOARD_LEARNING), 20,000 steps, seeds 0-4: the final policy, not the best, reaches
-    -200 in at least 4. With the device core's exploration noise (0.1) only 3 did: -483, -216,
-    -182, -96, -131 (seed 0 near -130 at 14,000 steps; issue 33: learned, then lost).
+    replay rows, BOARD_LEARNING), 20,000 steps, seeds 0-4: every final policy (not the best)
+    returns -450 or better and the median -200 or better. With the device core's exploration noise
+    (0.1) seed 0 ended at -483 after returns near -130 (issue 33: learned, then lost); over seeds
+    0-15 that setting ended below -200 in 6 and down to -483.
 
-    Measured with exploration noise 0.3 over seeds 0-7 (numpy backend, `python bench/learning_checks.py
-    board_td3 --seeds 0-7`; docs/on-board-training.md, "Learned, then lost"): -107, -145, -152, -404,
-    -119, -151, -203, -196."""
-    assert_quorum(final_returns("board_td3", range(5)), -200, 4, -200)
+    Measured with exploration noise 0.3 over seeds 0-15 (the machine's own kernels only; `python
+    bench/learning_checks.py board_td3 --seeds 0-15 --settings own`; docs/on-board-training.md,
+    "Learned, then lost"): 13 of 16 at -200 or better, worst -404; seeds 0-4: -107, -145, -152,
+    -404, -119."""
+    assert_quorum(final_returns("board_td3", range(5)), -450, 5, -200)
 
 
 def test_ppo_learns_inverted_pendulum():
