@@ -70,6 +70,7 @@ def run_heap(heap, seeds, steps, native, plain_steps, log):
             path = os.path.join(tmp, "p.mrlp")
             with open(path, "wb") as f:
                 f.write(r.pop("policy_bytes"))
+            r.pop("task_shape", None)  # the task's constants (a namespace): not JSON
             mean, std, _ = evaluate(load(path), Env(pendulum), 10, seed=10007 + seed)
             r.update(seed=seed, steps=n, eval_return=mean, eval_std=std, choice=said[0] if said else "")
             return r

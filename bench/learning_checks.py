@@ -35,6 +35,17 @@ def _device_td3(seed, steps):
     return evals
 
 
+def _board_td3(seed, steps):
+    """The device core's TD3 as train-on-board runs it on a 140-160K board: its learning settings,
+    hidden 16,16, batch 32, a replay of 4,816 rows (what it chose on the Cortex-M3 of issue 33)."""
+    from microrl.train import train_pendulum
+    from microrl_host.board.train import BOARD_LEARNING
+
+    _, evals = train_pendulum(steps=steps or 20000, seed=seed, eval_every=2000, eval_episodes=10, hidden=(16, 16), batch=32,
+                              replay_capacity=4816, **BOARD_LEARNING)
+    return evals
+
+
 def _host_td3(seed, steps):
     from microrl_host.algos.td3 import ALGO
 
@@ -75,7 +86,7 @@ def _cartpole_sac(seed, steps):
     return _cartpole("sac", seed, steps)
 
 
-CHECKS = {"device_td3": _device_td3, "host_td3": _host_td3, "host_sac": _host_sac, "ppo_ip": _ppo_ip, "cartpole_td3": _cartpole_td3,
+CHECKS = {"device_td3": _device_td3, "board_td3": _board_td3, "host_td3": _host_td3, "host_sac": _host_sac, "ppo_ip": _ppo_ip, "cartpole_td3": _cartpole_td3,
           "cartpole_sac": _cartpole_sac}
 
 

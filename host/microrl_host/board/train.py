@@ -41,9 +41,13 @@ MIN_REPLAY = 5000
 # the rungs that learned: smaller ones are only for a heap too small for these (8,8/16 with
 # 5,600 rows returned -647 to -1640 over 5 seeds, where 16,16/32 with 4,400 returned -85 to -670)
 LEARNING_RUNGS = 3
-# a full replay on the board starts each new episode at a random row (TD3Config.replay_overwrite):
-# with a ring, 16,16 and 5,700 rows forgot the swing-up once the buffer held only later episodes
-REPLAY_OVERWRITE = "random"
+# train-on-board's learning settings beside the device core's TD3Config defaults (the host's
+# stay as they are). A full replay starts each new episode at a random row (replay_overwrite): with
+# a ring, 16,16 and 5,700 rows forgot the swing-up once the buffer held only later episodes.
+# Exploration noise 0.3 (the device core's: 0.1): a 16,16 TD3 with a replay of ~25 episodes forgot
+# the swing-up from starts its recent, narrow episodes no longer held (docs/on-board-training.md,
+# "Learned, then lost").
+BOARD_LEARNING = dict(replay_overwrite="random", exploration_noise=0.3)
 SMALLEST_REPLAY = 500  # below this a board is refused rather than given a replay too small to learn from
 DEFAULT_WARMUP = TD3Config().warmup
 DEFAULT_LR = TD3Config().actor_lr  # the device core's default, actor and critics alike
@@ -388,7 +392,7 @@ def train_on_board(transport, steps, hidden=None, batch=None, replay=None, warmu
                replay, row_bytes(shape), est["total"] / 1024.0, est["margin"] / 1024.0, why))
     every = every or max(1, min(50, steps // 100))
     settings = dict(HIDDEN=tuple(hidden), BATCH=batch, REPLAY=replay, WARMUP=warmup_steps, STEPS=steps, SEED=seed, EVERY=every,
-                    OVERWRITE=REPLAY_OVERWRITE, ACTOR_LR=float(actor_lr), CRITIC_LR=float(critic_lr))
+                    LEARNING=BOARD_LEARNING, ACTOR_LR=float(actor_lr), CRITIC_LR=float(critic_lr))
     # the agent is built, then trains (from the host run's arrays, written between)
     if init is not None:
         out, err = _run(transport, board_program("train_build", **settings), 120)
@@ -482,6 +486,7 @@ def train_on_board(transport, steps, hidden=None, batch=None, replay=None, warmu
         "warmup": warmup_steps,
         "actor_lr": actor_lr,
         "critic_lr": critic_lr,
+        "learning": dict(BOARD_LEARNING),
         "bytes_per_transition": row_bytes(shape),
         "backend": board["backend"],
         "gc_block": block,

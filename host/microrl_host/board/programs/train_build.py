@@ -2,7 +2,7 @@
 # task imported there (`task`), its replay buffer (the biggest block) allocated first, while the
 # heap is still whole; then 'M mem_free'. What runs next starts from `agent` (train_loop.py).
 gc.collect()
-agent = TD3(Env(task), TD3Config(hidden=HIDDEN, batch=BATCH, replay_capacity=REPLAY, warmup=WARMUP, steps=STEPS, replay_overwrite=OVERWRITE,
-                                 actor_lr=ACTOR_LR, critic_lr=CRITIC_LR), SEED)
+agent = TD3(Env(task), TD3Config(hidden=HIDDEN, batch=BATCH, replay_capacity=REPLAY, warmup=WARMUP, steps=STEPS, 
+                                 actor_lr=ACTOR_LR, critic_lr=CRITIC_LR, **LEARNING), SEED)
 gc.collect()
 print('M', gc.mem_free())
