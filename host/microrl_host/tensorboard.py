@@ -9,6 +9,9 @@ on to another, such as the command line's progress bar:
 
 Scalars under CleanRL's tags (charts/, losses/, eval/; docs/training.md, TensorBoard), and the
 run's settings as hyperparameters with the last evaluation as their metrics (the HPARAMS tab)."""
+import os
+import time
+
 from .algos.callbacks import NONE, Callbacks
 
 INSTALL = 'pip install "microrl[tensorboard]"'
@@ -57,7 +60,10 @@ class TensorBoard(Callbacks):
 
     def on_start(self, total, initial, desc):
         # purge_step: TensorBoard hides what a killed run logged after the step resumed from
-        self.writer = self.SummaryWriter(self.folder, purge_step=initial + 1 if initial else None, flush_secs=30)
+        # a file name of its own: tensorboardX names event files by the second, so a resumed run
+        # started within the second of the last one's writer would replace that file, its logs lost
+        self.writer = self.SummaryWriter(self.folder, purge_step=initial + 1 if initial else None, flush_secs=30,
+                                         filename_suffix=".%d.%d" % (os.getpid(), time.time_ns()))
         self.inner.on_start(total, initial, desc)
 
     def on_settings(self, settings):
