@@ -33,7 +33,9 @@ class References:
     def __init__(self, observations, actions, tolerance=TOLERANCE):
         n = len(observations)
         if n != len(actions) or not 1 <= n <= MAX_COUNT:
-            raise ValueError("references: %d observations and %d actions; give the same number, 1 to %d" % (n, len(actions), MAX_COUNT))
+            from .refusals import count
+
+            raise ValueError("references: %s and %s; give the same number, 1 to %d" % (count(n, "observation"), count(len(actions), "action"), MAX_COUNT))
         self.count = n
         self.obs_dim = len(observations[0])
         self.act_dim = len(actions[0])
@@ -70,7 +72,9 @@ def section(refs, sizes):
     """The bytes of the reference section for a policy of these layer sizes."""
     n_in, n_out = sizes[0], sizes[-1]
     if refs.obs_dim != n_in or refs.act_dim != n_out:
-        raise ValueError("references have %d observations and %d actions, the policy %d and %d" % (refs.obs_dim, refs.act_dim, n_in, n_out))
+        from .refusals import count
+
+        raise ValueError("references have %s and %s, the policy %d and %d" % (count(refs.obs_dim, "observation"), count(refs.act_dim, "action"), n_in, n_out))
     parts = [struct.pack("<If", refs.count, refs.tolerance)]
     for k in range(refs.count):
         parts.append(_le(refs.observation(k)))

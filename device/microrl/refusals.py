@@ -105,3 +105,9 @@ def out_of_memory(step, need):
     except (ImportError, AttributeError):  # CPython cannot say
         return MemoryError("%s: out of memory (it needs about %d bytes)" % (step, need))
     return MemoryError("%s: out of memory: it needs about %d bytes of heap, %d are free%s" % (step, need, free, " but in pieces too small" if free >= need else ""))
+
+
+def count(n, noun, plural=None):
+    """'1 episode', '3 episodes', '0 episodes' (plural: for nouns that do not just take an s):
+    every message with a count says it so, on the host and on the board."""
+    return "%d %s" % (n, noun if n == 1 else plural or noun + "s")

@@ -219,8 +219,10 @@ class Server:
             return self.error(seq, P.E_PAYLOAD, "task %s does not import on the board (%s): deploy it with microrl deploy --task" % (name, e))
         policy = self.policy
         if policy.obs_dim != task.OBS_DIM or policy.act_dim != task.ACT_DIM:
-            return self.error(seq, P.E_PAYLOAD, "task %s has %d observations and %d actions, the policy takes %d and gives %d"
-                              % (name, task.OBS_DIM, task.ACT_DIM, policy.obs_dim, policy.act_dim))
+            from .refusals import count
+
+            return self.error(seq, P.E_PAYLOAD, "task %s has %s and %s, the policy takes %d and gives %d"
+                              % (name, count(task.OBS_DIM, "observation"), count(task.ACT_DIM, "action"), policy.obs_dim, policy.act_dim))
         env = self._episodes(task, name, seed, first)
         if env is None:
             run = self.last_rollout

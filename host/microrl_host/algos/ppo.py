@@ -27,6 +27,7 @@ import numpy as np
 from microrl import policy as policy_file
 from microrl.activations import IDENTITY
 from microrl.nn import MLP
+from microrl.refusals import count
 
 from ..envs.gym import rollout_returns
 from ..nn.blas import one_blas_thread
@@ -609,7 +610,7 @@ def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_epi
             evals.append((step, mean_r, std_r))
             if log:
                 log.row(step, eval_mean=mean_r, eval_std=std_r, time_s=elapsed_before + time.perf_counter() - start)
-            callbacks.on_message("step %d: deterministic return %.1f +- %.1f (%d episodes)" % (step, mean_r, std_r, eval_episodes))
+            callbacks.on_message("step %d: deterministic return %.1f +- %.1f (%s)" % (step, mean_r, std_r, count(eval_episodes, "episode")))
             return mean_r, std_r
 
         last_good = [step if resume else None]  # the step of the last checkpoint written

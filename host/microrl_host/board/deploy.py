@@ -16,6 +16,8 @@ import subprocess
 import sys
 import tempfile
 
+from microrl.refusals import count
+
 from . import native
 from .serial_link import LinkError, connect, disconnect
 
@@ -554,8 +556,8 @@ def deploy(port=None, policy_path=None, mpy=False, transport=None, log=None, tim
 def check_shape(policy, task_name, obs_dim, act_dim):
     """DeployError unless the policy fits the task's observations and actions."""
     if (obs_dim, act_dim) != (policy.obs_dim, policy.act_dim):
-        raise DeployError("the policy takes %d observations and gives %d actions, but the task %s has %d and %d: deploy the policy "
-                          "with the task it was trained on (--task)" % (policy.obs_dim, policy.act_dim, task_name, obs_dim, act_dim))
+        raise DeployError("the policy takes %s and gives %s, but the task %s has %d and %d: deploy the policy "
+                          "with the task it was trained on (--task)" % (count(policy.obs_dim, "observation"), count(policy.act_dim, "action"), task_name, obs_dim, act_dim))
 
 
 def task_info_program(name):

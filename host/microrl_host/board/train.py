@@ -22,6 +22,7 @@ from microrl import memory
 from microrl.layout import actor_critic_sizes
 from microrl.replay import bytes_per_transition
 from microrl.td3 import TD3Config
+from microrl.refusals import count
 
 from .deploy import DeployError, _exec, board_program, parse_task_info
 
@@ -362,8 +363,8 @@ def train_on_board(transport, steps, hidden=None, batch=None, replay=None, warmu
     chosen = [hidden is None, batch is None, replay is None]
     if init is not None:
         if (init.obs_dim, init.act_dim) != (shape.OBS_DIM, shape.ACT_DIM):
-            raise BoardTrainError("--init: the run %s has %d observations and %d actions, the task %s on the board %d and %d"
-                                  % (init.path, init.obs_dim, init.act_dim, board["task_name"], shape.OBS_DIM, shape.ACT_DIM))
+            raise BoardTrainError("--init: the run %s has %s and %s, the task %s on the board %d and %d"
+                                  % (init.path, count(init.obs_dim, "observation"), count(init.act_dim, "action"), board["task_name"], shape.OBS_DIM, shape.ACT_DIM))
         if hidden is not None and tuple(hidden) != init.hidden:
             raise BoardTrainError("--init: the run's networks have hidden layers %s, not --hidden %s: leave --hidden out"
                                   % (",".join(map(str, init.hidden)), ",".join(map(str, hidden))))
@@ -408,7 +409,7 @@ def train_on_board(transport, steps, hidden=None, batch=None, replay=None, warmu
             text += out.decode("ascii", "replace")
         init_check(init, text)
         if say:
-            say("board: TD3 starts from %s (%d updates; actor, critics, targets and Adam moments, checked)" % (init.path, init.updates))
+            say("board: TD3 starts from %s (%s; actor, critics, targets and Adam moments, checked)" % (init.path, count(init.updates, "update")))
         code = board_program("train_loop", **settings)
     else:
         code = board_program("train_build", **settings) + board_program("train_loop", **settings)

@@ -7,6 +7,8 @@ import os
 import sys
 import time
 
+from microrl.refusals import count
+
 from .. import tasks
 from . import CommandError
 from .options import FOLDER_HELP, OUTPUT_HELP, SEED, STEPS, check_memory, check_output, check_port, whole
@@ -137,7 +139,7 @@ def run_demo(task=tasks.DEFAULT, port=None, steps=None, seed=0, episodes=5, requ
     suggested = found.training
     steps = steps or suggested.get("steps", 10000)
     result = {"task": found.name, "steps": steps, "seed": seed, "episodes": episodes}
-    say("1/4 training TD3 on %s on the host: %d steps, seed %d (numba, the task compiled into the training loop)" % (found.name, steps, seed))
+    say("1/4 training TD3 on %s on the host: %s, seed %d (numba, the task compiled into the training loop)" % (found.name, count(steps, "step"), seed))
     t0 = time.perf_counter()
     # a task's own evaluation settings when it suggests them (a run keeps its best-evaluated actor
     # when the task has a success test); else a few quick evaluations
@@ -154,8 +156,8 @@ def run_demo(task=tasks.DEFAULT, port=None, steps=None, seed=0, episodes=5, requ
     result.update({"host_" + k: v for k, v in summary.items()})
     result["policy"] = os.path.abspath(out)
     result["board_dir"] = os.path.abspath(board_dir) if board_dir and not port else None
-    say("    %.1f s; on the host: return %.1f +- %.1f over %d episodes%s; policy saved to %s"
-        % (result["train_seconds"], result["host_return_mean"], result["host_return_std"], episodes, _said(module, summary), result["policy"]))
+    say("    %.1f s; on the host: return %.1f +- %.1f over %s%s; policy saved to %s"
+        % (result["train_seconds"], result["host_return_mean"], result["host_return_std"], count(episodes, "episode"), _said(module, summary), result["policy"]))
     with board_port(port, heap, folder=board_dir) as (p, described):
         say("2/4 board: %s" % described)
         try:
@@ -168,8 +170,8 @@ def run_demo(task=tasks.DEFAULT, port=None, steps=None, seed=0, episodes=5, requ
         result["board"] = report["board"]
         result["board_backend"] = report["backend"]
         result["board_task"] = board_task
-        say("3/4 deployed microrl (%d files copied, %d unchanged; %s backend on the board), the task (microrl.tasks.%s there) and the policy; "
-            "its actions on the board match the host's" % (len(report["copied"]), report["unchanged"], report["backend"], board_task))
+        say("3/4 deployed microrl (%s copied, %d unchanged; %s backend on the board), the task (microrl.tasks.%s there) and the policy; "
+            "its actions on the board match the host's" % (count(len(report["copied"]), "file"), report["unchanged"], report["backend"], board_task))
         if report["native_note"]:
             say("    " + report["native_note"])
         with SerialLink(p) as link:
@@ -189,9 +191,9 @@ def run_demo(task=tasks.DEFAULT, port=None, steps=None, seed=0, episodes=5, requ
             result.update({"board_" + k: v for k, v in board_summary.items()})
             if summary:
                 result["board_success_matches_host"] = [int(a[1]) for a in rows] == [int(b[1]) for b in host_rows]
-            say("4/4 closed loop on the board (policy and %s both on it): return %.1f +- %.1f over %d episodes%s (host: %.1f); policy %.0f us per step "
+            say("4/4 closed loop on the board (policy and %s both on it): return %.1f +- %.1f over %s%s (host: %.1f); policy %.0f us per step "
                 "(a %.0f Hz control rate), the task %.0f us per step"
-                % (found.name, mean, std, episodes, _said(module, board_summary), result["host_return_mean"], per_step, result["board_control_rate_hz"] or 0,
+                % (found.name, mean, std, count(episodes, "episode"), _said(module, board_summary), result["host_return_mean"], per_step, result["board_control_rate_hz"] or 0,
                    result["board_sim_step_us"]))
             serial, error = run_closed_loop(link, module, requests, eval_seed)
             if error:
@@ -201,8 +203,8 @@ def run_demo(task=tasks.DEFAULT, port=None, steps=None, seed=0, episodes=5, requ
         result["serial_episode_returns"] = serial["episode_returns"]
         result.update(host_latency(policy, 1000, seed))
         ended = serial["episode_returns"]
-        say("    over the serial line (%s on the host, the policy on the board): %d control steps%s; round trip p50 %.0f us, p99 %.0f us, max %.0f us; "
+        say("    over the serial line (%s on the host, the policy on the board): %s%s; round trip p50 %.0f us, p99 %.0f us, max %.0f us; "
             "board compute %.0f us; %.0f inferences/s (host: %.1f us per inference)"
-            % (found.name, serial["completed"], ", %d episodes ended, mean return %.1f" % (len(ended), sum(ended) / len(ended)) if ended else "",
+            % (found.name, count(serial["completed"], "control step"), ", %s ended, mean return %.1f" % (count(len(ended), "episode"), sum(ended) / len(ended)) if ended else "",
                serial["p50_us"], serial["p99_us"], serial["max_us"], serial["board_compute_us"], serial["per_second"], result["host_p50_us"]))
     return result

@@ -4,6 +4,8 @@ import sys
 
 import os
 
+from microrl.refusals import count
+
 from .. import tasks
 from ..runlog import run_folder_of
 from . import CommandError
@@ -80,20 +82,21 @@ def run(args):
         print(json.dumps(report))
         return 0
     print("board: %s" % report["board"])
-    print("microrl %s (%s files): %d copied (%d bytes), %d unchanged"
-          % (report["microrl"], report["format"], len(report["copied"]), report["bytes"], report["unchanged"]))
+    print("microrl %s (%s files): %d copied (%s), %d unchanged"
+          % (report["microrl"], report["format"], len(report["copied"]), count(report["bytes"], "byte"), report["unchanged"]))
     if report["native"]:
         print("native kernels: /lib/microrl_kernels.mpy for %s" % report["native"])
     if report["native_note"]:
         print(report["native_note"])
     print("backend on the board: %s" % report["backend"])
     for name, t in report["tasks"].items():
-        print("task %s: microrl.tasks.%s on the board, %d observations, %d actions, %d steps per episode"
-              % (t["NAME"], name, t["OBS_DIM"], t["ACT_DIM"], t["EPISODE_STEPS"]))
+        print("task %s: microrl.tasks.%s on the board, %s, %s, %s per episode"
+              % (t["NAME"], name, count(t["OBS_DIM"], "observation"), count(t["ACT_DIM"], "action"), count(t["EPISODE_STEPS"], "step")))
     if "policy" in report:
         if report["policy_references"]:
-            print("policy: %s; its %d reference vectors on the board match the actions stored with them (largest difference %.2g)"
-                  % (report["policy"], report["policy_references"], report["policy_max_diff"]))
+            n = report["policy_references"]
+            print("policy: %s; its %s on the board %s the actions stored in the file (largest difference %.2g)"
+                  % (report["policy"], count(n, "reference vector"), "matches" if n == 1 else "match", report["policy_max_diff"]))
         else:
             print("policy: %s; actions on the board match the host's (largest difference %.2g; the file has no reference vectors)" % (report["policy"], report["policy_max_diff"]))
     return 0

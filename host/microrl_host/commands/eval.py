@@ -2,6 +2,8 @@
 import json
 import sys
 
+from microrl.refusals import count
+
 from .. import tasks
 from . import CommandError, latency
 from .options import EPISODES, SEED
@@ -45,8 +47,8 @@ def pick_task(policy, given, option="--task", drawn=False):
     if given is None:
         names = tasks.by_shape(policy.obs_dim, policy.act_dim)
         if len(names) != 1:
-            raise CommandError("this policy takes %d observations and gives %d actions; say which task with %s (%s)"
-                               % (policy.obs_dim, policy.act_dim, option, "one of %s" % ", ".join(names) if names else
+            raise CommandError("this policy takes %s and gives %s; say which task with %s (%s)"
+                               % (count(policy.obs_dim, "observation"), count(policy.act_dim, "action"), option, "one of %s" % ", ".join(names) if names else
                                   "a task file or module with a picture() hook: %s" % DRAWN_ONLY if drawn else "a task file or module, or a gymnasium id"))
         given = names[0]
     try:
@@ -67,7 +69,7 @@ def pick_task(policy, given, option="--task", drawn=False):
         shape = (int(__import__("numpy").prod(env.observation_space.shape)), int(__import__("numpy").prod(env.action_space.shape)))
         env.close()
     if shape != (policy.obs_dim, policy.act_dim):
-        raise CommandError("%s %s has %d observations and %d actions; this policy takes %d and gives %d" % (option, given, shape[0], shape[1], policy.obs_dim, policy.act_dim))
+        raise CommandError("%s %s has %s and %s; this policy takes %d and gives %d" % (option, given, count(shape[0], "observation"), count(shape[1], "action"), policy.obs_dim, policy.act_dim))
     return found
 
 
@@ -103,7 +105,7 @@ def run(args):
     if args.json:
         print(json.dumps(result))
         return 0
-    print("%s on %s: return %.1f +- %.1f over %d episodes" % (args.policy, found.name, result["mean"], result["std"], args.episodes))
+    print("%s on %s: return %.1f +- %.1f over %s" % (args.policy, found.name, result["mean"], result["std"], count(args.episodes, "episode")))
     if "perturbed" in result:
         p = result["perturbed"]
         print("  perturbed (%s): return %.1f +- %.1f" % (describe(p["perturbations"]), p["mean"], p["std"]))
@@ -148,8 +150,8 @@ def run_with_success(args, policy, found, perturbed=None):
         extra = "".join(", %s %.3g" % (k, v) for k, v in summary.items() if k != "success_rate")
         if where == "nominal":
             result.update(figures)
-            lines.append("%s on %s: succeeds in %.0f%% of %d episodes%s, return %.1f +- %.1f"
-                         % (args.policy, found.name, 100 * figures["success_rate"], args.episodes, extra, figures["mean"], figures["std"]))
+            lines.append("%s on %s: succeeds in %.0f%% of %s%s, return %.1f +- %.1f"
+                         % (args.policy, found.name, 100 * figures["success_rate"], count(args.episodes, "episode"), extra, figures["mean"], figures["std"]))
         else:
             result["perturbed"] = dict(figures, perturbations=chosen)
             lines.append("  perturbed (%s): succeeds in %.0f%%%s, return %.1f +- %.1f"

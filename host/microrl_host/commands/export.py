@@ -2,6 +2,8 @@
 import json
 import os
 
+from microrl.refusals import count
+
 from ..references import COUNT, MAX_REFERENCES
 from . import CommandError
 from .options import EPISODES, EPISODES_OR_NONE, OUTPUT_HELP, SEED, check_output, load_policy, number, whole
@@ -97,12 +99,12 @@ def run(args):
         return 0
     print("wrote %s: %s, %d bytes (float: %d)" % (out, report["network"], report["bytes_int16"], report["bytes_float"]))
     print("fractional bits: activations %s, weights %s" % (quantised.fx, quantised.fw))
-    print("action error on %d calibration observations: max %.3g, mean %.3g" % (len(observations), worst, mean))
+    print("action error on %s: max %.3g, mean %.3g" % (count(len(observations), "calibration observation"), worst, mean))
     if report["references"]:
-        print("%d reference vectors (the int16 policy's actions on the host; microrl deploy checks them on the board)" % report["references"])
+        print("%s (the int16 policy's actions on the host; microrl deploy checks them on the board)" % count(report["references"], "reference vector"))
     if "int16_mean" in report:
-        print("%s return over %d episodes: float %.1f +- %.1f, int16 %.1f +- %.1f (difference %+.2f; worst episode %.2f)"
-              % (report["task"], args.eval_episodes, report["float_mean"], report["float_std"], report["int16_mean"], report["int16_std"],
+        print("%s return over %s: float %.1f +- %.1f, int16 %.1f +- %.1f (difference %+.2f; worst episode %.2f)"
+              % (report["task"], count(args.eval_episodes, "episode"), report["float_mean"], report["float_std"], report["int16_mean"], report["int16_std"],
                  report["mean_difference"], report["worst_episode_difference"]))
     return 0
 

@@ -4,6 +4,8 @@ import json
 import os
 import warnings
 
+from microrl.refusals import count
+
 from ..importers.errors import brief
 from ..references import COUNT, MAX_REFERENCES
 from . import CommandError
@@ -75,14 +77,14 @@ def _action_box(args, n_out, space):
         low = low * n_out if len(low) == 1 else low
         high = high * n_out if len(high) == 1 else high
         if len(low) != n_out or len(high) != n_out:
-            raise CommandError("--action-low/--action-high give %d/%d bounds for %d actions" % (len(low), len(high), n_out))
+            raise CommandError("--action-low/--action-high give %d/%d bounds for %s" % (len(low), len(high), count(n_out, "action")))
         low, high = np.array(low), np.array(high)
     elif space is not None:
         if not hasattr(space, "low"):
             raise CommandError("--env %s has %s actions, not a Box: microrl's policies give continuous actions" % (args.env, type(space).__name__))
         low, high = np.asarray(space.low, np.float64).reshape(-1), np.asarray(space.high, np.float64).reshape(-1)
         if low.size != n_out:
-            raise CommandError("--env %s has %d actions, the network %d" % (args.env, low.size, n_out))
+            raise CommandError("--env %s has %s, the network %d" % (args.env, count(low.size, "action"), n_out))
     else:
         return None
     if not np.all(low <= high):
@@ -176,7 +178,7 @@ def _convert(args, source, out):
                 raise CommandError("--scale-actions and --clip-actions need the action Box: give --env or --action-low/--action-high")
         imported = onnx_graph.load(source, args.output, stats, box, args.scale_actions, args.clip_actions)
     if obs_space is not None and _width(obs_space, args.env) != imported.chain.n_in:
-        raise CommandError("--env %s has %d observations, the network takes %d" % (args.env, _width(obs_space, args.env), imported.chain.n_in))
+        raise CommandError("--env %s has %s, the network takes %d" % (args.env, count(_width(obs_space, args.env), "observation"), imported.chain.n_in))
     return convert(imported, out, args.check, args.seed, args.tolerance, args.references, space=obs_space)
 
 
@@ -217,5 +219,5 @@ def run(args):
           % (report["observations"], report["framework"], report["max_difference"], report["max_abs_difference"], report["tolerance"],
              "; %.0f%% of the action values at the clipping bounds" % (100 * report["actions_at_clip"]) if report["actions_at_clip"] else ""))
     if report["references"]:
-        print("%d reference vectors in the file (%s actions): microrl deploy checks them on the board" % (report["references"], report["framework"]))
+        print("%s in the file (%s actions): microrl deploy checks them on the board" % (count(report["references"], "reference vector"), report["framework"]))
     return 0

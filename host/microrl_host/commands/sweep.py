@@ -11,6 +11,8 @@ import subprocess
 import sys
 import time
 
+from microrl.refusals import count
+
 from .. import atomic
 from ..runlog import previous_run
 from . import CommandError
@@ -251,7 +253,7 @@ def run(args):
     os.makedirs(root, exist_ok=True)
     where = "Ray at %s" % args.ray if args.ray else "%d local processes" % (args.workers or os.cpu_count() or 1)
     if not args.quiet:
-        print("sweep: %d runs of %s %s on %s, into %s" % (len(jobs), args.algo, args.task, where, root), file=sys.stderr)
+        print("sweep: %s of %s %s on %s, into %s" % (count(len(jobs), "run"), args.algo, args.task, where, root), file=sys.stderr)
     results = []
     with Progress(len(jobs), desc="sweep", unit="run", quiet=args.quiet) as bar:
         for job, (code, result, err) in (_run_ray(jobs, args.ray) if args.ray else _run_local(jobs, args.workers)):

@@ -3,6 +3,8 @@ import json
 import math
 import sys
 
+from microrl.refusals import count
+
 from .. import tasks
 from . import CommandError
 from .options import EPISODES_OR_NONE, OUTPUT_HELP, SEED, STEPS, check_output, integer, parse_hidden
@@ -111,14 +113,14 @@ def run(args):
     if args.json:
         print(json.dumps(result))
         return 0
-    print("trained %d steps of %s on the board in %.1f s (%.1f steps/s, %s with updates, %s kernels); free RAM %.1f kB before allocating, %.1f kB at the lowest (estimate %.1f kB)"
-          % (args.steps, result["task_name"], result["seconds"], result["steps_per_second"],
+    print("trained %s of %s on the board in %.1f s (%.1f steps/s, %s with updates, %s kernels); free RAM %.1f kB before allocating, %.1f kB at the lowest (estimate %.1f kB)"
+          % (count(args.steps, "step"), result["task_name"], result["seconds"], result["steps_per_second"],
              "%.1f steps/s" % result["train_steps_per_second"] if result["train_steps_per_second"] else "?",
              result["backend"], result["mem_free_start"] / 1024.0, (result["mem_free_min"] or 0) / 1024.0, result["estimate_bytes"] / 1024.0))
     evaluated = ""
     if args.episodes:
         figures = "".join(", %s %.3g" % (k, v) for k, v in result["eval_summary"].items())
-        evaluated = "; on the %s: return %.1f +- %.1f over %d episodes%s" % (result["eval_on"], result["eval_return_mean"], result["eval_return_std"], args.episodes, figures)
+        evaluated = "; on the %s: return %.1f +- %.1f over %s%s" % (result["eval_on"], result["eval_return_mean"], result["eval_return_std"], count(args.episodes, "episode"), figures)
     print("policy %s copied back to %s%s" % (policy.describe(), args.out, evaluated))
     return 0
 

@@ -26,6 +26,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from microrl.refusals import count
+
 MUJOCO_HINT = "install it with: pip install 'microrl[mujoco]'  (mujoco and gymnasium[mujoco])"
 
 # task families: which formulas serve which gymnasium ids
@@ -451,7 +453,7 @@ class MujocoVectorEnv:
             seeds = [None] * n
         elif isinstance(seed, (list, tuple, np.ndarray)):
             if len(seed) != n:
-                raise ValueError("give one seed per copy: %d seeds for %d copies" % (len(seed), n))
+                raise ValueError("give one seed per copy: %s for %s" % (count(len(seed), "seed"), count(n, "copy", "copies")))
             seeds = list(seed)
         else:
             seeds = [int(seed) + i for i in range(n)]

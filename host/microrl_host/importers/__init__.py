@@ -90,6 +90,7 @@ def convert(imported, out, count=CHECK_COUNT, seed=0, tolerance=1e-4, references
     (with `references` reference vectors) if the largest difference is within tolerance; the
     report as a dict. ImportRefused (nothing written) when they disagree."""
     import microrl
+    from microrl.refusals import count as counted  # `count` is this function's number of observations
 
     from ..references import attach, spread
 
@@ -98,7 +99,7 @@ def convert(imported, out, count=CHECK_COUNT, seed=0, tolerance=1e-4, references
     obs = obs.astype(np.float32).astype(np.float64)  # what the file and the framework both see
     theirs = imported.actions(obs)
     if theirs.shape != (count, policy.act_dim):
-        raise ImportRefused("the framework gave actions of shape %s for %d observations, the network has %d outputs" % (list(theirs.shape), count, policy.act_dim))
+        raise ImportRefused("the framework gave actions of shape %s for %s, the network has %s" % (list(theirs.shape), counted(count, "observation"), counted(policy.act_dim, "output")))
     if not np.all(np.isfinite(theirs)):
         raise ImportRefused("the framework's own actions are not all finite on the check observations: a diverged model?")
     if references:

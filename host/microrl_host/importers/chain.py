@@ -10,6 +10,7 @@ or a clip that the format cannot place is refused with the reason (ImportRefused
 import numpy as np
 
 from microrl.activations import NAMES
+from microrl.refusals import count
 
 from .errors import ImportRefused
 
@@ -34,7 +35,7 @@ class Chain:
         """The observation normalisation the network was trained behind: (obs - mean) / std,
         clipped to +-clip (None: not clipped)."""
         if self.n_in is not None and len(mean) != self.n_in:
-            raise ImportRefused("a normalisation of %d observations for a network of %d inputs" % (len(mean), self.n_in))
+            raise ImportRefused("a normalisation of %s for a network of %s" % (count(len(mean), "observation"), count(self.n_in, "input")))
         self.mean, self.std = np.asarray(mean, np.float64), np.asarray(std, np.float64)
         if clip is not None:
             self.clip(-clip, clip)

@@ -17,6 +17,8 @@ import re
 
 import numpy as np
 
+from microrl.refusals import count
+
 from .chain import Chain
 from .errors import ImportRefused, brief, need
 from .imported import Imported, normalised, stats_note
@@ -107,7 +109,7 @@ def load(path, layout=None, activation=None, action_box=None, obs_stats=None):
         if "action_scale" in sd and "action_bias" in sd:
             scale, bias = as_numpy(sd["action_scale"]).reshape(-1), as_numpy(sd["action_bias"]).reshape(-1)
             if scale.size != n_out or bias.size != n_out:
-                raise ImportRefused("%s: action_scale/action_bias of %d/%d values for %d actions" % (path, scale.size, bias.size, n_out))
+                raise ImportRefused("%s: action_scale/action_bias of %d/%d values for %s" % (path, scale.size, bias.size, count(n_out, "action")))
             chain.affine(scale, bias, "the action scaling")
             notes.append("%s layout: tanh(%s) * action_scale + action_bias" % (layout, names[-1]))
         else:

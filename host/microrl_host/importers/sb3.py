@@ -16,6 +16,8 @@ import zipfile
 
 import numpy as np
 
+from microrl.refusals import count
+
 from .chain import Chain
 from .errors import ImportRefused, brief, need
 from .imported import Imported
@@ -114,7 +116,7 @@ def load(path, vecnormalize=None, algo=None):
         else:
             mean, var, eps, clip = stats
             if mean.size != n_in:
-                raise ImportRefused("%s normalises %d observations, the model takes %d: not the model's VecNormalize" % (vecnormalize, mean.size, n_in))
+                raise ImportRefused("%s normalises %s, the model takes %d: not the model's VecNormalize" % (vecnormalize, count(mean.size, "observation"), n_in))
             chain.normalise(mean, np.sqrt(var + eps), clip)
             notes.append("VecNormalize: (obs - mean) / sqrt(var + %g), clipped to +-%g (clip_obs)" % (eps, clip))
     squash = policy.squash_output
