@@ -155,16 +155,14 @@ def margin(steps=60):
 
     from microrl_host.board.virtual import micropython_command
     from microrl_host.board.train import USABLE_PROBE
-    from microrl_host.board.deploy import core_name, core_sources
+    from microrl_host.board.deploy import core_name, core_sources, mpy_cross
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         lib = os.path.join(tmp, "lib", "microrl")
-        os.makedirs(lib)
         for src in core_sources():
-            out = os.path.join(lib, *core_name(src, ".mpy").split("/"))
-            os.makedirs(os.path.dirname(out), exist_ok=True)
-            subprocess.run([sys.executable, "-m", "mpy_cross", "-march=x64", "-o", out, src], check=True, capture_output=True)
+            # compiled as deploy --mpy compiles for the board (one implementation: deploy.mpy_cross)
+            mpy_cross(src, os.path.join(lib, *core_name(src, ".mpy").split("/")), "x64", "microrl/" + core_name(src))
         env = dict(os.environ, MICROPYPATH=os.path.join(tmp, "lib"))
 
         def run(heap, hidden, batch, replay):
