@@ -1,12 +1,15 @@
 """microrl train-on-board against the virtual board: sizes chosen to fit, refusals, and the memory
 estimate against the board's allocator across heaps (a run the estimate passes never runs out)."""
 import os
+import re
 
 import pytest
 
 from boardkit import board, cli, cli_json, needs_board  # noqa: F401 (fixture)
+from helpers import assert_refused
 
 pytestmark = needs_board
+BAR = re.compile(r"training on the board: +\d+%\|")  # tqdm's bar (the errors say "training on the board ..." too)
 
 
 def test_train_on_board_few_hundred_steps(board, tmp_path):
@@ -32,9 +35,12 @@ def test_a_run_that_diverges_stops_with_a_clear_error_and_writes_nothing(board, 
     pass: only the actor was checked, and it stayed finite; a diverged actor ended in 'ValueError:
     can't convert NaN to int' from the replay.)"""
     out = tmp_path / "diverged.mrlp"
+    # one of the two with its progress bar: drawn once the board trains, closed before the error
+    quiet = ["--quiet"] if flag == "--critic-lr" else []
     r = cli("train-on-board", "--port", board.port, "--steps", "300", "--hidden", "8,8", "--batch", "16", "--replay", "500",
-            flag, "1e30", "--out", out, "--episodes", "1", "--no-deploy", "--quiet", timeout=120)
+            flag, "1e30", "--out", out, "--episodes", "1", "--no-deploy", *quiet, timeout=120)
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    assert bool(BAR.search(r.stderr)) == (not quiet), r.stderr[-2000:]
     error = r.stderr.strip().splitlines()[-1]
     assert "training on the board diverged: %s" % what in error and "became NaN or infinite by step" in error, error
     assert "no policy written" in error
@@ -71,9 +77,13 @@ def test_policy_from_the_boards_weights_acts_as_the_boards_actor(tmp_path):
 
 
 def test_run_that_does_not_fit_is_refused_with_the_memory_it_needs(board, tmp_path):
+    # without --quiet: the refusal is the one line on stderr, no progress bar drawn before it (the
+    # bar used to be drawn first: "training on the board: 0%|" then the refusal)
     r = cli("train-on-board", "--port", board.port, "--steps", "10", "--hidden", "64,64", "--batch", "100", "--replay", "10000",
-            "--out", tmp_path / "x.mrlp", "--no-deploy", "--quiet")
-    assert r.returncode == 2 and "Traceback" not in r.stderr
+            "--out", tmp_path / "x.mrlp", "--no-deploy")
+    assert_refused(r, "this run needs about")
+    assert not BAR.search(r.stderr) and r.stdout == "", (r.stdout, r.stderr)
+    assert not os.path.exists(tmp_path / "x.mrlp")
     from microrl_host.board.train import estimate_bytes
 
     est = estimate_bytes((64, 64), 100, 10000)

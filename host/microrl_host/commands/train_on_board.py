@@ -83,22 +83,29 @@ def run(args):
         transport = connect(args.port, soft_reset=True)  # a clean heap for training
     except (DeployError, LinkError) as e:
         raise CommandError(str(e)) from None
+    # the bar is drawn at the board's first progress line, not before: a run refused on the board
+    # (sizes that do not fit its heap, an --init that does not match) says so in one line alone
+    shown = []
+
+    def progress(n, ret, mem):
+        if not shown:
+            shown.append(Progress(args.steps, desc="training on the board", quiet=args.quiet or args.json))
+        shown[0].update(n, **({"return": "%.0f" % ret} if ret == ret else {}), free_kB="%.0f" % (mem / 1024.0))
+
+    def tell(text):
+        if shown and shown[0].bar:
+            shown[0].write(text)
+        else:
+            say(text)
+
     try:
-        with Progress(args.steps, desc="training on the board", quiet=args.quiet or args.json) as bar:
-            def progress(n, ret, mem):
-                bar.update(n, **({"return": "%.0f" % ret} if ret == ret else {}), free_kB="%.0f" % (mem / 1024.0))
-
-            def tell(text):
-                if bar.bar:
-                    bar.write(text)
-                else:
-                    say(text)
-
-            result = train_on_board(transport, args.steps, hidden, args.batch, args.replay, args.warmup, args.seed, progress=progress, say=tell,
-                                    task=task.name, init=init, **rates)
+        result = train_on_board(transport, args.steps, hidden, args.batch, args.replay, args.warmup, args.seed, progress=progress, say=tell,
+                                task=task.name, init=init, **rates)
     except BoardTrainError as e:
         raise CommandError(str(e)) from None
     finally:
+        if shown:
+            shown[0].close()
         disconnect(transport)
     data = result.pop("policy_bytes")
     shape = result.pop("task_shape")
