@@ -95,9 +95,15 @@ def test_board_reset_in_the_middle_of_a_benchmark(board):
 
     from helpers import ROOT, repo_env
 
+    sent_before = board.bytes_from_host
     proc = subprocess.Popen([sys.executable, "-m", "microrl_host.cli", "bench", "serial", "--port", board.port, "--policy", board.policy_path,
-                             "-n", "100000", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=repo_env(), cwd=ROOT)
-    time.sleep(4.0)  # deploy, start, some hundreds of requests
+                             "-n", "100000", "--no-deploy", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=repo_env(), cwd=ROOT)
+    # reset once some hundreds of requests have gone out (a fixed sleep reset a loaded machine's
+    # run while it was still starting, which is another error: exit 2); a request is 20-30 bytes
+    deadline = time.monotonic() + 300
+    while board.bytes_from_host - sent_before < 20000 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert proc.poll() is None, proc.communicate()[1][-3000:]
     board.hard_reset()
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 1, err

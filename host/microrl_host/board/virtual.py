@@ -182,6 +182,7 @@ class VirtualBoard:
         self.log = log  # callable(str) for restarts, or None
         self.port = None
         self.restarts = 0
+        self.bytes_from_host = 0  # everything the host has sent the board (tests wait on traffic)
         self._proc = None
         self._stop = threading.Event()
         self._thread = None
@@ -375,6 +376,7 @@ class VirtualBoard:
         self._to_host(data)
 
     def _to_child(self, data):
+        self.bytes_from_host += len(data)
         if self._booting:
             self._held += data
             return
