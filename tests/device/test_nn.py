@@ -163,3 +163,49 @@ def test_shared_hidden_buffers_give_the_same_outputs():
     lone.forward(2)
     assert list(b.output_buf) == list(lone.output_buf)
     assert list(a.output_buf) == out_a  # outputs are never shared
+
+
+def test_gradients_through_the_output_pre_activation():
+    # backward(preactivation=True) takes dL/dz of the output layer (TD3's saturation penalty acts
+    # on the tanh output's pre-activation, whose gradient does not vanish where tanh saturates)
+    n, sizes = 3, [3, 5, 2]
+    rng = Rng(4)
+    net = MLP(sizes, ["relu", "tanh"], batch=n, typecode="d").init(rng)
+    x = net.input_buf
+    for k in range(n * sizes[0]):
+        x[k] = rng.uniform(-2.0, 2.0)
+    coef = zeros(n * 2, "d")
+    for k in range(len(coef)):
+        coef[k] = rng.uniform(-1.0, 1.0)
+    z = zeros(n * 2, "d")
+    zv = net.B.matrix(z, 0, n, 2)
+
+    def loss():
+        net.forward(n)
+        net.preactivation(n, zv)
+        total = 0.0
+        for k in range(n * 2):
+            total += coef[k] * z[k]
+        return total
+
+    loss()
+    for k in range(n * 2):  # the pre-activation is what tanh was applied to
+        assert_close(net.output_buf[k], (1.0 - 2.0 / (1.0 + _exp2(z[k]))), 1e-9 if not SINGLE_PRECISION else 1e-5, 1e-9 if not SINGLE_PRECISION else 1e-6, "tanh(z)")
+    dy = zeros(n * 2, "d")
+    for k in range(n * 2):
+        dy[k] = coef[k]
+    net.backward(net.B.matrix(dy, 0, n, 2), n, preactivation=True)
+    for k in range(len(net.grads)):
+        old = net.params[k]
+        net.params[k] = old + FD_EPS
+        up = loss()
+        net.params[k] = old - FD_EPS
+        down = loss()
+        net.params[k] = old
+        assert_close(net.grads[k], (up - down) / (2 * FD_EPS), FD_REL, FD_ABS, "dparam[%d]" % k)
+
+
+def _exp2(v):
+    from math import exp
+
+    return exp(2.0 * v)

@@ -49,7 +49,7 @@ class Option:
 SHARED = ("hidden", "gamma", "activation", "steps")  # off-policy settings set by the shared options
 # settings of the device core's replay (16-bit rows, random overwrite: what a board's small heap
 # needs, set by train-on-board); the host's replay holds float32 rows in a ring and ignores them
-BOARD_ONLY = ("replay_fixed_point", "replay_overwrite")
+BOARD_ONLY = ("replay_fixed_point", "replay_overwrite", "replay_reserve")
 OFFPOLICY_HELP = {
     "batch": "transitions per update",
     "tau": "Polyak rate of the target networks",
