@@ -33,8 +33,6 @@ def buffer_sizes(obs_dim, act_dim, config=None, fixed_replay=None, task=None):
     sizes += [p_critic] * 3 + [n]  # critic 2: params, m, v, output
     sizes += [p_critic, n, n * (od + ad)] + [p_critic, n]  # critic targets
     sizes += [n] * 4 + [n * ad, ad, ad, od, ad, ad]  # reward, done, q target, dq; da; action, env action, obs; action scale, offset
-    if c.saturation_penalty:
-        sizes.append(n * ad)  # the actor's pre-activation
     if critic_scratch < n * (od + ad):
         sizes.append(n * (od + ad))  # dL/d(critic input) when the scratch is too small for it
     sizes.append(od)  # the environment's observation

@@ -2,7 +2,7 @@
 from math import sqrt
 
 from . import backend
-from .activations import GELU, IDENTITY
+from .activations import GELU
 from .compat import zeros
 from .layout import layout, param_count, shape  # noqa: F401  (nn.layout: the one layout)
 
@@ -115,27 +115,20 @@ class MLP:
             x = self.y[l]
         return x
 
-    def backward(self, dy, n, param_grads=True, dx=None, preactivation=False):
-        """Backward of the last forward for n rows, from dy = dL/d(output) (overwritten), or
-        dL/d(output layer's pre-activation) when preactivation. Writes gradients into
-        self.grads (when param_grads) and dL/dx into dx (when given)."""
+    def backward(self, dy, n, param_grads=True, dx=None):
+        """Backward of the last forward for n rows, from dy = dL/d(output) (overwritten).
+        Writes gradients into self.grads (when param_grads) and dL/dx into dx (when given)."""
         dense_backward = self.B.dense_backward
         L = len(self.acts)
         g = dy
         for l in range(L - 1, -1, -1):
             x = self.x if l == 0 else self.y[l - 1]
             out = self._dx[l] if l > 0 else dx
-            act = IDENTITY if preactivation and l == L - 1 else self.acts[l]
             if param_grads:
-                dense_backward(self.W[l], x, self.y[l], self.z[l], g, n, act, self.dW[l], self.db[l], out)
+                dense_backward(self.W[l], x, self.y[l], self.z[l], g, n, self.acts[l], self.dW[l], self.db[l], out)
             else:
-                dense_backward(self.W[l], x, self.y[l], self.z[l], g, n, act, None, None, out)
+                dense_backward(self.W[l], x, self.y[l], self.z[l], g, n, self.acts[l], None, None, out)
             g = out
-
-    def preactivation(self, n, out):
-        """The output layer's pre-activation for the n rows of the last forward, into the view out."""
-        L = len(self.acts)
-        self.B.dense(self.W[L - 1], self.b[L - 1], self.x if L == 1 else self.y[L - 2], out, n, IDENTITY)
 
     def adam_step(self, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8):
         """One Adam update from self.grads (PyTorch defaults)."""

@@ -46,7 +46,7 @@ def _zeros(n, typecode):
 class ReplayBuffer:
     """capacity rows; with bounds (one per field: obs..., action..., reward) rows are 16-bit."""
 
-    def __init__(self, capacity, obs_dim, act_dim, bounds=None, rng=None, reserve=0.0):
+    def __init__(self, capacity, obs_dim, act_dim, bounds=None, rng=None):
         if capacity < 2:
             raise ValueError("replay capacity must be at least 2, got %r" % capacity)
         self.capacity = capacity
@@ -72,15 +72,6 @@ class ReplayBuffer:
         # rng given: once full, each new episode starts at a random row instead of the oldest, so
         # that a small buffer keeps some of the early (swing-up) episodes instead of only the last
         self.rng = rng
-        # reserve (with rng): the first rows, this share of the buffer, keep a sample of the whole
-        # run (reservoir sampling by episode): a new episode starts in them with probability
-        # reserved rows / rows written so far, else at a random row of the rest, which wraps onto
-        # itself. Random overwrite alone keeps an exponentially thinning share of the early
-        # (failed swing-up) episodes; a small buffer then forgets them (docs/on-board-training.md)
-        self.reserved = int(capacity * reserve) if rng is not None else 0
-        if self.reserved > capacity - 2:
-            raise ValueError("replay reserve must leave at least 2 rows, got %r of %d" % (reserve, capacity))
-        self.written = 0  # rows written over the run (the reservoir's count)
 
     def nbytes(self):
         return (2 if self.fixed else 4) * len(self.data) + len(self.flags)
@@ -116,34 +107,22 @@ class ReplayBuffer:
         self.flags[pos] = _VALID | (_TERMINATED if terminated else 0)
         nxt = pos + 1
         if nxt == cap:
-            nxt = self.reserved  # the last row's successor: the first row past the reserve
+            nxt = 0
         self._put(nxt * row, 0, next_obs, od)  # overwrites the oldest row when full
         self.flags[nxt] = 0
-        res = self.reserved
-        if nxt == res and res:  # the first row past the reserve follows two rows: the other one loses its successor
-            self.flags[res - 1 if pos == cap - 1 else cap - 1] = 0
         written = 2
         if episode_end:
             nxt += 1
             if nxt == cap:
-                nxt = self.reserved
+                nxt = 0
             self._obs_written = False
             if self.rng is not None and self.size + 2 >= cap:
-                if res and self.rng.uniform(0.0, 1.0) * (self.written + written) < res:
-                    nxt = self.rng.randint(res)
-                else:
-                    nxt = res + self.rng.randint(cap - res)
-            # the rows whose successor the new episode overwrites (the row before it; the last
-            # row's successor is the first past the reserve)
-            if nxt:
-                self.flags[nxt - 1] = 0
-            if nxt == res:
-                self.flags[cap - 1] = 0
+                nxt = self.rng.randint(cap)
+                self.flags[nxt - 1 if nxt else cap - 1] = 0  # its successor is about to change
         else:
             written = 1
             self._obs_written = True
         self.pos = nxt
-        self.written += written
         size = self.size + written
         self.size = cap if size > cap else size
 
@@ -159,13 +138,12 @@ class ReplayBuffer:
         cap = self.capacity
         fixed = self.fixed
         dec = self.decode if fixed else None
-        wrap = self.reserved * row  # the last row's successor
         for s in range(n):
             j = rng.randint(size)
             while not flags[j] & _VALID:  # a tail row (about one in 200 for Pendulum): draw again
                 j = rng.randint(size)
             k = j * row
-            nk = (j + 1) * row if j + 1 < cap else wrap
+            nk = (j + 1) * row if j + 1 < cap else 0
             base = s * obs_act_stride
             nb = s * od
             if fixed:

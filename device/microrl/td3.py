@@ -19,11 +19,9 @@ class TD3Config:
         self.actor_lr = 1e-3
         self.critic_lr = 1e-3
         self.policy_delay = 2
-        # rewards are multiplied by this in the critics' targets (the values a small critic fits)
+        # rewards are multiplied by this in the critics' targets: the scale of the values the
+        # critics fit (train-on-board: 0.1, docs/on-board-training.md)
         self.reward_scale = 1.0
-        # the actor's loss adds this times the mean squared pre-activation of its tanh output:
-        # keeps the actor off deep saturation, where the critic's gradient no longer reaches it
-        self.saturation_penalty = 0.0
         self.exploration_noise = 0.1  # std, in units of the [-1, 1] action range
         self.target_noise = 0.2
         self.target_noise_clip = 0.5
@@ -39,9 +37,6 @@ class TD3Config:
         # which rows a full replay overwrites: "oldest" (a ring), or "random" (each new episode
         # starts at a random row: a small buffer keeps some early episodes)
         self.replay_overwrite = "oldest"
-        # with "random": this share of the rows keeps a sample of the whole run (reservoir sampling
-        # by episode) where random overwrite keeps a thinning share of the early episodes
-        self.replay_reserve = 0.0
         # 16-bit replay rows when the environment gives bounds (obs_high, reward_bound); False:
         # float32 rows (measured against each other in docs/on-board-training.md)
         self.replay_fixed_point = True
@@ -81,7 +76,7 @@ class TD3:
         hidden = list(c.hidden)
         actor_sizes, critic_sizes = actor_critic_sizes(od, ad, hidden)
         # the replay buffer is the largest block: take it while a board's heap is still whole
-        self.replay = ReplayBuffer(c.replay_capacity, od, ad, replay_bounds(env) if c.replay_fixed_point else None, self.rng if c.replay_overwrite == "random" else None, c.replay_reserve)
+        self.replay = ReplayBuffer(c.replay_capacity, od, ad, replay_bounds(env) if c.replay_fixed_point else None, self.rng if c.replay_overwrite == "random" else None)
         # RAM, nothing held twice: one set of hidden activations for the actor, one for every other
         # network (the targets run forward only and before the critics; the critics train one after
         # the other); one gradient buffer and one backward scratch pair for all three trained
@@ -108,9 +103,6 @@ class TD3:
         self.dx = self.actor.B.matrix(self.dx_buf, 0, n, od + ad)
         self.da = zeros(n * ad)
         self.da_view = self.actor.B.matrix(self.da, 0, n, ad)
-        if c.saturation_penalty:
-            self.z_out = zeros(n * ad)  # the actor's pre-activation (saturation_penalty)
-            self.z_view = self.actor.B.matrix(self.z_out, 0, n, ad)
         self.action = zeros(ad)
         self.scale, self.offset = action_map(env.action_low, env.action_high, ad)
         self.env_action = zeros(ad)
@@ -250,18 +242,7 @@ class TD3:
         for s in range(n):
             for i in range(ad):
                 da[s * ad + i] = dx[s * (od + ad) + od + i]
-        if c.saturation_penalty:
-            # dL/dz = dL/da * (1 - a^2) + 2 * penalty * z / n: the penalty's part does not vanish
-            # where tanh saturates
-            z = self.z_out
-            actor.preactivation(n, self.z_view)
-            pen = 2.0 * c.saturation_penalty / n
-            for k in range(n * ad):
-                v = a[k]
-                da[k] = da[k] * (1.0 - v * v) + pen * z[k]
-            actor.backward(self.da_view, n, preactivation=True)
-        else:
-            actor.backward(self.da_view, n)
+        actor.backward(self.da_view, n)
         actor.adam_step(c.actor_lr * self.lr_scale())
         # targets follow slowly
         tau = c.tau

@@ -112,34 +112,3 @@ def test_random_overwrite_keeps_every_sample_whole():
         assert nxt[s] == o + 1, (o, nxt[s])
         episodes.add(o // 100)
     assert min(episodes) < 34  # a ring of 64 rows would hold only episodes 35-39
-
-
-def _episodes_sampled(reserve, seed):
-    # episodes of 3 to 17 steps (every boundary case: episodes running from the reserve into the
-    # rest, wrapping from the last row onto the first past the reserve); obs count up within one
-    rb = ReplayBuffer(64, 1, 1, None, Rng(seed), reserve)
-    lengths = Rng(seed + 1)
-    for ep in range(300):
-        n = 3 + lengths.randint(15)
-        for t in range(n):
-            o = ep * 100 + t
-            rb.add([o], [0.0], 1.0, [o + 1], t == n - 1 and ep % 2 == 0, episode_end=(t == n - 1))
-    oa, rew, nxt, done = _sample(rb, 2000, 1, 1, seed=seed + 2)
-    episodes = set()
-    for s in range(2000):
-        o = int(oa[s * 2])
-        assert nxt[s] == o + 1, (reserve, seed, o, nxt[s])  # each obs with its own next obs
-        episodes.add(o // 100)
-    return episodes
-
-
-def test_reserve_keeps_a_sample_of_the_whole_run():
-    # a quarter of the rows kept by reservoir sampling over episodes: episodes from the whole run
-    # survive; random overwrite alone keeps only the last few dozen (it thins the old ones out)
-    for seed in range(4):
-        kept = _episodes_sampled(0.25, seed)
-        plain = _episodes_sampled(0.0, seed)
-        assert min(kept) < 150, sorted(kept)
-        assert min(plain) > 200, sorted(plain)
-        assert max(kept) >= 295 and max(plain) >= 295
-    assert "at least 2" in str(raises(ValueError, ReplayBuffer, 10, 1, 1, None, Rng(0), 0.9))
