@@ -85,7 +85,10 @@ def test_board_td3_keeps_what_it_learned():
     Measured with exploration noise 0.3 over seeds 0-15 (the machine's own kernels only; `python
     bench/learning_checks.py board_td3 --seeds 0-15 --settings own`; docs/on-board-training.md,
     "Learned, then lost"): 13 of 16 at -200 or better, worst -404; seeds 0-4: -107, -145, -152,
-    -404, -119."""
+    -404, -119. With reward scale 0.1 (BOARD_LEARNING since "Learned, then lost: on the board
+    itself"), seeds 0-4: -172, -154, -155, -122, -77 (own kernels), -173, -145, -148, -100, -75
+    (Sandybridge) (`python bench/learning_checks.py board_td3 --seeds 0-4 --settings
+    own,Sandybridge --workers 1`, 2026-11-25, load 10-14)."""
     assert_quorum(final_returns("board_td3", range(5)), -450, 4, -200)
 
 

@@ -19,6 +19,9 @@ class TD3Config:
         self.actor_lr = 1e-3
         self.critic_lr = 1e-3
         self.policy_delay = 2
+        # rewards are multiplied by this in the critics' targets: the scale of the values the
+        # critics fit (train-on-board: 0.1, docs/on-board-training.md)
+        self.reward_scale = 1.0
         self.exploration_noise = 0.1  # std, in units of the [-1, 1] action range
         self.target_noise = 0.2
         self.target_noise_clip = 0.5
@@ -199,9 +202,10 @@ class TD3:
         q2t = t2.output_buf
         y = self.q_target
         gamma = c.gamma
+        rs = c.reward_scale
         for s in range(n):
             q = q1t[s] if q1t[s] < q2t[s] else q2t[s]
-            y[s] = self.reward[s] + gamma * (1.0 - self.done[s]) * q
+            y[s] = rs * self.reward[s] + gamma * (1.0 - self.done[s]) * q
         # critics: mean squared error to the shared target
         dq = self.dq
         scale = 2.0 / n

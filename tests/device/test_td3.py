@@ -103,3 +103,17 @@ def test_random_overwrite_and_float_rows_train():
             agent.step()
         assert agent.updates > 0 and agent.replay.size == 64
         assert agent.replay.fixed == ("replay_fixed_point" not in kw)
+
+
+
+def test_reward_scale_scales_the_rewards_in_the_critics_targets():
+    # the same run with rewards scaled by 0.25: the first update's targets differ by exactly the
+    # rewards' share (same networks, same batch: the bootstrapped part is the same)
+    plain, scaled = _small(4), _small(4, reward_scale=0.25)
+    while plain.updates == 0:
+        plain.step()
+        scaled.step()
+    for s in range(8):
+        r = plain.reward[s]
+        assert r == scaled.reward[s] and r < -0.1
+        assert abs((scaled.q_target[s] - 0.25 * r) - (plain.q_target[s] - r)) < 1e-4 * abs(r), (s, r)

@@ -47,9 +47,10 @@ class Option:
 
 # ---------------------------------------------------------------- TD3 and SAC
 SHARED = ("hidden", "gamma", "activation", "steps")  # off-policy settings set by the shared options
-# settings of the device core's replay (16-bit rows, random overwrite: what a board's small heap
-# needs, set by train-on-board); the host's replay holds float32 rows in a ring and ignores them
-BOARD_ONLY = ("replay_fixed_point", "replay_overwrite")
+# settings of the device core's TD3 that train-on-board sets: its replay (16-bit rows, random
+# overwrite: what a board's small heap needs; the host's replay holds float32 rows in a ring and
+# ignores them) and the critics' reward scale (the host's TD3 does not scale rewards)
+BOARD_ONLY = ("replay_fixed_point", "replay_overwrite", "reward_scale")
 OFFPOLICY_HELP = {
     "batch": "transitions per update",
     "tau": "Polyak rate of the target networks",
