@@ -239,3 +239,45 @@ class Perturbed:
             add_noise(env.obs, n, self.noise, self.shape, w)
         if env.obs_dim > n:
             pending_actions(env.obs, n, self.line, env.task.ACT_DIM, self.delay, self.scale, self.offset)
+
+
+class PendingActions:
+    """A policy that observes its pending actions (its `pending`, trained under that action
+    delay) as a controller of the task's observation alone, on the craft itself: each call gives
+    the policy the observation followed by the commands this controller sent and the craft has
+    not applied yet (pending_actions, of its own line: start_line's neutral commands, then each
+    action it returned), and puts the new one in line. reset() starts a new flight. The board's
+    server answers INFER so for such a policy; microrl.task.Env observes its own line the same
+    way in simulation."""
+
+    def __init__(self, policy):
+        n = policy.act_dim
+        self.policy = policy
+        self.steps = policy.pending
+        self.n_obs = policy.sizes[0] - self.steps * n
+        self.x = zeros(policy.sizes[0], "d")
+        self.line = zeros(self.steps * n, "d")
+        self.sent = zeros(n, "d")
+        # the policy file's map of the network's [-1, 1] onto the task's units (training writes it)
+        self.scale = zeros(n, "d")
+        self.offset = zeros(n, "d")
+        for i in range(n):
+            self.scale[i] = 1.0 if policy.act_scale is None else policy.act_scale[i]
+            self.offset[i] = 0.0 if policy.act_offset is None else policy.act_offset[i]
+        self.reset()
+
+    def reset(self):
+        start_line(self.line, len(self.sent), self.steps, self.offset)
+
+    def __call__(self, obs):
+        x = self.x
+        n = len(self.sent)
+        for i in range(self.n_obs):
+            x[i] = obs[i]
+        pending_actions(x, self.n_obs, self.line, n, self.steps, self.scale, self.offset)
+        a = self.policy(x)
+        sent = self.sent
+        for i in range(n):
+            sent[i] = a[i]
+        delay_action(self.line, sent, n, self.steps)  # (sent leaves holding the command the craft applies now)
+        return a
