@@ -2,17 +2,19 @@
 control steps against one trained without, all evaluated with the delay.
 
 Per seed: one run without a delay, and per delay D one run as `microrl train TASK --action-delay
-D` trains (the observation carries the D pending actions: docs/sim-to-real.md) and, unless
+D` trains (the task's own training perturbations, if any, and the delay; the observation carries
+the D pending actions: docs/sim-to-real.md) and, unless
 --no-blind, one run with the delay but the task's observation alone (the way that does not make
 the delay learnable; `pending_actions=False`). The runs go through the same API as the command
 (offpolicy.Algorithm.run); every final policy (never a best snapshot) is evaluated with `microrl
-eval`'s evaluation (envs/task.py, evaluate_policy) under the delay, on the same starts. The table
-gives per delay the median over seeds of each policy's mean return under that delay, and in
-how many seeds the policy trained with the delay beats the same seed's trained without.
+eval`'s evaluation (envs/task.py, evaluate_policy) under the delay alone, on the same starts.
+The table gives per delay the median over seeds of each policy's mean return under that delay
+(and, for a task with a success test, its success rate and final error), and in how many seeds
+the policy trained with the delay beats the same seed's trained without.
 
     python bench/latency.py                               # pendulum, delays 1,2,4, seeds 0,1,2
     nice -n 10 python bench/latency.py --steps 20000 --seeds 0,1,2,3,4 --json
-    python bench/latency.py --task quadrotor --delays 2 --seeds 0,1,2   # the quadrotor's 500,000 steps per run
+    python bench/latency.py --task quadrotor --delays 2,4 --seeds 0,1,2 --no-blind   # 500,000 steps per run
 """
 import argparse
 import json
@@ -52,6 +54,7 @@ def main(argv=None):
     if max(args.delays) > 32:
         p.error("--delays: at most 32 steps (microrl.perturb.MAX_DELAY)")
 
+    from microrl.perturb import training as training_perturbations
     from microrl_host import tasks
     from microrl_host.algos import sac, td3
     from microrl_host.envs.task import CompiledTask, evaluate_policy
@@ -71,13 +74,18 @@ def main(argv=None):
     load = [os.getloadavg()]
     for seed in args.seeds:
         for kind, trained, pending in kinds:
-            # {} rather than the task's own perturbations: the delay alone differs between runs
+            # as `microrl train TASK [--action-delay D]`: the task's own perturbations, and the delay
+            perturbations = training_perturbations(module)
+            if trained:
+                perturbations["action_delay"] = trained
             run = algo.run(module, steps=args.steps, seed=seed, eval_every=0, eval_episodes=0, threads=1,
-                           perturbations={"action_delay": trained} if trained else {}, pending_actions=pending)
+                           perturbations=perturbations, pending_actions=pending)
             row = {"kind": kind, "trained_delay": trained, "seed": seed, "pending_actions": run.policy.pending, "train_s": run.stats["train_s"], "under": {}}
             for under in (args.delays if kind == "without" else [trained]):
                 rows = evaluate_policy(task, run.policy, args.episodes, 12345, {"action_delay": under})
                 row["under"][under] = float(rows[:, 0].mean())
+                if task.has_success:
+                    row.setdefault("success", {})[under] = tasks.summary(module, rows)
             runs.append(row)
             load.append(os.getloadavg())
             print("seed %d, trained %s%s: %s (%.0f s)" % (seed, kind, " %d" % trained if trained else "", ", ".join("under %d: %.1f" % kv for kv in row["under"].items()),
@@ -90,6 +98,10 @@ def main(argv=None):
             if per_seed:
                 entry[kind] = statistics.median(per_seed)
                 entry[kind + "_per_seed"] = per_seed
+            if task.has_success:
+                summaries = [r["success"][d] for r in runs if r["kind"] == kind and (kind == "without" or r["trained_delay"] == d)]
+                if summaries:
+                    entry[kind + "_success_per_seed"] = summaries
         entry["pending_beats_without"] = sum(w < x for w, x in zip(entry["without_per_seed"], entry["pending_per_seed"]))
         table.append(entry)
     result = {"task": args.task, "algo": args.algo, "steps": args.steps, "seeds": args.seeds, "episodes": args.episodes,
@@ -103,6 +115,11 @@ def main(argv=None):
         for r in table:
             print("  %5d   %15.1f   %33.1f   %26s   %d of %d" % (r["delay"], r["without"], r["pending"], "%.1f" % r["blind"] if "blind" in r else "-",
                                                                 r["pending_beats_without"], len(args.seeds)))
+        if task.has_success:
+            for r in table:
+                for kind in ("without", "pending", "blind"):
+                    if kind + "_success_per_seed" in r:
+                        print("  delay %d, %s: success %s" % (r["delay"], kind, ", ".join("%.0f%%" % (100 * s["success_rate"]) for s in r[kind + "_success_per_seed"])))
         print("load average (1 min) %.2f to %.2f, %.0f s" % (result["load"][0], result["load"][1], result["wall_s"]))
     return 0
 
