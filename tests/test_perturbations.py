@@ -248,6 +248,7 @@ def test_policy_file_says_its_pending_actions(tmp_path):
     from microrl import fixedpoint
     from microrl.fileformat import CorruptPolicyError, crc32
     from microrl.policy import load, save, to_bytes
+    from microrl.task import task_obs_dim
 
     run = _pending_run(2)
     path = str(tmp_path / "late.mrlp")
@@ -255,7 +256,7 @@ def test_policy_file_says_its_pending_actions(tmp_path):
     data = open(path, "rb").read()
     assert struct.unpack("<H", data[4:6])[0] == 3 and struct.unpack("<H", data[14:16])[0] == 2
     back = load(path, check=True)
-    assert back.pending == 2 and back.task_obs_dim == pendulum.OBS_DIM
+    assert back.pending == 2 and task_obs_dim(back) == pendulum.OBS_DIM
     assert bytes(back.params) == bytes(run.policy.params)
     run.policy.pending = 0
     assert struct.unpack("<H", to_bytes(run.policy)[4:6])[0] in (1, 2)  # no pending actions: as before
@@ -263,7 +264,7 @@ def test_policy_file_says_its_pending_actions(tmp_path):
     q = fixedpoint.quantise(back, [[0.1 * i, -0.2, 0.3, 0.5, -0.5] for i in range(10)])
     qpath = str(tmp_path / "late.mrlq")
     fixedpoint.save(qpath, q)
-    assert load(qpath).pending == 2 and load(qpath).task_obs_dim == pendulum.OBS_DIM
+    assert load(qpath).pending == 2 and task_obs_dim(load(qpath)) == pendulum.OBS_DIM
     bad = bytearray(data)
     bad[14:16] = struct.pack("<H", 5)  # 5 steps of 1 action: no room beside the observation in 5 inputs
     bad[-4:] = struct.pack("<I", crc32(bytes(bad[:-4])) & 0xFFFFFFFF)

@@ -279,11 +279,6 @@ class QuantisedPolicy:
     def act_dim(self):
         return self.sizes[-1]
 
-    @property
-    def task_obs_dim(self):
-        """The task's observation it takes: its input less the pending actions."""
-        return self.sizes[0] - self.pending * self.sizes[-1]
-
     def forward_int(self, xq):
         """The integer network on an int16 input (array('h') of sizes[0]); returns the int16 output
         array (reused)."""

@@ -117,11 +117,6 @@ class Policy:
     def act_dim(self):
         return self.sizes[-1]
 
-    @property
-    def task_obs_dim(self):
-        """The task's observation it takes: its input less the pending actions."""
-        return self.sizes[0] - self.pending * self.sizes[-1]
-
     def __call__(self, obs, out=None):
         """The action for obs (n_in numbers). Refuses, with a ValueError naming the index, an
         observation that is NaN, infinite or beyond float32's range once normalised."""

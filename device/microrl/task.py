@@ -103,6 +103,11 @@ class Env:
         return self.obs
 
 
+def task_obs_dim(policy):
+    """The task's observation a policy takes: its input less the pending actions it observes."""
+    return policy.sizes[0] - getattr(policy, "pending", 0) * policy.sizes[-1]
+
+
 def policy_perturbations(policy, perturbations=None):
     """The perturbations to run policy under: perturbations ({name: value}, or None) with, for
     a policy that observes pending actions (its file's `pending`: trained under that action

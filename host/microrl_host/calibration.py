@@ -3,7 +3,7 @@ closed-loop comparison of an int16 policy against its float original on its task
 only action differences). Used by `microrl export --int16`, the tests and bench/."""
 from microrl.evaluate import evaluate
 from microrl.rng import Rng
-from microrl.task import policy_env
+from microrl.task import policy_env, task_obs_dim
 
 from .envs.gym import rollout_returns
 
@@ -11,7 +11,7 @@ from .envs.gym import rollout_returns
 def fits(policy, task):
     """Whether policy runs on the task module (its observation, less any pending actions, and
     its action sizes)."""
-    return task is not None and getattr(policy, "task_obs_dim", policy.obs_dim) == task.OBS_DIM and policy.act_dim == task.ACT_DIM
+    return task is not None and task_obs_dim(policy) == task.OBS_DIM and policy.act_dim == task.ACT_DIM
 
 
 def calibration_observations(policy, episodes=5, seed=1, obs_range=None, samples=2000, task=None, gym_env=None):

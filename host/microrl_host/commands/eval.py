@@ -42,7 +42,9 @@ def pick_task(policy, given, option="--task", drawn=False):
     """tasks.Found for the task to run policy on: given (a registry name, file, module or
     gymnasium id), else the built-in task of the policy's shape; CommandError when it does not fit.
     drawn: only tasks written against the task interface (render's), never a gymnasium env."""
-    obs_dim = getattr(policy, "task_obs_dim", policy.obs_dim)  # a policy that observes pending actions: its task's part
+    from microrl.task import task_obs_dim
+
+    obs_dim = task_obs_dim(policy)  # a policy that observes pending actions: its task's part
     if given is None:
         names = tasks.by_shape(obs_dim, policy.act_dim)
         if len(names) != 1:
