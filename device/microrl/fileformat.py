@@ -151,21 +151,6 @@ def check_header(head, size, where="policy", magic=b"MRLP", version=2, kind="pol
     return header_len, total, L, flags, found
 
 
-MAX_PENDING = 32  # microrl.perturb.MAX_DELAY (not imported: a board loading a policy does not hold perturb)
-
-
-def pending_of(head, version, sizes, where):
-    """The pending actions a header of this version declares (0 before version 3), checked
-    against the layer sizes: 1..MAX_PENDING steps whose actions fit in the input beside at least
-    one observation. CorruptPolicyError otherwise (after the checksum: a damaged file is a
-    ChecksumError first)."""
-    if version < 3:
-        return 0
-    pending = struct.unpack("<H", head[14:16])[0]
-    if not 1 <= pending <= MAX_PENDING or pending * sizes[-1] >= sizes[0]:
-        refuse(CorruptPolicyError, "pending", where, pending, sizes[0], sizes[-1])
-    return pending
-
 
 def check_zero_bytes(f, header_len, meta_len, where, version=1):
     # the reserved bytes 14-15 (before version 3) and the header's padding must be zero (every

@@ -28,7 +28,7 @@ from .activations import GELU, IDENTITY, NAMES, RELU, SIGMOID, TANH
 from .compat import clip
 from .fileformat import FIXED as _FIXED
 from .fileformat import FLOAT32_MAX, NEG_FLOAT32_MAX
-from .fileformat import CorruptPolicyError, TruncatedPolicyError, blocks_of, refuse, check_header, check_values, check_zero_bytes, checksum_file, crc32, file_size, pending_of, references_bytes
+from .fileformat import CorruptPolicyError, TruncatedPolicyError, blocks_of, refuse, check_header, check_values, check_zero_bytes, checksum_file, crc32, file_size, references_bytes
 from .layout import layout
 
 MAGIC = b"MRLQ"
@@ -522,7 +522,6 @@ def load(path, check=False, tolerance=None):
             refuse(CorruptPolicyError, "sizes", path)
         checksum_file(f, size, path)
         check_zero_bytes(f, header_len, meta_len, path, version)
-        pending = pending_of(head, version, sizes, path)
         f.seek(header_len)
         floats = {}
         for name, n in blocks_of(flags, sizes):
@@ -540,8 +539,10 @@ def load(path, check=False, tolerance=None):
             raise CorruptPolicyError("%s: %s" % (path, e))
         if flags & 16:
             q.reference_count = struct.unpack("<I", f.read(4))[0]
-        if pending:
-            q.pending = pending
+        if version > 2:  # pending actions
+            from .perturb import pending_of
+
+            q.pending = pending_of(head, sizes, path)
         check_values(q, path)
         if check:
             from .references import check

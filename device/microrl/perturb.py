@@ -112,6 +112,19 @@ def pending_count(task, width):
     return extra // task.ACT_DIM
 
 
+def pending_of(head, sizes, where):
+    """The pending actions a version 3 policy header declares (bytes 14-15; docs/policy-format.md),
+    checked against the layer sizes: 1..MAX_DELAY steps whose actions leave room in the input
+    for an observation; CorruptPolicyError otherwise. Here rather than in the loaders: a board
+    that loads a policy without them does not hold this code."""
+    pending = head[14] | (head[15] << 8)
+    if not 1 <= pending <= MAX_DELAY or pending * sizes[-1] >= sizes[0]:
+        from .fileformat import CorruptPolicyError, refuse
+
+        refuse(CorruptPolicyError, "pending", where, pending, sizes[0], sizes[-1])
+    return pending
+
+
 def action_range(task):
     """(scale, offset) of the task's actions: the networks' [-1, 1] onto ACTION_LOW..ACTION_HIGH."""
     low = task.ACTION_LOW

@@ -19,7 +19,7 @@ from .fileformat import FIXED as _FIXED
 from .fileformat import ChecksumError, CorruptPolicyError, InvalidValueError, NotAPolicyError, PolicyFileError, TruncatedPolicyError, UnsupportedVersionError  # noqa: F401
 from .fileformat import check_header as _check_header
 from .fileformat import checksum_file as _checksum_file
-from .fileformat import blocks_of, check_values, check_zero_bytes, crc32, file_size, pending_of, references_bytes, refuse  # noqa: F401 (crc32: policy.crc32, as before)
+from .fileformat import blocks_of, check_values, check_zero_bytes, crc32, file_size, references_bytes, refuse  # noqa: F401 (crc32: policy.crc32, as before)
 from .layout import layout, param_count, shape
 
 # The backend is imported only when a Policy is built: on a board, load() takes the weights'
@@ -233,7 +233,6 @@ def load(path, check=False, tolerance=None):
             refuse(CorruptPolicyError, "sizes", path)
         _checksum_file(f, size, path)
         check_zero_bytes(f, header_len, 3 * L + 2, path, version)
-        pending = pending_of(head, version, sizes, path)
         if sys.implementation.name == "micropython":
             # free the checksum's temporaries now, so that the small objects below fill the low
             # holes and the weights' block finds the heap's top unsplit (48K heap, 13-64-64-4)
@@ -245,8 +244,10 @@ def load(path, check=False, tolerance=None):
         for name, n in blocks:
             kwargs[name] = zeros(n)
         policy = Policy(sizes, [code(a) for a in acts], params=params, **kwargs)
-        if pending:
-            policy.pending = pending
+        if version > 2:  # pending actions (after the weights' block: a small heap)
+            from .perturb import pending_of
+
+            policy.pending = pending_of(head, sizes, path)
         f.seek(header_len)
         for name, _ in blocks:
             _read_exact(f, getattr(policy, name), path)

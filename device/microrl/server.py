@@ -226,8 +226,10 @@ class Server:
             task = __import__("microrl.tasks." + name, None, None, (name,))
         except ImportError as e:
             return self.error(seq, P.E_PAYLOAD, "task %s does not import on the board (%s): deploy it with microrl deploy --task" % (name, e))
+        from .task import task_obs_dim
+
         policy = self.policy
-        n_obs = policy.obs_dim - getattr(policy, "pending", 0) * policy.act_dim
+        n_obs = task_obs_dim(policy)
         if n_obs != task.OBS_DIM or policy.act_dim != task.ACT_DIM:
             return self.error(seq, P.E_PAYLOAD, "task %s has %d observations and %d actions, the policy takes %d and gives %d"
                               % (name, task.OBS_DIM, task.ACT_DIM, n_obs, policy.act_dim))
