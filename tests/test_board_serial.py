@@ -421,3 +421,46 @@ def test_a_late_answer_is_not_taken_for_a_later_request(board):
         for obs in ([0.1, 0.2, 0.3], [-1.0, 0.0, 0.5], [0.3, 0.3, -2.0]):
             action, _ = link.infer(obs)  # duplicate answers to the retried request arrive meanwhile
             assert abs(action[0] - board.policy(obs)[0]) < 1e-5
+
+
+def _pending_policy(path, pending=2):
+    """A Pendulum-shaped policy that observes its pending actions (as `microrl train --action-delay`
+    writes one), saved at path."""
+    from microrl import Policy, save
+    from microrl.rng import Rng
+
+    p = Policy([3 + pending, 16, 1], ["relu", "tanh"], act_scale=[2.0], act_offset=[0.0])
+    p.net.init(Rng(4))
+    p.pending = pending
+    save(str(path), p)
+    return p
+
+
+def test_a_policy_with_pending_actions_on_the_board(board, tmp_path):
+    """A policy that observes its pending actions, on the virtual board (MicroPython): LOAD says
+    it takes the task's 3 observations, INFER adds the commands the board itself sent (the
+    host's microrl.perturb.PendingActions gives the same actions), and ROLLOUT runs it under its
+    own delay, as the host's evaluation does."""
+    import shutil
+
+    from microrl.evaluate import evaluate
+    from microrl.perturb import PendingActions
+    from microrl.task import policy_env
+    from microrl.tasks import pendulum
+    from microrl_host.board.serial_link import SerialLink
+
+    path = tmp_path / "late.mrlp"
+    policy = _pending_policy(path)
+    shutil.copy(path, board_file(board, "late.mrlp"))
+    host = PendingActions(policy)
+    observations = [[0.5, -0.5, 1.0], [0.4, 0.2, -2.0], [-0.9, 0.1, 0.3], [0.0, 1.0, 4.0], [0.7, -0.7, -1.0]]
+    with SerialLink(board.port) as link:
+        n_in, n_out, _ = link.load("late.mrlp")
+        assert (n_in, n_out) == (3, 1)
+        for obs in observations:
+            action, _ = link.infer(obs)
+            assert abs(action[0] - host(obs)[0]) < 1e-5
+        rows, steps, _, _ = link.rollout("pendulum", 11, 2)
+        link.load("policy.mrlp")
+    _, _, returns = evaluate(policy, policy_env(pendulum, policy), 2, seed=11)
+    assert steps == 400 and max(abs(row[0] - r) for row, r in zip(rows, returns)) < 1e-2 * max(1.0, abs(returns[0]))

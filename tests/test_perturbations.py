@@ -180,3 +180,114 @@ def test_quadrotor_eval_has_perturbed_success_by_default(tmp_path):
     for figures in (r, r["perturbed"]):
         assert 0.0 <= figures["success_rate"] <= 1.0 and 0.0 <= figures["crash_rate"] <= 1.0 and len(figures["returns"]) == 5
     assert r["perturbed"]["perturbations"]["vary_mass"] == 0.1 and r["perturbed"]["returns"] != r["returns"]
+
+
+# ---------------------------------------------------------------- pending actions (issue 33, item 3)
+def _pending_run(d=2, steps=1200):
+    from microrl_host.algos import td3
+
+    return td3.ALGO.run("pendulum", steps=steps, seed=5, eval_every=0, eval_episodes=0, threads=1, warmup=500, batch=32, hidden=(16, 16),
+                        perturbations={"action_delay": d})
+
+
+def test_training_observes_the_pending_actions():
+    """Under a delay of d the compiled loop's observation is the task's and the d commands sent
+    and not yet applied, in the actor's [-1, 1] units: in every replay row (obs, action, next)
+    within an episode, next's pending actions are obs's shifted by one with the action taken
+    last; the policy file says d, its input is OBS_DIM + d wide."""
+    d = 2
+    run = _pending_run(d)
+    n = int(run.state.replay.count[1])
+    obs = run.state.replay.obs[:n]
+    nxt = run.state.replay.next_obs[:n]
+    act = run.state.replay.act[:n]
+    assert obs.shape[1] == pendulum.OBS_DIM + d and run.policy.pending == d and run.policy.sizes[0] == pendulum.OBS_DIM + d
+    assert run.stats["pending_actions"] == d
+    within = np.all(np.isclose(obs[1:, :3], nxt[:-1, :3]), axis=1)  # row k+1 continues row k's episode
+    assert within.sum() > n // 2
+    assert np.allclose(nxt[:, 3 + d - 1], act[:, 0])  # the action just sent is the newest pending one
+    assert np.allclose(nxt[:, 3 : 3 + d - 1], obs[:, 4 : 3 + d])  # the older ones move up by one
+    # an episode's first observation shows neutral commands (no torque)
+    assert np.all(obs[1:][~within][:, 3:] == 0.0) and np.all(obs[0, 3:] == 0.0)
+    assert np.abs(obs[:, 3:]).max() <= 1.0
+
+
+def test_compiled_pending_actions_are_the_device_runners():
+    """A policy trained with its pending actions, evaluated compiled (envs/task.py) and by the
+    board's runner (microrl.task.policy_env) from the same starts, gives the same returns: both
+    paths observe the same pending actions."""
+    from microrl.rng import Rng
+    from microrl.task import policy_env
+    from microrl_host.envs.task import CompiledTask, evaluate_policy
+
+    run = _pending_run(3)
+    task = CompiledTask(pendulum)
+    compiled = evaluate_policy(task, run.policy, 3, 7)  # (its own delay, without asking)
+    assert np.array_equal(compiled, evaluate_policy(task, run.policy, 3, 7, {"action_delay": 3}), equal_nan=True)
+    with pytest.raises(ValueError, match="3 steps"):
+        evaluate_policy(task, run.policy, 3, 7, {"action_delay": 2})
+    for e, start in enumerate(_compiled_starts(task, 7, 3)):
+        env = policy_env(pendulum, run.policy)
+        env.reset(Rng(0))
+        obs = env.set_state(start)
+        total = 0.0
+        for _ in range(pendulum.EPISODE_STEPS):
+            obs, r, term, trunc = env.step(run.policy(obs))
+            total += r
+            if term or trunc:
+                break
+        assert total == pytest.approx(compiled[e, 0], rel=1e-5, abs=1e-3)
+
+
+def test_policy_file_says_its_pending_actions(tmp_path):
+    """The policy file round trip: version 3 with the pending actions in bytes 14-15 (float and
+    int16 export), a policy without them the version it was; a header whose pending actions do
+    not fit its input is refused by name."""
+    import struct
+
+    from microrl import fixedpoint
+    from microrl.fileformat import CorruptPolicyError, crc32
+    from microrl.policy import load, save, to_bytes
+    from microrl.task import task_obs_dim
+
+    run = _pending_run(2)
+    path = str(tmp_path / "late.mrlp")
+    save(path, run.policy)
+    data = open(path, "rb").read()
+    assert struct.unpack("<H", data[4:6])[0] == 3 and struct.unpack("<H", data[14:16])[0] == 2
+    back = load(path, check=True)
+    assert back.pending == 2 and task_obs_dim(back) == pendulum.OBS_DIM
+    assert bytes(back.params) == bytes(run.policy.params)
+    run.policy.pending = 0
+    assert struct.unpack("<H", to_bytes(run.policy)[4:6])[0] in (1, 2)  # no pending actions: as before
+    run.policy.pending = 2
+    q = fixedpoint.quantise(back, [[0.1 * i, -0.2, 0.3, 0.5, -0.5] for i in range(10)])
+    qpath = str(tmp_path / "late.mrlq")
+    fixedpoint.save(qpath, q)
+    assert load(qpath).pending == 2 and task_obs_dim(load(qpath)) == pendulum.OBS_DIM
+    bad = bytearray(data)
+    bad[14:16] = struct.pack("<H", 5)  # 5 steps of 1 action: no room beside the observation in 5 inputs
+    bad[-4:] = struct.pack("<I", crc32(bytes(bad[:-4])) & 0xFFFFFFFF)
+    open(path, "wb").write(bytes(bad))
+    with pytest.raises(CorruptPolicyError, match="pending actions"):
+        load(path)
+
+
+def test_pending_actions_on_the_command_line(tmp_path):
+    """microrl train --action-delay writes a policy that observes its pending actions; microrl
+    eval runs it under its own delay and refuses another in one line; --no-pending-actions
+    trains on the observation alone, and without a delay is refused."""
+    from microrl.policy import load
+
+    out = str(tmp_path / "late.mrlp")
+    proc = microrl("train", "pendulum", "--steps", 600, "--warmup", 300, "--hidden", "16,16", "--eval-every", 0, "--action-delay", 2, "--out", out, "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    assert load(out).pending == 2 and load(out).sizes[0] == pendulum.OBS_DIM + 2
+    proc = microrl("eval", out, "--episodes", 2, "--json")
+    assert proc.returncode == 0 and "2 pending actions" in proc.stderr, proc.stderr
+    assert_user_error(microrl("eval", out, "--episodes", 2, "--action-delay", 3), "--action-delay 2")
+    blind = str(tmp_path / "blind.mrlp")
+    proc = microrl("train", "pendulum", "--steps", 600, "--warmup", 300, "--hidden", "16,16", "--eval-every", 0, "--action-delay", 2, "--no-pending-actions", "--out", blind, "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    assert load(blind).pending == 0 and load(blind).sizes[0] == pendulum.OBS_DIM
+    assert_user_error(microrl("train", "pendulum", "--steps", 10, "--no-pending-actions", "--out", str(tmp_path / "x.mrlp")), "--no-pending-actions")

@@ -6,9 +6,12 @@
 #  0  4  magic                    12  1  number of layers L
 #  4  2  format version (1 or 2)  13  1  flags: 1 = observation normalisation, 2 = action scaling,
 #  6  2  header bytes H                  4 = input clipping, 8 = action clipping, 16 = references
-#  8  4  file bytes, CRC included 14  2  zero
+#  8  4  file bytes, CRC included 14  2  zero (version 3: pending actions, below)
 # Version 2 is version 1 with the flags 4, 8 and 16; a file that needs none of them is written as
 # version 1, so that an older microrl still loads it (and names a version 2 file as newer).
+# Version 3 is version 2 with bytes 14-15 the policy's pending actions d (1..32, a u16): trained
+# under an action delay of d control steps, it takes the task's observation followed by the d
+# commands sent but not yet applied (d * n_out numbers, the oldest first, in [-1, 1] units).
 import struct
 
 FIXED = 16  # bytes of the fixed header
@@ -148,11 +151,12 @@ def check_header(head, size, where="policy", magic=b"MRLP", version=2, kind="pol
     return header_len, total, L, flags, found
 
 
-def check_zero_bytes(f, header_len, meta_len, where):
-    # the reserved bytes 14-15 and the header's padding must be zero (every writer wrote zeros);
-    # checked after the checksum: a damaged file is a ChecksumError first
+
+def check_zero_bytes(f, header_len, meta_len, where, version=1):
+    # the reserved bytes 14-15 (before version 3) and the header's padding must be zero (every
+    # writer wrote zeros); checked after the checksum: a damaged file is a ChecksumError first
     f.seek(14)
-    bad = any(f.read(2))
+    bad = any(f.read(2)) and version < 3
     f.seek(FIXED + meta_len)
     if bad or any(f.read(header_len - FIXED - meta_len)):
         from .refusals import not_zero

@@ -30,14 +30,17 @@ def flags_of(policy):
     return flags
 
 
-def version_for(flags):
-    """The oldest format version that holds these flags: version 1 files load in every microrl,
-    version 2 (flags 4, 8, 16) in those from version 2 on."""
+def version_for(flags, pending=0):
+    """The oldest format version that holds these flags and pending actions: version 1 files
+    load in every microrl, version 2 (flags 4, 8, 16) in those from version 2 on, version 3
+    (pending actions) from version 3 on."""
+    if pending:
+        return 3
     return 1 if flags & ~3 == 0 else 2
 
 
-def pack_fixed(magic, version, header_len, total, L, flags):
-    return struct.pack("<4sHHIBBH", magic, version, header_len, total, L, flags, 0)
+def pack_fixed(magic, version, header_len, total, L, flags, pending=0):
+    return struct.pack("<4sHHIBBH", magic, version, header_len, total, L, flags, pending)
 
 
 def reference_section(policy):
@@ -136,7 +139,10 @@ def _float_parts(policy):
     tail = reference_section(policy)
     n_floats = param_count(policy.sizes) + sum(len(getattr(policy, name)) for name in names)
     total = header_len + 4 * n_floats + len(tail) + 4
-    head = pack_fixed(b"MRLP", version_for(flags), header_len, total, L, flags) + body + bytes(header_len - FIXED - len(body))
+    pending = getattr(policy, "pending", 0)
+    if pending and not (1 <= pending <= 32 and pending * policy.sizes[-1] < policy.sizes[0]):
+        raise ValueError("a policy of %d inputs and %d outputs cannot take %d steps of pending actions" % (policy.sizes[0], policy.sizes[-1], pending))
+    head = pack_fixed(b"MRLP", version_for(flags, pending), header_len, total, L, flags, pending) + body + bytes(header_len - FIXED - len(body))
     return [head] + [_le_bytes(getattr(policy, name)) for name in names] + [_le_bytes(policy.params), tail]
 
 

@@ -32,7 +32,7 @@ from .fileformat import CorruptPolicyError, TruncatedPolicyError, blocks_of, ref
 from .layout import layout
 
 MAGIC = b"MRLQ"
-VERSION = 2
+VERSION = 3  # 3: pending actions (fileformat.py), as the float format
 Q = 14  # fractional bits of the tables and of the table-activations' arguments
 TABLE_STEP_BITS = 6  # table step 1/64
 TABLE_N = 513  # [0, 8] inclusive
@@ -221,6 +221,7 @@ class QuantisedPolicy:
     an array('f') reused by the next call."""
 
     reference_count = 0  # load(): how many reference vectors the file holds (at its end)
+    pending = 0  # steps of pending actions in the input, as policy.Policy's
 
     def __init__(self, sizes, acts, weights, biases, fx, fw, obs_mean=None, obs_std=None, act_scale=None, act_offset=None,
                  in_low=None, in_high=None, act_low=None, act_high=None, references=None):
@@ -431,8 +432,11 @@ def quantise(policy, observations, headroom=1.25):
                 break
             f -= 1
         fw.append(f)
-    return QuantisedPolicy(sizes, acts, weights, biases, fx, fw, policy.obs_mean, policy.obs_std, policy.act_scale, policy.act_offset,
-                           getattr(policy, "in_low", None), getattr(policy, "in_high", None), getattr(policy, "act_low", None), getattr(policy, "act_high", None))
+    q = QuantisedPolicy(sizes, acts, weights, biases, fx, fw, policy.obs_mean, policy.obs_std, policy.act_scale, policy.act_offset,
+                        getattr(policy, "in_low", None), getattr(policy, "in_high", None), getattr(policy, "act_low", None), getattr(policy, "act_high", None))
+    if getattr(policy, "pending", 0):
+        q.pending = policy.pending
+    return q
 
 
 # ---- file format ----
@@ -447,7 +451,7 @@ def _header(q, tail):
     body = struct.pack("<%dH%dB%db%db" % (L + 1, L, L + 1, L), *(list(q.sizes) + list(q.acts) + list(q.fx) + list(q.fw)))
     header_len = (_FIXED + len(body) + 3) & ~3
     total = header_len + _data_bytes(q.sizes, flags) + len(tail) + 4
-    return pack_fixed(MAGIC, version_for(flags), header_len, total, L, flags) + body + bytes(header_len - _FIXED - len(body))
+    return pack_fixed(MAGIC, version_for(flags, q.pending), header_len, total, L, flags, q.pending) + body + bytes(header_len - _FIXED - len(body))
 
 
 def _data_bytes(sizes, flags):
@@ -498,7 +502,7 @@ def load(path, check=False, tolerance=None):
     size = file_size(path)
     with open(path, "rb") as f:
         head = f.read(_FIXED)
-        header_len, total, L, flags, _ = check_header(head, size, path, MAGIC, VERSION, "quantised policy")
+        header_len, total, L, flags, version = check_header(head, size, path, MAGIC, VERSION, "quantised policy")
         meta_len = 2 * (L + 1) + L + (L + 1) + L
         # the declared sizes against the file's length before reading it through
         if L < 1 or header_len != ((_FIXED + meta_len + 3) & ~3):
@@ -517,7 +521,7 @@ def load(path, check=False, tolerance=None):
         if end + 4 != total:
             refuse(CorruptPolicyError, "sizes", path)
         checksum_file(f, size, path)
-        check_zero_bytes(f, header_len, meta_len, path)
+        check_zero_bytes(f, header_len, meta_len, path, version)
         f.seek(header_len)
         floats = {}
         for name, n in blocks_of(flags, sizes):
@@ -535,6 +539,10 @@ def load(path, check=False, tolerance=None):
             raise CorruptPolicyError("%s: %s" % (path, e))
         if flags & 16:
             q.reference_count = struct.unpack("<I", f.read(4))[0]
+        if version > 2:  # pending actions
+            from .perturb import pending_of
+
+            q.pending = pending_of(head, sizes, path)
         check_values(q, path)
         if check:
             from .references import check

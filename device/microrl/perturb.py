@@ -68,14 +68,19 @@ def randomise(P, nominal, spec, u):
                 j += 2
 
 
-def delay_action(line, a, n, steps, fresh):
+def start_line(line, n, steps, neutral):
+    """An episode's line before its first command: steps commands of neutral[0:n] each (the
+    middle of the action range: nothing commanded yet). It is what the first steps apply, and
+    what an observation of the pending actions shows at the start, so that they name the
+    commands the task will apply whatever the step."""
+    for k in range(steps * n):
+        line[k] = neutral[k % n]
+
+
+def delay_action(line, a, n, steps):
     """Hold the action a[0:n] back by steps (1..MAX_DELAY) control steps: a leaves holding the
-    action chosen steps calls earlier, and the one given waits in line (steps * n floats, the
-    oldest first). fresh: an episode's first step, which fills the line with the action given,
-    so that an episode starts by holding its first command until the delayed ones arrive."""
-    if fresh:
-        for k in range(steps * n):
-            line[k] = a[k % n]
+    action sent steps calls earlier (start_line's before the first), and the one given waits in
+    line (steps * n floats, the oldest first)."""
     last = (steps - 1) * n
     for i in range(n):
         oldest = line[i]
@@ -83,6 +88,54 @@ def delay_action(line, a, n, steps, fresh):
             line[k] = line[k + n]
         line[last + i] = a[i]
         a[i] = oldest
+
+
+def pending_actions(obs, first, line, n, steps, scale, offset):
+    """The commands sent but not yet applied (the line of delay_action, the oldest first) into
+    obs[first:first + steps * n], in the policy's own [-1, 1] units ((a - offset) / scale, as the
+    policy file's act_scale/act_offset map them): under a delay of d steps the task's
+    observation alone is not Markov, with these d commands it is (the augmented state of the
+    delay literature; learning-to-fly's action history)."""
+    for k in range(steps * n):
+        i = k % n
+        obs[first + k] = (line[k] - offset[i]) / scale[i]
+
+
+def pending_count(task, width):
+    """How many steps of pending actions an input of width numbers carries beside the task's
+    observation: 0 for the task's own OBS_DIM, else (width - OBS_DIM) / ACT_DIM, at most
+    MAX_DELAY; ValueError for a width that is neither."""
+    extra = width - task.OBS_DIM
+    if extra < 0 or extra % task.ACT_DIM or extra // task.ACT_DIM > MAX_DELAY:
+        raise ValueError("%s observes %d numbers (and %d per step of pending actions, up to %d steps), not %d"
+                         % (task.NAME, task.OBS_DIM, task.ACT_DIM, MAX_DELAY, width))
+    return extra // task.ACT_DIM
+
+
+def pending_of(head, sizes, where):
+    """The pending actions a version 3 policy header declares (bytes 14-15; docs/policy-format.md),
+    checked against the layer sizes: 1..MAX_DELAY steps whose actions leave room in the input
+    for an observation; CorruptPolicyError otherwise. Here rather than in the loaders: a board
+    that loads a policy without them does not hold this code."""
+    pending = head[14] | (head[15] << 8)
+    if not 1 <= pending <= MAX_DELAY or pending * sizes[-1] >= sizes[0]:
+        from .fileformat import CorruptPolicyError, refuse
+
+        refuse(CorruptPolicyError, "pending", where, pending, sizes[0], sizes[-1])
+    return pending
+
+
+def action_range(task):
+    """(scale, offset) of the task's actions: the networks' [-1, 1] onto ACTION_LOW..ACTION_HIGH."""
+    low = task.ACTION_LOW
+    high = task.ACTION_HIGH
+    n = task.ACT_DIM
+    scale = zeros(n, "d")
+    offset = zeros(n, "d")
+    for i in range(n):
+        scale[i] = (high[i] - low[i]) / 2.0
+        offset[i] = (high[i] + low[i]) / 2.0
+    return scale, offset
 
 
 def names(task):
@@ -144,7 +197,8 @@ def noise_shape(task):
 
 class Perturbed:
     """The perturbations of a microrl.task.Env (settings: {name: value}, written into env.P and
-    a G array): its perturbation stream, randomised parameters, delayed actions, noise."""
+    a G array): its perturbation stream, randomised parameters, delayed actions (observed when
+    env.obs is wider than the task's observation: pending_actions), noise."""
 
     def __init__(self, env, settings):
         task = env.task
@@ -157,6 +211,7 @@ class Perturbed:
         self.r = zeros(max(1, randomise_draws(self.spec)), "d")
         self.delay = int(G[ACTION_DELAY])
         self.line = zeros(max(1, self.delay * task.ACT_DIM), "d")
+        self.scale, self.offset = action_range(task)
         self.noise = G[OBSERVATION_NOISE]
         self.shape = noise_shape(task)
         self.w = zeros(noise_draws(task.OBS_DIM), "d")
@@ -173,21 +228,69 @@ class Perturbed:
         return self.rng.uniform(0.0, 1.0)
 
     def reset(self, env):
-        """Before the task's reset: the episode's parameters."""
+        """Before the task's reset: the episode's parameters, and its line of delayed actions."""
         r = self.r
         for i in range(len(r)):
             r[i] = self.uniform(env)
         randomise(env.P, self.nominal, self.spec, r)
+        if self.delay:
+            start_line(self.line, env.task.ACT_DIM, self.delay, self.offset)
 
     def act(self, env, a):
         """Before the task's step: hold the action a back by the delay."""
         if self.delay:
-            delay_action(self.line, a, env.act_dim, self.delay, env.t == 0)
+            delay_action(self.line, a, env.task.ACT_DIM, self.delay)
 
     def observe(self, env):
-        """After the task's reset or step: add the noise to env.obs."""
+        """After the task's reset or step: add the noise to the task's part of env.obs, and the
+        pending actions after it when env.obs has room for them."""
+        n = env.task.OBS_DIM
         if self.noise:
             w = self.w
             for i in range(len(w)):
                 w[i] = self.uniform(env)
-            add_noise(env.obs, env.obs_dim, self.noise, self.shape, w)
+            add_noise(env.obs, n, self.noise, self.shape, w)
+        if env.obs_dim > n:
+            pending_actions(env.obs, n, self.line, env.task.ACT_DIM, self.delay, self.scale, self.offset)
+
+
+class PendingActions:
+    """A policy that observes its pending actions (its `pending`, trained under that action
+    delay) as a controller of the task's observation alone, on the craft itself: each call gives
+    the policy the observation followed by the commands this controller sent and the craft has
+    not applied yet (pending_actions, of its own line: start_line's neutral commands, then each
+    action it returned), and puts the new one in line. reset() starts a new flight. The board's
+    server answers INFER so for such a policy; microrl.task.Env observes its own line the same
+    way in simulation."""
+
+    def __init__(self, policy):
+        n = policy.act_dim
+        self.policy = policy
+        self.steps = policy.pending
+        self.n_obs = policy.sizes[0] - self.steps * n
+        self.x = zeros(policy.sizes[0], "d")
+        self.line = zeros(self.steps * n, "d")
+        self.sent = zeros(n, "d")
+        # the policy file's map of the network's [-1, 1] onto the task's units (training writes it)
+        self.scale = zeros(n, "d")
+        self.offset = zeros(n, "d")
+        for i in range(n):
+            self.scale[i] = 1.0 if policy.act_scale is None else policy.act_scale[i]
+            self.offset[i] = 0.0 if policy.act_offset is None else policy.act_offset[i]
+        self.reset()
+
+    def reset(self):
+        start_line(self.line, len(self.sent), self.steps, self.offset)
+
+    def __call__(self, obs):
+        x = self.x
+        n = len(self.sent)
+        for i in range(self.n_obs):
+            x[i] = obs[i]
+        pending_actions(x, self.n_obs, self.line, n, self.steps, self.scale, self.offset)
+        a = self.policy(x)
+        sent = self.sent
+        for i in range(n):
+            sent[i] = a[i]
+        delay_action(self.line, sent, n, self.steps)  # (sent leaves holding the command the craft applies now)
+        return a

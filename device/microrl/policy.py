@@ -4,7 +4,7 @@
 #  0  4  magic b"MRLP"            12  1  number of layers L
 #  4  2  format version (1 or 2)  13  1  flags: 1 = observation normalisation, 2 = action scaling,
 #  6  2  header bytes H                  4 = input clipping, 8 = action clipping, 16 = references
-#  8  4  file bytes, CRC included 14  2  zero
+#  8  4  file bytes, CRC included 14  2  zero; version 3: pending actions (fileformat.py)
 # 16  2*(L+1) layer sizes, then L activation codes, zero pad to H
 #  H  ...  float32: [obs mean, obs std], [action scale, action offset], [input low, input high],
 #          [action low, action high], then the parameters in the network layout (W_l [out, in]
@@ -37,11 +37,16 @@ class Policy:
     policy(obs) returns an array('f') that is reused by the next call (no allocation per call):
     copy it if you keep it, or pass out= a buffer of your own. references: a
     references.References that save() writes into the file (a loaded policy has none: its
-    file's are checked by load(path, check=True) without being kept)."""
+    file's are checked by load(path, check=True) without being kept).
+
+    pending: a policy trained under an action delay of that many control steps takes the task's
+    observation followed by the commands sent but not yet applied (microrl.perturb.
+    pending_actions; microrl.task.policy_env runs it so); its file says so (format version 3)."""
 
     # what most policies do not have: class defaults, so that their instances hold nothing for it
     in_low = act_low = None  # with in_high, act_high when set
     reference_count = 0  # load(): how many reference vectors the file holds (at its end)
+    pending = 0  # steps of pending actions in the input after the task's observation
 
     def __init__(self, sizes, activations, params=None, obs_mean=None, obs_std=None, act_scale=None, act_offset=None,
                  in_low=None, in_high=None, act_low=None, act_high=None, references=None):
@@ -182,7 +187,7 @@ def to_bytes(policy):
 def check_header(head, size, where="policy"):
     """Validate the first bytes of a float policy file of `size` bytes; return (header_len,
     total, L, flags, version). Raises the PolicyFileError subclass that says what is wrong."""
-    return _check_header(head, size, where, MAGIC, 2, "policy")
+    return _check_header(head, size, where, MAGIC, 3, "policy")
 
 
 def _read_exact(f, block, where):
@@ -210,7 +215,7 @@ def load(path, check=False, tolerance=None):
             from .fixedpoint import load as load_int16
 
             return load_int16(path, check, tolerance)
-        header_len, total, L, flags, _ = check_header(head, size, path)
+        header_len, total, L, flags, version = check_header(head, size, path)
         # the declared sizes against the file's length before reading it through
         if L < 1 or header_len != ((_FIXED + 3 * L + 2 + 3) & ~3):
             refuse(CorruptPolicyError, "header", path, L, header_len, flags)
@@ -227,7 +232,7 @@ def load(path, check=False, tolerance=None):
         if end + 4 != total:
             refuse(CorruptPolicyError, "sizes", path)
         _checksum_file(f, size, path)
-        check_zero_bytes(f, header_len, 3 * L + 2, path)
+        check_zero_bytes(f, header_len, 3 * L + 2, path, version)
         if sys.implementation.name == "micropython":
             # free the checksum's temporaries now, so that the small objects below fill the low
             # holes and the weights' block finds the heap's top unsplit (48K heap, 13-64-64-4)
@@ -239,6 +244,10 @@ def load(path, check=False, tolerance=None):
         for name, n in blocks:
             kwargs[name] = zeros(n)
         policy = Policy(sizes, [code(a) for a in acts], params=params, **kwargs)
+        if version > 2:  # pending actions (after the weights' block: a small heap)
+            from .perturb import pending_of
+
+            policy.pending = pending_of(head, sizes, path)
         f.seek(header_len)
         for name, _ in blocks:
             _read_exact(f, getattr(policy, name), path)

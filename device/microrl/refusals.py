@@ -17,6 +17,7 @@ HEADER = {
     "layers": "%s: invalid layer sizes %r or activation codes %r",
     "sizes": "%s: header sizes do not add up to the file length",
     "references": "%s: the reference section does not add up to the file length",
+    "pending": "%s: %d pending actions in the header, which a policy of %d inputs and %d outputs cannot take (1 to 32 steps, beside its observation)",
 }
 
 

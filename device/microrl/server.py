@@ -113,6 +113,7 @@ class Server:
         self.policy_path = None
         self.policy_mark = None
         self.obs = None
+        self.controller = None  # a policy that observes its pending actions: perturb.PendingActions over it
         self.last_rollout = None  # the last ROLLOUT's (task, seed, first, rng state then, next episode, env)
         self.running = True
 
@@ -160,7 +161,7 @@ class Server:
                     raise  # no old policy, or its file is gone or changed: it cannot make room
                 # no room for two policies: free the old one and try again; if that fails too,
                 # reload the old one from its file (unchanged: it fitted before) and report
-                self.policy = self.obs = None
+                self.policy = self.obs = self.controller = None
                 try:
                     policy = _load(load, path)
                 except Exception:
@@ -169,7 +170,7 @@ class Server:
         except MemoryError:
             raise _out_of_memory("loading the policy %s" % path, path)
         self._install(policy, path)
-        return P.pack_loaded(policy.obs_dim, policy.act_dim, policy.describe())
+        return P.pack_loaded(len(self.obs), policy.act_dim, policy.describe())
 
     def _install(self, policy, path):
         from .compat import zeros
@@ -177,13 +178,21 @@ class Server:
         self.policy_mark = _file_mark(path)
         self.policy = policy
         self.policy_path = path
-        self.obs = zeros(policy.obs_dim)
+        self.controller = None
+        n_in = policy.obs_dim
+        if getattr(policy, "pending", 0):
+            # INFER takes the task's observation; the board adds the commands it sent itself
+            from .perturb import PendingActions
+
+            self.controller = PendingActions(policy)
+            n_in = self.controller.n_obs
+        self.obs = zeros(n_in)
 
     def infer(self, seq, payload):
         policy = self.policy
         if policy is None:
             return self.error(seq, P.E_NO_POLICY, "no policy loaded: send LOAD with its path first")
-        n_in = policy.obs_dim
+        n_in = len(self.obs)
         if len(payload) != 4 * n_in:
             return self.error(seq, P.E_PAYLOAD, "observation of %d bytes, the policy takes %d floats (%d bytes)" % (len(payload), n_in, 4 * n_in))
         obs = self.obs
@@ -192,7 +201,7 @@ class Server:
             obs[i] = values[i]
         t0 = ticks_us()
         try:
-            action = policy(obs)
+            action = (self.controller or policy)(obs)
         except ValueError as e:  # a NaN or infinite observation, refused by name
             return self.error(seq, P.E_PAYLOAD, str(e))
         dt = ticks_diff(ticks_us(), t0)
@@ -217,12 +226,15 @@ class Server:
             task = __import__("microrl.tasks." + name, None, None, (name,))
         except ImportError as e:
             return self.error(seq, P.E_PAYLOAD, "task %s does not import on the board (%s): deploy it with microrl deploy --task" % (name, e))
+        from .task import task_obs_dim
+
         policy = self.policy
-        if policy.obs_dim != task.OBS_DIM or policy.act_dim != task.ACT_DIM:
+        n_obs = task_obs_dim(policy)
+        if n_obs != task.OBS_DIM or policy.act_dim != task.ACT_DIM:
             from .refusals import count
 
             return self.error(seq, P.E_PAYLOAD, "task %s has %s and %s, the policy takes %d and gives %d"
-                              % (name, count(task.OBS_DIM, "observation"), count(task.ACT_DIM, "action"), policy.obs_dim, policy.act_dim))
+                              % (name, count(task.OBS_DIM, "observation"), count(task.ACT_DIM, "action"), n_obs, policy.act_dim))
         env = self._episodes(task, name, seed, first)
         if env is None:
             run = self.last_rollout
@@ -244,9 +256,11 @@ class Server:
         reply lost) wound back to where that request started; None for any other first."""
         if first == 0:
             from .rng import Rng
-            from .task import Env
+            from .task import policy_env
 
-            return Env(task, rng=Rng(seed), evaluation=True)
+            # a policy that observes its pending actions: under its own delay, observing the
+            # commands this board sent in simulation
+            return policy_env(task, self.policy, rng=Rng(seed), evaluation=True)
         run = self.last_rollout
         if run is None or run[0] != name or run[1] != seed:
             return None

@@ -25,12 +25,16 @@ class Env:
     rng: the Rng that reset() and step() draw from (reset(rng) may give another). evaluation:
     starts from the task's evaluation distribution (its evaluation() hook) rather than
     training's. perturbations: {name: value} of sim-to-real perturbations (microrl.perturb.names();
-    default none: the nominal task; the task's PERTURBATIONS: what it trains with)."""
+    default none: the nominal task; the task's PERTURBATIONS: what it trains with).
+    pending_actions: under an action delay, the observation carries the commands sent but not
+    yet applied after the task's own (OBS_DIM + delay * ACT_DIM numbers; microrl.perturb.
+    pending_actions), as a policy trained with the delay expects them (its file's `pending`)."""
 
-    def __init__(self, task, params=None, rng=None, evaluation=False, perturbations=None):
+    def __init__(self, task, params=None, rng=None, evaluation=False, perturbations=None, pending_actions=False):
         self.task = task
         self.name = task.NAME
-        self.obs_dim = task.OBS_DIM
+        delay = int(perturbations.get("action_delay", 0)) if perturbations and pending_actions else 0
+        self.obs_dim = task.OBS_DIM + delay * task.ACT_DIM
         self.act_dim = task.ACT_DIM
         self.action_low = task.ACTION_LOW
         self.action_high = task.ACTION_HIGH
@@ -45,7 +49,7 @@ class Env:
         self.s = zeros(task.STATE_DIM, "d")
         self.u = zeros(max(task.RESET_DRAWS, task.STEP_DRAWS, 1), "d")
         self.a = zeros(task.ACT_DIM, "d")
-        self.obs = zeros(task.OBS_DIM)
+        self.obs = zeros(self.obs_dim)
         self.t = 0
         # sim-to-real perturbations (microrl.perturb), only when some are asked for
         self.perturbed = None
@@ -97,3 +101,31 @@ class Env:
             self.s[i] = values[i]
         self.task.observe(self.P, self.s, self.obs)
         return self.obs
+
+
+def task_obs_dim(policy):
+    """The task's observation a policy takes: its input less the pending actions it observes."""
+    return policy.sizes[0] - getattr(policy, "pending", 0) * policy.sizes[-1]
+
+
+def policy_perturbations(policy, perturbations=None):
+    """The perturbations to run policy under: perturbations ({name: value}, or None) with, for
+    a policy that observes pending actions (its file's `pending`: trained under that action
+    delay), its own delay; ValueError when another delay is asked of it."""
+    pending = getattr(policy, "pending", 0)
+    if not pending:
+        return perturbations
+    chosen = dict(perturbations or {})
+    asked = chosen.get("action_delay", pending)
+    if asked != pending:
+        raise ValueError("this policy was trained with an action delay of %d steps and observes its %d pending actions; "
+                         "it runs with that delay only, not %g" % (pending, pending, asked))
+    chosen["action_delay"] = pending
+    return chosen
+
+
+def policy_env(task, policy, perturbations=None, **options):
+    """An Env of task for policy: under its own action delay and observing the pending actions
+    when the policy expects them (policy_perturbations), as it was trained. options: Env's."""
+    chosen = policy_perturbations(policy, perturbations)
+    return Env(task, perturbations=chosen, pending_actions=bool(getattr(policy, "pending", 0)), **options)

@@ -3,14 +3,15 @@ closed-loop comparison of an int16 policy against its float original on its task
 only action differences). Used by `microrl export --int16`, the tests and bench/."""
 from microrl.evaluate import evaluate
 from microrl.rng import Rng
-from microrl.task import Env
+from microrl.task import policy_env, task_obs_dim
 
 from .envs.gym import rollout_returns
 
 
 def fits(policy, task):
-    """Whether policy runs on the task module (its observation and action sizes)."""
-    return task is not None and policy.obs_dim == task.OBS_DIM and policy.act_dim == task.ACT_DIM
+    """Whether policy runs on the task module (its observation, less any pending actions, and
+    its action sizes)."""
+    return task is not None and task_obs_dim(policy) == task.OBS_DIM and policy.act_dim == task.ACT_DIM
 
 
 def calibration_observations(policy, episodes=5, seed=1, obs_range=None, samples=2000, task=None, gym_env=None):
@@ -29,7 +30,7 @@ def calibration_observations(policy, episodes=5, seed=1, obs_range=None, samples
         _on_gym(gym_env, lambda env: rollout_returns(recording, env, episodes, seed, clip=True))
         return seen
     if obs_range is None and fits(policy, task):
-        env = Env(task)
+        env = policy_env(task, policy)  # under its own action delay when it observes pending actions
         seen = []
         for _ in range(episodes):
             obs = env.reset(rng)
@@ -105,7 +106,7 @@ def closed_loop(policy, quantised, episodes=10, seed=12345, task=None, gym_env=N
         (f_mean, f_std, f_returns), (q_mean, q_std, q_returns) = _on_gym(
             gym_env, lambda env: [rollout_returns(p, env, episodes, seed, clip=True) for p in (policy, quantised)])
     else:
-        env = Env(task)
+        env = policy_env(task, policy)
         f_mean, f_std, f_returns = evaluate(policy, env, episodes, seed)
         q_mean, q_std, q_returns = evaluate(quantised, env, episodes, seed)
     return {

@@ -37,20 +37,91 @@ def test_off_is_the_nominal_run():
 def test_delay_holds_actions_back_whole_steps():
     line = zeros(3 * 2, "d")
     a = zeros(2, "d")
+    perturb.start_line(line, 2, 3, (1.0, -1.0))
     seen = []
     for t in range(6):
         a[0] = 10.0 + t
         a[1] = 20.0 + t
-        perturb.delay_action(line, a, 2, 3, t == 0)
+        perturb.delay_action(line, a, 2, 3)
         seen.append((a[0], a[1]))
-    # the first command is held until the delayed ones arrive, then each comes 3 steps late
-    assert seen == [(10.0, 20.0)] * 4 + [(11.0, 21.0), (12.0, 22.0)]
+    # the line's neutral commands first, then each command 3 steps late
+    assert seen == [(1.0, -1.0)] * 3 + [(10.0, 20.0), (11.0, 21.0), (12.0, 22.0)]
 
 
 def test_delayed_env_equals_actions_given_late():
     acts = [0.5 * ((i % 5) - 2) for i in range(40)]
-    late = [acts[0]] * 2 + acts[:-2]
+    late = [0.0] * 2 + acts[:-2]  # pendulum's neutral command: no torque (the middle of +-2)
     assert _episode(Env(pendulum, perturbations={"action_delay": 2}), acts, 5) == _episode(Env(pendulum), late, 5)
+
+
+def test_observation_carries_the_pending_actions():
+    """Under a delay of d with pending_actions, the observation is the task's, then the d
+    commands sent and not yet applied (oldest first) in [-1, 1] units: exactly the next d
+    commands the task applies; the task's part is the delayed run's own."""
+    d = 3
+    acts = [[0.4 * ((i % 5) - 2)] for i in range(30)]  # pendulum's +-2 N m: [-1, 1] units are half
+    seen = Env(pendulum, perturbations={"action_delay": d}, pending_actions=True)
+    blind = Env(pendulum, perturbations={"action_delay": d})
+    assert seen.obs_dim == pendulum.OBS_DIM + d and blind.obs_dim == pendulum.OBS_DIM
+    obs = seen.reset(Rng(9))
+    plain = blind.reset(Rng(9))
+    sent = [0.0] * d  # neutral commands before the first
+    for t, a in enumerate(acts):
+        assert list(obs[:3]) == list(plain[:3])
+        assert max(abs(o - c / 2.0) for o, c in zip(obs[3:], sent[-d:])) < 1e-6  # (obs is float32)
+        obs = seen.step(a)[0]
+        plain = blind.step(a)[0]
+        sent.append(a[0])
+    assert len(seen.obs) == 3 + d
+
+
+def test_pending_actions_controller_is_the_envs_observation():
+    """perturb.PendingActions (what a board runs, observing the commands it sent itself) gives a
+    policy the same inputs as microrl.task.Env's pending actions in simulation."""
+    from microrl.policy import Policy
+    from microrl.task import policy_env
+
+    d = 2
+    n = pendulum.OBS_DIM + d
+    params = [0.01 * ((i * 7) % 13 - 6) for i in range(n * 4 + 4 + 4 + 1)]
+    policy = Policy([n, 4, 1], ["tanh", "tanh"], params=params, act_scale=[2.0], act_offset=[0.0])
+    policy.pending = d
+    seen = []
+
+    class Recording:
+        def __call__(self, x):
+            seen.append(list(x))
+            return policy(x)
+
+    env = policy_env(pendulum, policy, rng=Rng(3))
+    inputs = []
+    obs = env.reset()
+    for _ in range(12):
+        inputs.append(list(obs))
+        obs = env.step(policy(obs))[0]
+    rec = Recording()
+    rec.act_dim, rec.pending, rec.sizes, rec.act_scale, rec.act_offset = 1, d, policy.sizes, policy.act_scale, policy.act_offset
+    controller = perturb.PendingActions(rec)
+    plain = Env(pendulum, rng=Rng(3), perturbations={"action_delay": d})
+    obs = plain.reset()
+    for _ in range(12):
+        obs = plain.step(controller(obs))[0]
+    assert seen == inputs
+
+
+def test_policy_perturbations_keep_a_policys_own_delay():
+    from microrl.task import policy_perturbations
+
+    class P:
+        pending = 2
+
+    assert policy_perturbations(P(), None) == {"action_delay": 2}
+    assert policy_perturbations(P(), {"observation_noise": 1.0}) == {"observation_noise": 1.0, "action_delay": 2}
+    try:
+        policy_perturbations(P(), {"action_delay": 3})
+        assert False, "another delay was accepted"
+    except ValueError as e:
+        assert "2 steps" in str(e)
 
 
 def test_noise_has_the_asked_spread_and_leaves_the_main_stream_alone():

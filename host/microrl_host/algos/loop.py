@@ -20,7 +20,7 @@ from numba.extending import overload
 
 from ..nn import sync
 from ..nn.jit import COMPILED_ONLY, bound_copy, inline, jit_nogil
-from ..envs.task import delayed_action, draw, noisy_observation, randomised_parameters, seed_stream
+from ..envs.task import delayed_action, draw, noisy_observation, observed_pending, randomised_parameters, seed_stream, start_delay
 from ..nn.rng import new_rng, uniform
 from .replay import new_replay, replay_add
 
@@ -128,7 +128,7 @@ def observe(S, hp, obs, action, reward, next_obs, terminated, train_every):
 # ---------------------------------------------------------------- the loop, bound to a task
 # the names a bound copy of run_task sees in place of these (envs/task.py, CompiledTask.bindings)
 task_reset = task_step = None
-RETURN = P0 = S0 = U0 = A0 = G0 = STREAM = T = LINE0 = W0 = N0 = R0 = END = ACT_DIM = RESET_DRAWS = STEP_DRAWS = 0
+RETURN = P0 = S0 = U0 = A0 = G0 = STREAM = T = LINE0 = W0 = N0 = R0 = END = OBS_DIM = ACT_DIM = RESET_DRAWS = STEP_DRAWS = 0
 ACTION_SCALE = ACTION_OFFSET = NOISE_SHAPE = (0.0,)
 RANDOMISED = ((0, 0, 0, 0),)
 
@@ -157,11 +157,12 @@ def run_task(S, hp, n_steps, ep_step, ep_return, train_every):
             explore(S, hp, S.obs, S.action)
             for i in range(ACT_DIM):  # [-1, 1] onto the task's range
                 a[i] = ACTION_SCALE[i] * S.action[i] + ACTION_OFFSET[i]
-            delayed_action(env, a, G0, LINE0, T)
+            delayed_action(env, a, G0, LINE0)
             draw(S.rng, u, STEP_DRAWS)
             r, terminated, truncated = task_step(P, s, a, u, S.next_obs)
             env[T] += 1.0
-            noisy_observation(env, S.next_obs, G0, STREAM, W0, NOISE_SHAPE)
+            noisy_observation(env, S.next_obs, OBS_DIM, G0, STREAM, W0, NOISE_SHAPE)
+            observed_pending(env, S.next_obs, OBS_DIM, ACT_DIM, G0, LINE0, ACTION_SCALE, ACTION_OFFSET)
             env[RETURN] += r
             observe(S, hp, S.obs, S.action, r, S.next_obs, terminated, train_every)
             if terminated or truncated:
@@ -177,8 +178,10 @@ def run_task(S, hp, n_steps, ep_step, ep_return, train_every):
         if fresh:
             draw(S.rng, u, RESET_DRAWS)
             randomised_parameters(env, P, N0, R0, RANDOMISED, STREAM)
+            start_delay(env, ACT_DIM, G0, LINE0, ACTION_OFFSET)
             task_reset(P, s, u, S.obs)
-            noisy_observation(env, S.obs, G0, STREAM, W0, NOISE_SHAPE)
+            noisy_observation(env, S.obs, OBS_DIM, G0, STREAM, W0, NOISE_SHAPE)
+            observed_pending(env, S.obs, OBS_DIM, ACT_DIM, G0, LINE0, ACTION_SCALE, ACTION_OFFSET)
             env[T] = 0.0
             env[RETURN] = 0.0
             fresh = False

@@ -189,11 +189,12 @@ def resume_differences(saved, saved_seed, given, given_seed):
 # ---------------------------------------------------------------- the algorithm front end
 
 
-def make_task(task, perturbations=None):
+def make_task(task, perturbations=None, pending_actions=True):
     """The environment a task means (tasks.resolve: a registry name, a task module or file, a
     gymnasium id or Env): compiled in the loop when it is written against the task interface.
     perturbations: {name: value} of the sim-to-real perturbations to train with (None: the
-    task's own choice, its PERTURBATIONS; {}: none); ValueError for one it does not have."""
+    task's own choice, its PERTURBATIONS; {}: none); ValueError for one it does not have.
+    pending_actions: under an action delay, observe the commands not yet applied (CompiledTask)."""
     found = tasks.resolve(task)
     if found.module is not None:
         from microrl.perturb import training as training_perturbations
@@ -201,7 +202,7 @@ def make_task(task, perturbations=None):
         from ..envs.task import CompiledTask
 
         chosen = training_perturbations(found.module) if perturbations is None else perturbations
-        return CompiledTask(found.module, name=found.name, perturbations=chosen)
+        return CompiledTask(found.module, name=found.name, perturbations=chosen, pending_actions=pending_actions)
     if perturbations:
         raise ValueError("%s is a gymnasium environment: sim-to-real perturbations (%s) need a task written against the task interface (docs/tasks.md)"
                          % (found.name, ", ".join(sorted(perturbations))))
@@ -269,7 +270,7 @@ class Algorithm:
         return self.run(tasks.DEFAULT if env is None else env, steps=steps, seed=seed, callbacks=callbacks, **dict(settings, **options))
 
     def run(self, task, steps=None, seed=None, eval_every=None, eval_episodes=None, out=None, run_dir=None, checkpoint_every=None, resume=False, callbacks=None, threads=None,
-            perturbations=None, **settings):
+            perturbations=None, pending_actions=True, **settings):
         """Train on task (tasks.resolve: a registry name, a task module or its file, a gymnasium
         id or Env); returns a Run. Settings left None take the task's suggestion (its TRAINING),
         else: steps 10000, eval_every 1000, eval_episodes 10, checkpoint_every 0 (at the end).
@@ -280,17 +281,20 @@ class Algorithm:
         run the twin critics' halves of each update on a second thread (default: 2 where two
         CPUs are free for this process; the run is the same either way); perturbations: {name:
         value} of the sim-to-real perturbations to train with (microrl.perturb.names;
-        None: the task's own choice, its PERTURBATIONS; {}: the nominal task)."""
+        None: the task's own choice, its PERTURBATIONS; {}: the nominal task); pending_actions:
+        under an action delay the actor and critics observe the commands sent but not yet
+        applied, and the policy file says so (default; False: the task's observation alone, the
+        way that does not learn a delay: docs/sim-to-real.md)."""
         threads = twin.default_threads() if threads is None else int(threads)
         if threads < 1:
             raise ValueError("threads must be 1 or more, not %d" % threads)
         with one_blas_thread():
-            return self._run(task, steps, seed, eval_every, eval_episodes, out, run_dir, checkpoint_every, resume, callbacks, settings, threads, perturbations)
+            return self._run(task, steps, seed, eval_every, eval_episodes, out, run_dir, checkpoint_every, resume, callbacks, settings, threads, perturbations, pending_actions)
 
-    def _run(self, task, steps, seed, eval_every, eval_episodes, out, run_dir, checkpoint_every, resume, callbacks, settings, threads, perturbations=None):
+    def _run(self, task, steps, seed, eval_every, eval_episodes, out, run_dir, checkpoint_every, resume, callbacks, settings, threads, perturbations=None, pending_actions=True):
         callbacks = callbacks or NONE
         wall0 = time.perf_counter()
-        env = make_task(task, perturbations)
+        env = make_task(task, perturbations, pending_actions)
         trained_with = dict(getattr(env, "perturbations", {}))
         suggested = getattr(env, "training", {})
 
@@ -316,6 +320,8 @@ class Algorithm:
             saved = meta.get("perturbations", {})
             if saved != trained_with:
                 differences.append("perturbations: the checkpoint has %r, given %r" % (saved, trained_with))
+            if meta.get("pending_actions", 0) != getattr(env, "pending", 0):
+                differences.append("pending actions observed: the checkpoint's %d steps, given %d" % (meta.get("pending_actions", 0), getattr(env, "pending", 0)))
             if differences:
                 raise CheckpointError("the checkpoint in %s was made with other settings: %s; resume without them, or start a new run (another --run-dir)" % (run_dir, "; ".join(differences)))
             seed = meta["seed"]
@@ -339,6 +345,8 @@ class Algorithm:
             "config": {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.settings(config).items()},
             "perturbations": trained_with,
         }
+        if getattr(env, "pending", 0):
+            meta["pending_actions"] = env.pending  # the observation's width (checkpoints before it had none)
         start = int(state.counters[0])
         if start > steps:
             raise CheckpointError("the checkpoint is at step %d, beyond --steps %d; ask for more steps" % (start, steps))
@@ -360,7 +368,7 @@ class Algorithm:
                 run_loop(state, hp, loop.BEGIN, ep_step, ep_return, train_every)
             run_loop(state, hp, 0, ep_step, ep_return, train_every)
             if eval_episodes:
-                env.evaluate(state.actor, self.squash, 0, 0)
+                env.evaluate(state.actor, self.squash, 0, 0, perturbations=evaluation_perturbations(env))
         else:
             rng = state.rng.copy()
             loop.explore(state, hp, state.obs, state.action)
@@ -476,6 +484,8 @@ class Algorithm:
         stats.update(self.task_stats)  # a task with a success test: success rate, final error, termination rate
         if trained_with:
             stats["perturbations"] = trained_with  # a run with sim-to-real perturbations: which
+        if policy.pending:
+            stats["pending_actions"] = policy.pending
         return Run(policy, evals, stats, state)
 
     def _run_gym(self, env, state, hp, n, ep_step, ep_return):
@@ -528,7 +538,10 @@ class Algorithm:
         params = actor_params if params is None else params
         scale = (env.high.astype(np.float64) - env.low) / 2.0
         offset = (env.high.astype(np.float64) + env.low) / 2.0
-        return Policy([int(s) for s in sizes], [int(a) for a in acts], params=_farray(params), act_scale=list(scale), act_offset=list(offset))
+        policy = Policy([int(s) for s in sizes], [int(a) for a in acts], params=_farray(params), act_scale=list(scale), act_offset=list(offset))
+        if getattr(env, "pending", 0):
+            policy.pending = env.pending  # its input: the task's observation, then the pending actions
+        return policy
 
 
 def learning_rate_share(config, step, steps):

@@ -120,9 +120,11 @@ def _named(task):
 
 def policy_tasks(policy):
     """The built-in task a policy of this shape runs (deploy's default): a list of none or one."""
+    from microrl.task import task_obs_dim
+
     from .. import tasks
 
-    names = tasks.by_shape(policy.obs_dim, policy.act_dim)
+    names = tasks.by_shape(task_obs_dim(policy), policy.act_dim)
     return [board_task(names[0])] if len(names) == 1 else []
 
 
@@ -561,10 +563,14 @@ def deploy(port=None, policy_path=None, mpy=False, transport=None, log=None, tim
 
 
 def check_shape(policy, task_name, obs_dim, act_dim):
-    """DeployError unless the policy fits the task's observations and actions."""
-    if (obs_dim, act_dim) != (policy.obs_dim, policy.act_dim):
+    """DeployError unless the policy fits the task's observations (beside any pending actions
+    it observes) and actions."""
+    from microrl.task import task_obs_dim
+
+    own = task_obs_dim(policy)
+    if (obs_dim, act_dim) != (own, policy.act_dim):
         raise DeployError("the policy takes %s and gives %s, but the task %s has %d and %d: deploy the policy "
-                          "with the task it was trained on (--task)" % (count(policy.obs_dim, "observation"), count(policy.act_dim, "action"), task_name, obs_dim, act_dim))
+                          "with the task it was trained on (--task)" % (count(own, "observation"), count(policy.act_dim, "action"), task_name, obs_dim, act_dim))
 
 
 def task_info_program(name):

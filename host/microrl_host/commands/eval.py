@@ -44,11 +44,14 @@ def pick_task(policy, given, option="--task", drawn=False):
     """tasks.Found for the task to run policy on: given (a registry name, file, module or
     gymnasium id), else the built-in task of the policy's shape; CommandError when it does not fit.
     drawn: only tasks written against the task interface (render's), never a gymnasium env."""
+    from microrl.task import task_obs_dim
+
+    obs_dim = task_obs_dim(policy)  # a policy that observes pending actions: its task's part
     if given is None:
-        names = tasks.by_shape(policy.obs_dim, policy.act_dim)
+        names = tasks.by_shape(obs_dim, policy.act_dim)
         if len(names) != 1:
             raise CommandError("this policy takes %s and gives %s; say which task with %s (%s)"
-                               % (count(policy.obs_dim, "observation"), count(policy.act_dim, "action"), option, "one of %s" % ", ".join(names) if names else
+                               % (count(obs_dim, "observation"), count(policy.act_dim, "action"), option, "one of %s" % ", ".join(names) if names else
                                   "a task file or module with a picture() hook: %s" % DRAWN_ONLY if drawn else "a task file or module, or a gymnasium id"))
         given = names[0]
     try:
@@ -57,6 +60,9 @@ def pick_task(policy, given, option="--task", drawn=False):
         raise CommandError(str(e)) from None
     if drawn and not found.compiled:
         raise CommandError("%s %s: %s" % (option, given, DRAWN_ONLY))
+    if getattr(policy, "pending", 0) and not found.compiled:
+        raise CommandError("%s %s: this policy observes its %d pending actions (trained under an action delay), which a task written against "
+                           "the task interface gives (docs/sim-to-real.md), not a gymnasium env" % (option, given, policy.pending))
     if found.compiled:
         shape = (found.module.OBS_DIM, found.module.ACT_DIM)
     else:
@@ -68,9 +74,22 @@ def pick_task(policy, given, option="--task", drawn=False):
             raise CommandError(str(e)) from None
         shape = (int(__import__("numpy").prod(env.observation_space.shape)), int(__import__("numpy").prod(env.action_space.shape)))
         env.close()
-    if shape != (policy.obs_dim, policy.act_dim):
-        raise CommandError("%s %s has %s and %s; this policy takes %d and gives %d" % (option, given, count(shape[0], "observation"), count(shape[1], "action"), policy.obs_dim, policy.act_dim))
+    if shape != (obs_dim, policy.act_dim):
+        raise CommandError("%s %s has %s and %s; this policy takes %d and gives %d" % (option, given, count(shape[0], "observation"), count(shape[1], "action"), obs_dim, policy.act_dim))
     return found
+
+
+def own_delay(policy, perturbed):
+    """A policy that observes its pending actions runs under its own action delay, in both
+    evaluations: CommandError when another delay was asked; returns the line that says so."""
+    pending = getattr(policy, "pending", 0)
+    if not pending:
+        return None
+    asked = (perturbed or {}).get("action_delay", pending)
+    if asked != pending:
+        raise CommandError("this policy was trained with an action delay of %d steps and observes its %d pending actions: evaluate it with "
+                           "--action-delay %d or without the option (asked: %d steps)" % (pending, pending, pending, asked))
+    return "this policy observes its %d pending actions: both evaluations run under its %d-step action delay" % (pending, pending)
 
 
 def run(args):
@@ -79,8 +98,9 @@ def run(args):
     if args.episodes is None:
         args.episodes = found.training.get("eval_episodes", 10)
     perturbed, said = perturbed_settings(args, found)
-    if said:
-        print(said, file=sys.stderr if args.json else sys.stdout)
+    for line in (said, own_delay(policy, perturbed)):
+        if line:
+            print(line, file=sys.stderr if args.json else sys.stdout)
     if tasks.has_summary(found.module):
         return run_with_success(args, policy, found, perturbed)
     result = {"policy": args.policy, "env": found.name, "episodes": args.episodes}
@@ -89,9 +109,9 @@ def run(args):
             break
         if found.compiled:
             from microrl.evaluate import evaluate
-            from microrl.task import Env
+            from microrl.task import policy_env
 
-            mean, std, returns = evaluate(policy, Env(found.module, perturbations=chosen), episodes=args.episodes, seed=args.seed)
+            mean, std, returns = evaluate(policy, policy_env(found.module, policy, chosen), episodes=args.episodes, seed=args.seed)
         else:
             from ..envs.gym import evaluate_gym
 

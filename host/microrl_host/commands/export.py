@@ -39,6 +39,7 @@ def register(sub):
 
 def run(args):
     from microrl import fixedpoint
+    from microrl.task import task_obs_dim
 
     from .. import calibration as Q
     from .. import tasks
@@ -54,7 +55,7 @@ def run(args):
         raise CommandError("--out would overwrite the input policy; choose another file")
     check_output(out, "--out")
     task = gym_env = None
-    if args.task is not None or len(tasks.by_shape(policy.obs_dim, policy.act_dim)) == 1:
+    if args.task is not None or len(tasks.by_shape(task_obs_dim(policy), policy.act_dim)) == 1:
         found = pick_task(policy, args.task)
         task, gym_env = found.module, found.gym_id
     if args.obs_range is not None:

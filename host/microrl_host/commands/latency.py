@@ -9,7 +9,8 @@ from . import CommandError
 from .options import whole
 
 DELAY_HELP = ("hold every action back by STEPS control steps (the latency of a real loop: the sensors' reading reaches the policy and "
-              "its command the motors STEPS steps later), in training and in its evaluations; 0: none (default)")
+              "its command the motors STEPS steps later), in training and in its evaluations; the policy observes the STEPS commands "
+              "it sent that are not applied yet, and its file says so; 0: none (default)")
 LATENCY_HELP = ("the action delay of a board measured by `microrl bench serial --json > FILE`: its median round trip, rounded up to "
                 "whole control steps of the task (a command that arrives within a step acts from the next)")
 
@@ -22,6 +23,9 @@ def add_options(p, training=True):
                    help=DELAY_HELP if training else "the perturbed evaluation also holds every action back by STEPS control steps (a board's latency)")
     p.add_argument("--latency-from", metavar="FILE", help=LATENCY_HELP + ("" if training else "; the perturbed evaluation runs with it"))
     if training:
+        p.add_argument("--no-pending-actions", dest="pending_actions", action="store_false",
+                       help="with a delay, give the policy the task's observation alone, without the commands not applied yet (a delay "
+                       "is then not learnable: the comparison of docs/sim-to-real.md)")
         p.add_argument("--nominal", action="store_true", help="train on the nominal task, without the sim-to-real perturbations it trains "
                        "with by default (the quadrotor: observation noise, disturbances, +-10%% airframe; docs/sim-to-real.md)")
 
@@ -68,6 +72,8 @@ def perturbations(args, found, training=True):
     nominal = getattr(args, "nominal", False)
     if delay is not None and bench is not None:
         raise CommandError("give --action-delay or --latency-from, not both")
+    if not getattr(args, "pending_actions", True) and not delay and bench is None:
+        raise CommandError("--no-pending-actions goes with an action delay: give --action-delay STEPS (1 or more) or --latency-from FILE")
     if delay is None and bench is None and not nominal:
         return None, None
     module = found.module if found is not None else None

@@ -134,7 +134,8 @@ class OffPolicy:
                 found.module or found.gym_id, steps=args.steps, seed=args.seed,
                 eval_every=every(args.eval_every, "eval_every"), eval_episodes=args.eval_episodes,
                 out=args.out, run_dir=args.run_dir, checkpoint_every=every(args.checkpoint_every, "checkpoint_every"),
-                resume=args.resume, callbacks=callbacks, threads=args.threads, perturbations=args.perturbations, **settings
+                resume=args.resume, callbacks=callbacks, threads=args.threads, perturbations=args.perturbations,
+                pending_actions=getattr(args, "pending_actions", True), **settings
             )
         except (TaskError, CheckpointError, TrainingDiverged, ValueError) as e:
             raise CommandError(str(e))
@@ -411,8 +412,8 @@ def check(args):
             args.found = tasks.resolve(args.task)
         except TaskError as e:
             raise CommandError(str(e)) from None
-    if not isinstance(entry, OffPolicy) and (args.action_delay is not None or args.latency_from is not None or args.nominal):
-        raise CommandError("--action-delay, --latency-from and --nominal apply to TD3/SAC on a task written against the task interface, not --algo %s" % name)
+    if not isinstance(entry, OffPolicy) and (args.action_delay is not None or args.latency_from is not None or args.nominal or not getattr(args, "pending_actions", True)):
+        raise CommandError("--action-delay, --latency-from, --no-pending-actions and --nominal apply to TD3/SAC on a task written against the task interface, not --algo %s" % name)
     args.perturbations, said = latency.perturbations(args, args.found) if isinstance(entry, OffPolicy) else (None, None)
     if said and not args.quiet:
         print(said, file=sys.stderr if args.json else sys.stdout)

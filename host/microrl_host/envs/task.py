@@ -25,7 +25,7 @@ from numba.extending import register_jitable
 
 from microrl import perturb
 from microrl.perturb import ACTION_DELAY, GENERIC_DIM, MAX_DELAY, OBSERVATION_NOISE, add_noise, delay_action, noise_draws, randomise, randomise_draws
-from microrl.perturb import noise_shape, set_values
+from microrl.perturb import noise_shape, pending_actions, set_values, start_line
 
 from ..nn.jit import bound_copy, jit
 from ..nn.mlp import greedy_action
@@ -104,12 +104,12 @@ def randomised_parameters(env, P, nominal, r, spec, stream):
 
 
 @register_jitable
-def noisy_observation(env, obs, g, stream, w, shape):
-    """Add the observation noise set in env[g:g+GENERIC_DIM] to obs (microrl.perturb.add_noise,
-    its uniforms drawn into env[w:] from the perturbation stream); nothing when it is off."""
+def noisy_observation(env, obs, n, g, stream, w, shape):
+    """Add the observation noise set in env[g:g+GENERIC_DIM] to the task's observation obs[0:n]
+    (microrl.perturb.add_noise, its uniforms drawn into env[w:] from the perturbation stream);
+    nothing when it is off."""
     scale = env[g + OBSERVATION_NOISE]
     if scale != 0.0:
-        n = obs.shape[0]
         m = n + (n & 1)
         for i in range(m):
             env[w + i] = stream_uniform(env, stream)
@@ -117,13 +117,31 @@ def noisy_observation(env, obs, g, stream, w, shape):
 
 
 @register_jitable
-def delayed_action(env, a, g, line, t):
+def start_delay(env, n, g, line, neutral):
+    """An episode's line of delayed actions (microrl.perturb.start_line: n neutral commands per
+    step of the delay set in env[g:g+GENERIC_DIM], in env[line:]); nothing when it is off."""
+    d = int(env[g + ACTION_DELAY])
+    if d > 0:
+        start_line(env[line : line + d * n], n, d, neutral)
+
+
+@register_jitable
+def delayed_action(env, a, g, line):
     """Hold the action a back by the delay set in env[g:g+GENERIC_DIM] (microrl.perturb.delay_action,
-    its line in env[line:], env[t] the episode's step); nothing when it is off."""
+    its line in env[line:]); nothing when it is off."""
     d = int(env[g + ACTION_DELAY])
     if d > 0:
         n = a.shape[0]
-        delay_action(env[line : line + d * n], a, n, d, env[t] == 0.0)
+        delay_action(env[line : line + d * n], a, n, d)
+
+
+@register_jitable
+def observed_pending(env, obs, first, n, g, line, scale, offset):
+    """The pending actions (microrl.perturb.pending_actions) into obs[first:] when obs has room
+    for them (an observation wider than the task's: a run that observes them)."""
+    if obs.shape[0] > first:
+        d = int(env[g + ACTION_DELAY])
+        pending_actions(obs, first, env[line : line + d * n], n, d, scale, offset)
 
 
 register(perturb)
@@ -179,11 +197,13 @@ class CompiledTask:
     its parameter values (default: the module's PARAMETERS). perturbations: {name: value} of the
     sim-to-real perturbations training runs with (microrl.perturb.names; default
     none: the nominal task). ValueError names a perturbation the task does not have, or one out
-    of range."""
+    of range. pending_actions: under an action delay, the observation carries the commands sent
+    but not yet applied (obs_dim = OBS_DIM + delay * ACT_DIM; microrl.perturb.pending_actions),
+    as docs/sim-to-real.md says why; False: the task's observation alone."""
 
     compiled = True
 
-    def __init__(self, module, params=None, name=None, perturbations=None):
+    def __init__(self, module, params=None, name=None, perturbations=None, pending_actions=True):
         check(module)
         register(module)
         self.module = module
@@ -198,6 +218,8 @@ class CompiledTask:
         self.perturbations = dict(perturbations or {})
         # training's parameters and generic perturbation settings
         self.params, self.generic = self.arrays(self.perturbations)
+        self.pending = int(self.generic[ACTION_DELAY]) if pending_actions else 0
+        self.obs_dim = module.OBS_DIM + self.pending * module.ACT_DIM
         self.training = dict(getattr(module, "TRAINING", None) or {})
         self.has_success = hasattr(module, "success")
         self.layout = Layout(module)
@@ -222,8 +244,10 @@ class CompiledTask:
             "ACTION_OFFSET": tuple((h + lo) / 2.0 for lo, h in zip(low, high)),
         }
         # the key sees the task's source, the layout and the generic perturbations' source
-        with open(perturb.__file__, "rb") as f:
-            generic_source = hashlib.sha256(f.read()).hexdigest()
+        generic_source = ""
+        for path in (perturb.__file__, __file__):  # (numba's cache sees only the bound function's own file)
+            with open(path, "rb") as f:
+                generic_source += hashlib.sha256(f.read()).hexdigest()
         self.key = source_key(module, repr(sorted((k, v) for k, v in self.bindings.items() if not callable(v))) + generic_source)
         self._evaluate = None
 
@@ -259,16 +283,21 @@ class CompiledTask:
         if hook is not None and steps:
             hook(self.parameters(env), self.params, min(1.0, step / float(steps)))
 
-    def evaluate(self, net, squash, episodes, seed, params=None, perturbations=None):
+    def evaluate(self, net, squash, episodes, seed, params=None, perturbations=None, pending=None):
         """Rows of (return, success 1/0, final error, steps) of deterministic episodes of the
         actor net from the task's evaluation starts drawn from seed (compiled), on the nominal
-        task (params: other parameter values) or under perturbations ({name: value})."""
+        task (params: other parameter values) or under perturbations ({name: value}). pending:
+        the steps of pending actions the actor observes (default: training's, self.pending), which
+        must be the action delay of perturbations when not 0 (ValueError)."""
         if self._evaluate is None:
             self._evaluate = bound_copy(evaluate_task, "evaluate_task_" + self.key, self.bindings, jit)
         P, G = self.arrays(perturbations)
         if params is not None:
             P[:] = np.asarray(params, np.float64)
-        return self._evaluate(net, squash, episodes, seed, P, G)
+        pending = self.pending if pending is None else int(pending)
+        if pending and pending != int(G[ACTION_DELAY]):
+            raise ValueError("an actor that observes %d steps of pending actions runs under an action delay of %d steps, not %d" % (pending, pending, int(G[ACTION_DELAY])))
+        return self._evaluate(net, squash, episodes, seed, P, G, self.module.OBS_DIM + pending * self.module.ACT_DIM)
 
     def close(self):
         pass
@@ -282,10 +311,11 @@ ACTION_SCALE = ACTION_OFFSET = NOISE_SHAPE = (0.0,)
 RANDOMISED = ((0, 0, 0, 0),)
 
 
-def evaluate_task(net, squash, episodes, seed, params, generic):
+def evaluate_task(net, squash, episodes, seed, params, generic, width):
     """Rows of (return, success 1/0, final error, steps): `episodes` deterministic episodes from
     the task's evaluation starts (its evaluation() hook applied to params), drawn from seed,
-    under the generic perturbations set in generic (microrl.perturb.NAMES)."""
+    under the generic perturbations set in generic (microrl.perturb.NAMES), the actor's input
+    width numbers (the task's observation, then any pending actions)."""
     rng = np.zeros(1, np.uint64)
     rng[0] = np.uint64(seed) * np.uint64(0x2545F4914F6CDD1D) + np.uint64(7)
     env = np.zeros(END)
@@ -301,14 +331,16 @@ def evaluate_task(net, squash, episodes, seed, params, generic):
     task_evaluation(P)
     for i in range(PARAM_DIM):
         env[N0 + i] = P[i]
-    obs = np.zeros(OBS_DIM, np.float32)
+    obs = np.zeros(width, np.float32)
     act = np.zeros(ACT_DIM, np.float32)
     out = np.zeros((episodes, 4))
     for e in range(episodes):
         draw(rng, u, RESET_DRAWS)
         randomised_parameters(env, P, N0, R0, RANDOMISED, STREAM)
+        start_delay(env, ACT_DIM, G0, LINE0, ACTION_OFFSET)
         task_reset(P, s, u, obs)
-        noisy_observation(env, obs, G0, STREAM, W0, NOISE_SHAPE)
+        noisy_observation(env, obs, OBS_DIM, G0, STREAM, W0, NOISE_SHAPE)
+        observed_pending(env, obs, OBS_DIM, ACT_DIM, G0, LINE0, ACTION_SCALE, ACTION_OFFSET)
         env[T] = 0.0
         total = 0.0
         steps = 0
@@ -318,11 +350,12 @@ def evaluate_task(net, squash, episodes, seed, params, generic):
             greedy_action(net, obs, squash, act)
             for i in range(ACT_DIM):
                 a[i] = ACTION_SCALE[i] * act[i] + ACTION_OFFSET[i]
-            delayed_action(env, a, G0, LINE0, T)
+            delayed_action(env, a, G0, LINE0)
             draw(rng, u, STEP_DRAWS)
             r, done, truncated = task_step(P, s, a, u, obs)
             env[T] += 1.0
-            noisy_observation(env, obs, G0, STREAM, W0, NOISE_SHAPE)
+            noisy_observation(env, obs, OBS_DIM, G0, STREAM, W0, NOISE_SHAPE)
+            observed_pending(env, obs, OBS_DIM, ACT_DIM, G0, LINE0, ACTION_SCALE, ACTION_OFFSET)
             total += r
             steps += 1
         out[e, 0] = total
@@ -348,17 +381,19 @@ def evaluate_policy(task, policy, episodes, seed, perturbations=None):
     """Rows of (return, success, final error, steps) of a microrl.policy.Policy on a
     CompiledTask's evaluation starts, nominal or under perturbations ({name: value}): compiled
     when the policy is plain, else through the device core's runner (the same starts only within
-    one of the two paths)."""
+    one of the two paths). A policy that observes pending actions runs under its own action
+    delay (microrl.task.policy_perturbations; ValueError when another is asked)."""
     from microrl.evaluate import rollouts
     from microrl.rng import Rng
-    from microrl.task import Env
+    from microrl.task import policy_env, policy_perturbations
 
     from ..nn.mlp import new_net, refresh_transposed, view
 
     if not plain(task, policy):
-        env = Env(task.module, list(task.nominal), Rng(seed), evaluation=True, perturbations=perturbations)
+        env = policy_env(task.module, policy, perturbations, params=list(task.nominal), rng=Rng(seed), evaluation=True)
         return np.array(rollouts(policy, env, episodes), dtype=np.float64).reshape(-1, 4)
+    perturbations = policy_perturbations(policy, perturbations)
     net = new_net(list(policy.sizes), list(policy.acts), 1, trainable=False)
     view(net).params[:] = np.frombuffer(bytes(policy.params), dtype=np.float32)
     refresh_transposed(net)
-    return task.evaluate(net, False, episodes, seed, perturbations=perturbations)
+    return task.evaluate(net, False, episodes, seed, perturbations=perturbations, pending=policy.pending)
