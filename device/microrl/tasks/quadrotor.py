@@ -144,11 +144,13 @@ WORK = const(18)  # an RK4 step's work space: k1, k2, k3, k4 and one intermediat
 WORK_DIM = const(85)
 SETPOINT = const(103)  # the four rotor speed setpoints of the step
 INTEGRAL = const(107)  # 3: the leaky integral of the position error, m s
-STATE_DIM = const(110)
+HISTORY_STEPS = const(8)  # the last commands observed (L2F: 32)
+HISTORY = const(110)  # HISTORY_STEPS x 4 commands, oldest first
+STATE_DIM = const(142)
 RESET_DRAWS = const(20)  # uniforms in [0, 1) that initial_state() consumes
 STEP_DRAWS = const(0)
 
-OBS_DIM = const(25)  # position error, rotation matrix, linear and angular velocity, rotor speeds, integral
+OBS_DIM = const(57)  # position error, rotation matrix, linear and angular velocity, rotor speeds, integral
 ACT_DIM = const(4)  # motor commands in [-1, 1]
 ACTION_LOW = (-1.0, -1.0, -1.0, -1.0)
 ACTION_HIGH = (1.0, 1.0, 1.0, 1.0)
@@ -156,7 +158,7 @@ EPISODE_STEPS = const(500)  # 5 s at 100 Hz
 DT = CRAZYFLIE[TIME_STEP]
 # bounds of the 16-bit replay rows (values beyond are clipped): position (terminates beyond
 # 0.6 m), rotation matrix, velocities, rotor speeds; rewards lie in about [-6, 2] at the limits
-OBS_HIGH = (1.0,) * 3 + (1.0,) * 9 + (5.0,) * 3 + (30.0,) * 3 + (1.0,) * 4 + (1.0,) * 3
+OBS_HIGH = (1.0,) * 3 + (1.0,) * 9 + (5.0,) * 3 + (30.0,) * 3 + (1.0,) * 4 + (1.0,) * 3 + (1.0,) * 32
 REWARD_BOUND = 10.0
 
 # what "it flies" means in microrl eval: from a start within +-0.5 m and 30 deg of tilt, at rest,
@@ -180,7 +182,7 @@ RANDOMISED = ((MASS, 1, VARY_MASS, 0), (J_XX, 3, VARY_INERTIA, 0), (THRUST_C0, 3
               (FORCE, 3, DISTURBANCE_FORCE, 1), (TORQUE, 3, DISTURBANCE_TORQUE, 1))
 PERTURBATIONS = {"observation_noise": 1.0, "disturbance_force": 0.01324, "disturbance_torque": 0.0000265,
                  "vary_mass": 0.1, "vary_inertia": 0.1, "vary_thrust": 0.1, "vary_motor": 0.1}
-OBS_NOISE = (0.001,) * 12 + (0.002,) * 6 + (0.0,) * 7
+OBS_NOISE = (0.001,) * 12 + (0.002,) * 6 + (0.0,) * 39
 
 # how the host trains it, where a user gives no other setting: as L2F's TD3 does
 # (learning-to-fly src/config/config.h) batch 256 and 15,000 steps before the first update, but
@@ -406,6 +408,8 @@ def observe(P, s, obs):
     limit = P[INTEGRAL_LIMIT]
     for i in range(3):
         obs[22 + i] = s[INTEGRAL + i] / limit if limit > 0.0 else 0.0
+    for i in range(4 * HISTORY_STEPS):
+        obs[25 + i] = s[HISTORY + i]
 
 
 def integrate(P, s):
@@ -456,11 +460,20 @@ def reset(P, s, u, obs):
     spread = P[INIT_INTEGRAL] * P[INTEGRAL_LIMIT]
     for i in range(3):
         s[INTEGRAL + i] = spread * (2.0 * u[17 + i] - 1.0)
+    lo = P[RPM_MIN]
+    span = P[RPM_MAX] - lo
+    for i in range(4 * HISTORY_STEPS):  # as L2F starts it: the commands that hold the rotors' speeds
+        s[HISTORY + i] = 2.0 * (s[13 + i % 4] - lo) / span - 1.0
     observe(P, s, obs)
 
 
 def step(P, s, a, u, obs):
     """Motor commands a[0:4] in [-1, 1] for one step: (reward, terminated, truncated)."""
+    for i in range(4 * (HISTORY_STEPS - 1)):
+        s[HISTORY + i] = s[HISTORY + 4 + i]
+    for i in range(4):
+        c = a[i]
+        s[HISTORY + 4 * (HISTORY_STEPS - 1) + i] = 1.0 if c > 1.0 else (-1.0 if c < -1.0 else c)
     r, done = advance(P, s, a)
     if not done and P[REWARD_INTEGRAL] != 0.0:
         c = 0.0
