@@ -65,14 +65,7 @@ VARY_THRUST = const(46)
 VARY_MOTOR = const(47)
 FORCE = const(48)  # 3: the episode's force, N (a constant wind, when set by hand)
 TORQUE = const(51)  # 3: the episode's torque, N m
-# the integral of the position error, observed (docs/quadrotor.md: without it the policies hover
-# at a fixed point off the target that wanders during training): a leaky integrator
-# I' = p - I / INTEGRAL_TIME, clipped to +-INTEGRAL_LIMIT (anti-windup), observed as I / LIMIT
-INTEGRAL_TIME = const(54)  # s, the leak's time constant
-INTEGRAL_LIMIT = const(55)  # m s; 0: not integrated (observed as 0)
-INIT_INTEGRAL = const(56)  # start integral uniform in +-this fraction of the limit, per axis
-REWARD_INTEGRAL = const(57)  # the reward's cost of the integral: REWARD_SCALE * this * |I / LIMIT|^2
-PARAM_DIM = const(58)
+PARAM_DIM = const(54)
 
 # Crazyflie 2.x as L2F has it (parameters/dynamics/crazyflie.h): 27 g take-off weight plus
 # SD-card and flow decks, thrust curve and motor time constants identified on the real craft.
@@ -114,10 +107,6 @@ CRAZYFLIE = (
     0.0, 0.0,  # no disturbances
     0.0, 0.0, 0.0, 0.0,  # the airframe as it is
     0.0, 0.0, 0.0, 0.0, 0.0, 0.0,  # no force or torque
-    2.0,  # integral time constant
-    0.6,  # integral limit
-    1.0,  # init integral
-    0.0,  # reward integral
 )
 
 PARAMETERS = CRAZYFLIE
@@ -129,7 +118,6 @@ PARAM_NAMES = (
     "reward_velocity", "reward_action", "limit_position", "limit_velocity", "limit_angular_velocity",
     "disturbance_force", "disturbance_torque", "vary_mass", "vary_inertia", "vary_thrust", "vary_motor",
     "force_x", "force_y", "force_z", "torque_x", "torque_y", "torque_z",
-    "integral_time", "integral_limit", "init_integral", "reward_integral",
 )
 
 # ---------------------------------------------------------------- state, observation, task
@@ -143,14 +131,11 @@ STEP = const(17)  # steps into the episode
 WORK = const(18)  # an RK4 step's work space: k1, k2, k3, k4 and one intermediate state
 WORK_DIM = const(85)
 SETPOINT = const(103)  # the four rotor speed setpoints of the step
-INTEGRAL = const(107)  # 3: the leaky integral of the position error, m s
-HISTORY_STEPS = const(8)  # the last commands observed (L2F: 32)
-HISTORY = const(110)  # HISTORY_STEPS x 4 commands, oldest first
-STATE_DIM = const(142)
-RESET_DRAWS = const(20)  # uniforms in [0, 1) that initial_state() consumes
+STATE_DIM = const(107)
+RESET_DRAWS = const(17)  # uniforms in [0, 1) that initial_state() consumes
 STEP_DRAWS = const(0)
 
-OBS_DIM = const(57)  # position error, rotation matrix, linear and angular velocity, rotor speeds, integral
+OBS_DIM = const(22)  # position error, rotation matrix, linear and angular velocity, rotor speeds
 ACT_DIM = const(4)  # motor commands in [-1, 1]
 ACTION_LOW = (-1.0, -1.0, -1.0, -1.0)
 ACTION_HIGH = (1.0, 1.0, 1.0, 1.0)
@@ -158,7 +143,7 @@ EPISODE_STEPS = const(500)  # 5 s at 100 Hz
 DT = CRAZYFLIE[TIME_STEP]
 # bounds of the 16-bit replay rows (values beyond are clipped): position (terminates beyond
 # 0.6 m), rotation matrix, velocities, rotor speeds; rewards lie in about [-6, 2] at the limits
-OBS_HIGH = (1.0,) * 3 + (1.0,) * 9 + (5.0,) * 3 + (30.0,) * 3 + (1.0,) * 4 + (1.0,) * 3 + (1.0,) * 32
+OBS_HIGH = (1.0,) * 3 + (1.0,) * 9 + (5.0,) * 3 + (30.0,) * 3 + (1.0,) * 4
 REWARD_BOUND = 10.0
 
 # what "it flies" means in microrl eval: from a start within +-0.5 m and 30 deg of tilt, at rest,
@@ -182,7 +167,7 @@ RANDOMISED = ((MASS, 1, VARY_MASS, 0), (J_XX, 3, VARY_INERTIA, 0), (THRUST_C0, 3
               (FORCE, 3, DISTURBANCE_FORCE, 1), (TORQUE, 3, DISTURBANCE_TORQUE, 1))
 PERTURBATIONS = {"observation_noise": 1.0, "disturbance_force": 0.01324, "disturbance_torque": 0.0000265,
                  "vary_mass": 0.1, "vary_inertia": 0.1, "vary_thrust": 0.1, "vary_motor": 0.1}
-OBS_NOISE = (0.001,) * 12 + (0.002,) * 6 + (0.0,) * 39
+OBS_NOISE = (0.001,) * 12 + (0.002,) * 6 + (0.0,) * 4
 
 # how the host trains it, where a user gives no other setting: as L2F's TD3 does
 # (learning-to-fly src/config/config.h) batch 256 and 15,000 steps before the first update, but
@@ -405,21 +390,6 @@ def observe(P, s, obs):
     span = P[RPM_MAX] - lo
     for i in range(4):
         obs[18 + i] = 2.0 * (s[13 + i] - lo) / span - 1.0
-    limit = P[INTEGRAL_LIMIT]
-    for i in range(3):
-        obs[22 + i] = s[INTEGRAL + i] / limit if limit > 0.0 else 0.0
-    for i in range(4 * HISTORY_STEPS):
-        obs[25 + i] = s[HISTORY + i]
-
-
-def integrate(P, s):
-    """One control step of the leaky integral of the position error, clipped (anti-windup)."""
-    limit = P[INTEGRAL_LIMIT]
-    h = P[TIME_STEP]
-    leak = h / P[INTEGRAL_TIME]
-    for i in range(3):
-        v = s[INTEGRAL + i] * (1.0 - leak) + h * s[i]
-        s[INTEGRAL + i] = limit if v > limit else (-limit if v < -limit else v)
 
 
 def motor_estimate(P, rpm, sp):
@@ -457,31 +427,12 @@ def reset(P, s, u, obs):
     curriculum() or evaluation())."""
     initial_state(P, s, u, P[INIT_POSITION], P[INIT_ANGLE], P[INIT_VELOCITY], P[INIT_ANGULAR_VELOCITY], P[INIT_GUIDANCE], P[INIT_RPM_LOW], P[INIT_RPM_HIGH])
     s[STEP] = 0.0
-    spread = P[INIT_INTEGRAL] * P[INTEGRAL_LIMIT]
-    for i in range(3):
-        s[INTEGRAL + i] = spread * (2.0 * u[17 + i] - 1.0)
-    lo = P[RPM_MIN]
-    span = P[RPM_MAX] - lo
-    for i in range(4 * HISTORY_STEPS):  # as L2F starts it: the commands that hold the rotors' speeds
-        s[HISTORY + i] = 2.0 * (s[13 + i % 4] - lo) / span - 1.0
     observe(P, s, obs)
 
 
 def step(P, s, a, u, obs):
     """Motor commands a[0:4] in [-1, 1] for one step: (reward, terminated, truncated)."""
-    for i in range(4 * (HISTORY_STEPS - 1)):
-        s[HISTORY + i] = s[HISTORY + 4 + i]
-    for i in range(4):
-        c = a[i]
-        s[HISTORY + 4 * (HISTORY_STEPS - 1) + i] = 1.0 if c > 1.0 else (-1.0 if c < -1.0 else c)
     r, done = advance(P, s, a)
-    if not done and P[REWARD_INTEGRAL] != 0.0:
-        c = 0.0
-        for i in range(3):
-            e = s[INTEGRAL + i] / P[INTEGRAL_LIMIT]
-            c += e * e
-        r -= P[REWARD_SCALE] * P[REWARD_INTEGRAL] * c
-    integrate(P, s)
     s[STEP] += 1.0
     observe(P, s, obs)
     return r, done, (not done) and s[STEP] >= EPISODE_STEPS
@@ -496,7 +447,6 @@ def evaluation(P):
     P[INIT_GUIDANCE] = 0.0
     P[INIT_RPM_LOW] = 0.0
     P[INIT_RPM_HIGH] = 0.0
-    P[INIT_INTEGRAL] = 0.0
 
 
 def curriculum(P, nominal, level):
@@ -507,7 +457,6 @@ def curriculum(P, nominal, level):
     P[INIT_ANGLE] = nominal[INIT_ANGLE] * k
     P[INIT_VELOCITY] = nominal[INIT_VELOCITY] * k
     P[INIT_ANGULAR_VELOCITY] = nominal[INIT_ANGULAR_VELOCITY] * k
-    P[INIT_INTEGRAL] = nominal[INIT_INTEGRAL] * k
 
 
 def fly(policy, episodes=10, seed=12345, params=None):
