@@ -18,6 +18,7 @@ existed.
 import hashlib
 import inspect
 import math
+import os
 import re
 
 import numpy as np
@@ -42,6 +43,45 @@ def source_key(module, constants=""):
     with open(path, "rb") as f:
         digest = hashlib.sha256(f.read() + constants.encode()).hexdigest()[:16]
     return "%s_%s" % (re.sub(r"\W", "_", str(module.NAME)), digest)
+
+
+def _package_dir(name):
+    import importlib
+
+    return os.path.dirname(importlib.import_module(name).__file__)
+
+
+# what a task's bound loop and evaluation compile besides the task itself: the algorithms'
+# updates (inlined into the one loop), the networks, this file and the generic perturbations.
+# numba's disk cache checks only the bound copy's own file (algos/loop.py, or this one), so the
+# key must change with these, else an edited update (td3.py, twin.py, mlp.py) ran stale code
+COMPILED_WITH = (("microrl_host.algos", None), ("microrl_host.nn", None), ("microrl_host.envs", "task.py"), ("microrl", "perturb.py"))
+
+
+def compiled_sources(packages=COMPILED_WITH):
+    """The source files (sorted paths) whose code a task's bound loop and evaluation contain:
+    each package's .py files, or the one named."""
+    out = []
+    for package, name in packages:
+        folder = _package_dir(package)
+        names = [name] if name else sorted(f for f in os.listdir(folder) if f.endswith(".py"))
+        out.extend(os.path.join(folder, f) for f in names)
+    return out
+
+
+_DIGESTS = {}
+
+
+def sources_digest(paths):
+    """SHA-256 (hex) of the files' contents in order, once per process and set of paths."""
+    key = tuple(paths)
+    if key not in _DIGESTS:
+        h = hashlib.sha256()
+        for path in paths:
+            with open(path, "rb") as f:
+                h.update(hashlib.sha256(f.read()).digest())
+        _DIGESTS[key] = h.hexdigest()
+    return _DIGESTS[key]
 
 
 _REGISTERED = set()
@@ -221,10 +261,8 @@ class CompiledTask:
             "ACTION_SCALE": tuple((h - lo) / 2.0 for lo, h in zip(low, high)),
             "ACTION_OFFSET": tuple((h + lo) / 2.0 for lo, h in zip(low, high)),
         }
-        # the key sees the task's source, the layout and the generic perturbations' source
-        with open(perturb.__file__, "rb") as f:
-            generic_source = hashlib.sha256(f.read()).hexdigest()
-        self.key = source_key(module, repr(sorted((k, v) for k, v in self.bindings.items() if not callable(v))) + generic_source)
+        # the key sees the task's source, the layout and the sources compiled with it
+        self.key = source_key(module, repr(sorted((k, v) for k, v in self.bindings.items() if not callable(v))) + sources_digest(compiled_sources()))
         self._evaluate = None
 
     def arrays(self, perturbations=None):
