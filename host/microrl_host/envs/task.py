@@ -45,28 +45,21 @@ def source_key(module, constants=""):
     return "%s_%s" % (re.sub(r"\W", "_", str(module.NAME)), digest)
 
 
-def _package_dir(name):
-    import importlib
-
-    return os.path.dirname(importlib.import_module(name).__file__)
+HOST_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-# what a task's bound loop and evaluation compile besides the task itself: the algorithms'
-# updates (inlined into the one loop), the networks, this file and the generic perturbations.
-# numba's disk cache checks only the bound copy's own file (algos/loop.py, or this one), so the
-# key must change with these, else an edited update (td3.py, twin.py, mlp.py) ran stale code
-COMPILED_WITH = (("microrl_host.algos", None), ("microrl_host.nn", None), ("microrl_host.envs", "task.py"), ("microrl", "perturb.py"))
-
-
-def compiled_sources(packages=COMPILED_WITH):
-    """The source files (sorted paths) whose code a task's bound loop and evaluation contain:
-    each package's .py files, or the one named."""
+def compiled_sources():
+    """The source files (sorted paths) whose code a task's bound loop and evaluation contain
+    besides the task: the algorithms' updates (inlined into the one loop) and the networks
+    (microrl_host/algos/, nn/), this file and the generic perturbations (microrl/perturb.py).
+    numba's disk cache checks only the bound copy's own file (algos/loop.py, or this one), so
+    the key must change with these, else an edited update (td3.py, twin.py, mlp.py) ran stale
+    code."""
     out = []
-    for package, name in packages:
-        folder = _package_dir(package)
-        names = [name] if name else sorted(f for f in os.listdir(folder) if f.endswith(".py"))
-        out.extend(os.path.join(folder, f) for f in names)
-    return out
+    for folder in ("algos", "nn"):
+        path = os.path.join(HOST_PACKAGE, folder)
+        out.extend(os.path.join(path, f) for f in sorted(os.listdir(path)) if f.endswith(".py"))
+    return out + [os.path.abspath(__file__), os.path.abspath(perturb.__file__)]
 
 
 _DIGESTS = {}
