@@ -11,6 +11,8 @@ def td3_config():
     """The device core's TD3Config (the TD3 paper's Pendulum settings) with the host's replay."""
     c = TD3Config()
     c.replay_capacity = REPLAY_CAPACITY
+    c.target_min = 1.0  # the critics' target: this share of the twin critics' min, the rest their mean
+    c.reward_offset = 0.0  # subtracted from each reward (centring): critics learn values near 0
     return c
 
 

@@ -163,6 +163,12 @@ def check_config(c):
             v = getattr(c, k)
             if not (_finite(v) and v >= 0):
                 problems.append("%s must be a finite number >= 0, got %r" % (k, v))
+    if hasattr(c, "target_min") and not (_finite(c.target_min) and c.target_min >= 0):
+        problems.append("target_min must be a finite number >= 0 (1: the twin critics' min, 0: their mean), got %r" % (c.target_min,))
+    if hasattr(c, "reward_offset") and not _finite(c.reward_offset):
+        problems.append("reward_offset must be a finite number, got %r" % (c.reward_offset,))
+    elif getattr(c, "reward_offset", 0.0) and c.gamma == 1:
+        problems.append("reward_offset needs gamma below 1 (a terminating step takes offset/(1-gamma) more)")
     if getattr(c, "target_entropy", None) is not None and not _finite(c.target_entropy):
         problems.append("target_entropy must be a finite number (or unset), got %r" % (c.target_entropy,))
     if problems:

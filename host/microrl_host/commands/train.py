@@ -65,6 +65,10 @@ OFFPOLICY_HELP = {
     "warmup": "uniform random steps before the actor acts and training starts",
     "initial_alpha": "starting entropy temperature",
     "target_entropy": "entropy the temperature is tuned towards (default: -action_dim)",
+    "target_min": "TD3: the critics' target takes this share of the twin critics' min and the rest of their mean (1: TD3's min; "
+                  "0: the mean; above 1 it also subtracts their spread)",
+    "reward_offset": "TD3: subtracted from every reward, and offset/(1-gamma) more from a terminating one (centred rewards: the same "
+                     "optimal policy, values near 0)",
     "lr_end": "the learning rates fall linearly from their value at the first step to this share of it at the last "
               "(1.0: constant; 0.1 ends at a tenth, which settles small networks late in a run)",
 }

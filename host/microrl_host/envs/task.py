@@ -18,6 +18,7 @@ existed.
 import hashlib
 import inspect
 import math
+import os
 import re
 
 import numpy as np
@@ -42,6 +43,38 @@ def source_key(module, constants=""):
     with open(path, "rb") as f:
         digest = hashlib.sha256(f.read() + constants.encode()).hexdigest()[:16]
     return "%s_%s" % (re.sub(r"\W", "_", str(module.NAME)), digest)
+
+
+HOST_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def compiled_sources():
+    """The source files (sorted paths) whose code a task's bound loop and evaluation contain
+    besides the task: the algorithms' updates (inlined into the one loop) and the networks
+    (microrl_host/algos/, nn/), this file and the generic perturbations (microrl/perturb.py).
+    numba's disk cache checks only the bound copy's own file (algos/loop.py, or this one), so
+    the key must change with these, else an edited update (td3.py, twin.py, mlp.py) ran stale
+    code."""
+    out = []
+    for folder in ("algos", "nn"):
+        path = os.path.join(HOST_PACKAGE, folder)
+        out.extend(os.path.join(path, f) for f in sorted(os.listdir(path)) if f.endswith(".py"))
+    return out + [os.path.abspath(__file__), os.path.abspath(perturb.__file__)]
+
+
+_DIGESTS = {}
+
+
+def sources_digest(paths):
+    """SHA-256 (hex) of the files' contents in order, once per process and set of paths."""
+    key = tuple(paths)
+    if key not in _DIGESTS:
+        h = hashlib.sha256()
+        for path in paths:
+            with open(path, "rb") as f:
+                h.update(hashlib.sha256(f.read()).digest())
+        _DIGESTS[key] = h.hexdigest()
+    return _DIGESTS[key]
 
 
 _REGISTERED = set()
@@ -243,12 +276,8 @@ class CompiledTask:
             "ACTION_SCALE": tuple((h - lo) / 2.0 for lo, h in zip(low, high)),
             "ACTION_OFFSET": tuple((h + lo) / 2.0 for lo, h in zip(low, high)),
         }
-        # the key sees the task's source, the layout and the generic perturbations' source
-        generic_source = ""
-        for path in (perturb.__file__, __file__):  # (numba's cache sees only the bound function's own file)
-            with open(path, "rb") as f:
-                generic_source += hashlib.sha256(f.read()).hexdigest()
-        self.key = source_key(module, repr(sorted((k, v) for k, v in self.bindings.items() if not callable(v))) + generic_source)
+        # the key sees the task's source, the layout and the sources compiled with it
+        self.key = source_key(module, repr(sorted((k, v) for k, v in self.bindings.items() if not callable(v))) + sources_digest(compiled_sources()))
         self._evaluate = None
 
     def arrays(self, perturbations=None):
