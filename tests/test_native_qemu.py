@@ -47,10 +47,11 @@ def compare():
 """ + textwrap.indent(compare_code("native"), "    ") + """
 compare()
 microrl.backend.use(None)
-import gc, run
+import gc, run, sys
 for m in ("test_fixedpoint", "test_policy", "test_nn", "test_rng", "test_pendulum", "test_replay"):
     gc.collect()
     run.run([m])
+    del sys.modules[m]  # a module done with gives its heap back (the RISC-V board's is small)
 """
 
 
