@@ -275,7 +275,7 @@ def test_policy_file_says_its_pending_actions(tmp_path):
 
 def test_pending_actions_on_the_command_line(tmp_path):
     """microrl train --action-delay writes a policy that observes its pending actions; microrl
-    eval runs it under its own delay and refuses another in one line; --no-pending-actions
+    eval runs it under its own delay and refuses another (0 included) in one line; --no-pending-actions
     trains on the observation alone, and without a delay is refused."""
     from microrl.policy import load
 
@@ -286,6 +286,8 @@ def test_pending_actions_on_the_command_line(tmp_path):
     proc = microrl("eval", out, "--episodes", 2, "--json")
     assert proc.returncode == 0 and "2 pending actions" in proc.stderr, proc.stderr
     assert_user_error(microrl("eval", out, "--episodes", 2, "--action-delay", 3), "--action-delay 2")
+    # 0 is a delay asked for too (it ran under the policy's own 2 steps, saying nothing of the 0)
+    assert_user_error(microrl("eval", out, "--episodes", 2, "--action-delay", 0), "asked: 0 steps")
     blind = str(tmp_path / "blind.mrlp")
     proc = microrl("train", "pendulum", "--steps", 600, "--warmup", 300, "--hidden", "16,16", "--eval-every", 0, "--action-delay", 2, "--no-pending-actions", "--out", blind, "--quiet")
     assert proc.returncode == 0, proc.stderr

@@ -79,13 +79,15 @@ def pick_task(policy, given, option="--task", drawn=False):
     return found
 
 
-def own_delay(policy, perturbed):
+def own_delay(policy, perturbed, delay_asked=False):
     """A policy that observes its pending actions runs under its own action delay, in both
-    evaluations: CommandError when another delay was asked; returns the line that says so."""
+    evaluations: CommandError when another delay was asked (delay_asked: --action-delay or
+    --latency-from was given, so no action_delay in perturbed means 0); returns the line that
+    says so."""
     pending = getattr(policy, "pending", 0)
     if not pending:
         return None
-    asked = (perturbed or {}).get("action_delay", pending)
+    asked = (perturbed or {}).get("action_delay", 0 if delay_asked else pending)
     if asked != pending:
         raise CommandError("this policy was trained with an action delay of %d steps and observes its %d pending actions: evaluate it with "
                            "--action-delay %d or without the option (asked: %d steps)" % (pending, pending, pending, asked))
@@ -98,7 +100,8 @@ def run(args):
     if args.episodes is None:
         args.episodes = found.training.get("eval_episodes", 10)
     perturbed, said = perturbed_settings(args, found)
-    for line in (said, own_delay(policy, perturbed)):
+    delay_asked = getattr(args, "action_delay", None) is not None or getattr(args, "latency_from", None) is not None
+    for line in (said, own_delay(policy, perturbed, delay_asked)):
         if line:
             print(line, file=sys.stderr if args.json else sys.stdout)
     if tasks.has_summary(found.module):
