@@ -138,7 +138,7 @@ def _finite(v):
 def check_config(c):
     """ValueError naming every setting of an off-policy configuration (TD3's or SAC's) out of
     range: whole numbers >= 1 (batch, replay capacity >= batch, policy delay, hidden widths),
-    0 < gamma <= 1, 0 < tau <= 1, finite positive learning rates, finite noise >= 0."""
+    0 < gamma <= 1, 0 < tau <= 1, finite positive learning rates, finite noise >= 0, 0 <= lr_end <= 1."""
     problems = []
     for k, low in (("batch", 1), ("replay_capacity", 1), ("policy_delay", 1), ("warmup", 0), ("steps", 1)):
         if hasattr(c, k):
@@ -163,6 +163,8 @@ def check_config(c):
             v = getattr(c, k)
             if not (_finite(v) and v >= 0):
                 problems.append("%s must be a finite number >= 0, got %r" % (k, v))
+    if hasattr(c, "lr_end") and not (_finite(c.lr_end) and 0 <= c.lr_end <= 1):
+        problems.append("lr_end must be a finite number from 0 to 1 (the share of the learning rates left at the last step; 1: constant), got %r" % (c.lr_end,))
     if hasattr(c, "target_min") and not (_finite(c.target_min) and c.target_min >= 0):
         problems.append("target_min must be a finite number >= 0 (1: the twin critics' min, 0: their mean), got %r" % (c.target_min,))
     if hasattr(c, "reward_offset") and not _finite(c.reward_offset):
