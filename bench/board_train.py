@@ -9,6 +9,15 @@ the return against steps for each seed (the board's training episodes, and the h
     python bench/board_train.py [--heaps 112K,160K,256K] [--seeds 5] [--steps 20000]
                                 [--native PATH] [--plain-steps 400] [--json]
     python bench/board_train.py --margin   # the working margin: smallest heap each size trains on
+    MICRORL_QEMU_FIRMWARE=.../firmware.elf python bench/board_train.py --qemu [armv7m|rv32imc]
+                                [--seeds 5] [--steps 20000] [--jobs 2] [--json]
+
+--qemu trains on MicroPython's qemu port (MPS2_AN385: a Cortex-M3 without an FPU, the port's
+default 140 KB heap; or VIRT_RV32), built by its own docs (ports/qemu/README.md), named by
+MICRORL_QEMU_FIRMWARE (one or more firmware.elf, os.pathsep-separated; this project ships none):
+each seed on its own board, with the sizes chosen for that heap, the same train_on_board (and
+BOARD_LEARNING) as `microrl train-on-board`. Its times are the host's running the emulator, not
+a Cortex-M3's.
 
 Plain Python is too slow for whole runs here (a few steps per second): its speed is measured on
 --plain-steps steps per heap and its wall time for the budget extrapolated (marked as such).
@@ -39,14 +48,47 @@ def native_module(path=None):
     return p if os.path.isfile(p) else None
 
 
-def run_heap(heap, seeds, steps, native, plain_steps, log):
+EVAL_EPISODES = 10  # the host's evaluation of each final policy
+THRESHOLD = -200.0  # a final policy "solved" at this return or better
+
+
+def train_and_evaluate(transport, seed, steps, tmp, sizes=None, log=None, label=""):
+    """One train-on-board run (microrl_host.board.train.train_on_board: the command's own code
+    path, its BOARD_LEARNING settings) over a board's transport in the raw REPL, its sizes chosen
+    for the board's heap unless given, and the final policy (the actor the run ends with, not a
+    best snapshot) evaluated on the host over EVAL_EPISODES episodes. The run's dict, with
+    eval_return, eval_std, the sizes' choice and wall_seconds (connecting to evaluating)."""
     from microrl.evaluate import evaluate
     from microrl.task import Env
     from microrl.tasks import pendulum
     from microrl.policy import load
 
-    from microrl_host.board.virtual import VirtualBoard
     from microrl_host.board.train import train_on_board
+
+    t0 = time.time()
+    said = []
+    done = [0, 0]
+
+    def progress(delta, ret, mem):
+        done[0] += delta
+        if log and done[0] - done[1] >= 5000:  # a line every 5,000 steps: qemu's runs take minutes
+            done[1] = done[0]
+            log("%sseed %d: step %d, latest episode return %.0f, %d bytes free" % (label, seed, done[0], ret, mem))
+
+    h, b, rp = sizes or (None, None, None)
+    r = train_on_board(transport, steps, h, b, rp, seed=seed, say=said.append, progress=progress)
+    path = os.path.join(tmp, "seed%d.mrlp" % seed)  # one file per seed: seeds may run side by side
+    with open(path, "wb") as f:
+        f.write(r.pop("policy_bytes"))
+    r.pop("task_shape", None)  # the task's constants (a namespace): not JSON
+    mean, std, _ = evaluate(load(path), Env(pendulum), EVAL_EPISODES, seed=10007 + seed)
+    r.update(seed=seed, steps=steps, eval_return=mean, eval_std=std, eval_episodes=EVAL_EPISODES, choice=said[0] if said else "",
+             wall_seconds=time.time() - t0)
+    return r
+
+
+def run_heap(heap, seeds, steps, native, plain_steps, log):
+    from microrl_host.board.virtual import VirtualBoard
     from microrl_host.board.deploy import deploy
     from microrl_host.board.serial_link import connect, disconnect
 
@@ -62,25 +104,17 @@ def run_heap(heap, seeds, steps, native, plain_steps, log):
                 os.remove(kernels)
             transport = connect(board.port, soft_reset=True)
             try:
-                said = []
-                h, b, rp = sizes or (None, None, None)
-                r = train_on_board(transport, n, h, b, rp, seed=seed, say=said.append)
+                return train_and_evaluate(transport, seed, n, tmp, sizes)
             finally:
                 disconnect(transport)
-            path = os.path.join(tmp, "p.mrlp")
-            with open(path, "wb") as f:
-                f.write(r.pop("policy_bytes"))
-            r.pop("task_shape", None)  # the task's constants (a namespace): not JSON
-            mean, std, _ = evaluate(load(path), Env(pendulum), 10, seed=10007 + seed)
-            r.update(seed=seed, steps=n, eval_return=mean, eval_std=std, choice=said[0] if said else "")
-            return r
 
         if native:
             for seed in range(seeds):
                 r = one(seed, steps, True)
                 out["runs"].append(r)
-                log("%s seed %d: %s batch %d replay %d, return %.0f (host, 10 episodes), %.0f s, %.0f steps/s, %s" % (
-                    heap, seed, r["hidden"], r["batch"], r["replay"], r["eval_return"], r["seconds"], r["train_steps_per_second"] or 0, r["backend"]))
+                log("%s seed %d: %s batch %d replay %d, return %.0f +- %.0f (host, %d episodes), %.0f s, %.0f steps/s, %s" % (
+                    heap, seed, r["hidden"], r["batch"], r["replay"], r["eval_return"], r["eval_std"], EVAL_EPISODES, r["seconds"],
+                    r["train_steps_per_second"] or 0, r["backend"]))
         if plain_steps:
             # the network and batch chosen for the whole budget, timed over plain_steps (the replay
             # is chosen again: without the native module the usable heap differs)
@@ -104,7 +138,49 @@ def run_heap(heap, seeds, steps, native, plain_steps, log):
     return out
 
 
-def summarise(res, threshold=-200.0):
+def qemu_firmware(arch):
+    """(firmware path, None) for MicroPython's qemu port of this arch named in
+    MICRORL_QEMU_FIRMWARE with its qemu executable found, else (None, the one line saying what to set)."""
+    from microrl_host.board import qemu as qemu_board
+
+    board = {"armv7m": "MPS2_AN385 (Cortex-M3)", "rv32imc": "VIRT_RV32 (RISC-V)"}[arch]
+    firmware = qemu_board.firmwares().get(arch)
+    if firmware is None:
+        named = os.environ.get("MICRORL_QEMU_FIRMWARE")
+        return None, ("--qemu %s: MICRORL_QEMU_FIRMWARE %s: set it to the firmware.elf of MicroPython's qemu port built for BOARD=%s "
+                      "(its own docs: ports/qemu/README.md; several files separated by '%s')"
+                      % (arch, "names no %s firmware (%s)" % (arch, named) if named else "is not set", board, os.pathsep))
+    exe = qemu_board.BOARDS[arch][0]
+    if shutil.which(exe) is None:
+        return None, "--qemu %s: %s not found: install it (Debian: apt-get install %s)" % (arch, exe, "qemu-system-arm" if arch == "armv7m" else "qemu-system-misc")
+    return firmware, None
+
+
+def run_qemu(arch, firmware, seeds, steps, jobs, log):
+    """Each seed on its own emulated board (MicroPython's qemu port, its own heap; the device core
+    and the shipped kernels in a ROMFS image), jobs boards at once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from microrl_host.board import qemu as qemu_board
+
+    label = "qemu %s " % arch
+    out = {"heap": "qemu " + arch, "board": "qemu " + arch, "firmware": firmware, "jobs": jobs, "runs": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        image = qemu_board.build_romfs(tmp, arch)
+
+        def one(seed):
+            with qemu_board.QemuBoard(firmware, arch, image) as board:
+                r = train_and_evaluate(board.transport, seed, steps, tmp, log=log, label=label)
+            log("%sseed %d: %s batch %d replay %d, return %.0f +- %.0f (host, %d episodes), %.0f s on the board, %.0f s wall, %s kernels" % (
+                label, seed, r["hidden"], r["batch"], r["replay"], r["eval_return"], r["eval_std"], EVAL_EPISODES, r["seconds"], r["wall_seconds"], r["backend"]))
+            return r
+
+        with ThreadPoolExecutor(max_workers=jobs) as pool:  # each board is its own qemu process; threads only wait on serial
+            out["runs"] = list(pool.map(one, range(seeds)))
+    return out
+
+
+def summarise(res, threshold=THRESHOLD):
     runs = res["runs"]
     if not runs:
         return res
@@ -188,16 +264,37 @@ def margin(steps=60):
     return rows
 
 
-def main():
+def positive(text):
+    """argparse type: an int of 1 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError("%r is not a whole number of 1 or more" % text)
+    return value
+
+
+def fail(text):
+    """The one line of a refusal, exit 2 (no usage, no traceback)."""
+    print("board_train.py: " + text, file=sys.stderr)
+    sys.exit(2)
+
+
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--heaps", default="112K,160K,256K")
-    ap.add_argument("--seeds", type=int, default=5)
-    ap.add_argument("--steps", type=int, default=20000, help="steps per run with the native kernels (default 20000)")
+    ap.add_argument("--heaps", default="112K,160K,256K", help="the virtual boards' heaps (default 112K,160K,256K)")
+    ap.add_argument("--seeds", type=positive, default=5, help="seeds 0..N-1 (default 5)")
+    ap.add_argument("--steps", type=positive, default=20000, help="steps per run with the native kernels (default 20000)")
     ap.add_argument("--plain-steps", type=int, default=400, help="steps of the plain-Python speed run per heap (0: none)")
     ap.add_argument("--native", default=None, help="an x64 microrl_kernels.mpy for the virtual board (default: the one shipped)")
+    ap.add_argument("--qemu", nargs="?", const="armv7m", choices=("armv7m", "rv32imc"), default=None,
+                    help="train on MicroPython's qemu port instead of the virtual board: the firmware.elf named in MICRORL_QEMU_FIRMWARE "
+                         "(os.pathsep-separated list) for this architecture (default armv7m: MPS2_AN385, Cortex-M3), with its own heap")
+    ap.add_argument("--jobs", type=positive, default=1, help="with --qemu: boards (qemu processes) at once (default 1)")
     ap.add_argument("--margin", action="store_true", help="measure the working margin instead")
     ap.add_argument("--json", action="store_true")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     log = (lambda t: print(t, file=sys.stderr, flush=True)) if args.json else (lambda t: print(t, flush=True))
     load = os.getloadavg()
     if args.margin:
@@ -205,31 +302,47 @@ def main():
         if args.json:
             print(json.dumps({"margin": rows, "load": load}))
         return
-    native = native_module(args.native)
-    if native is None:
-        log("no x64 native module found (--native PATH): plain-Python speed only")
+    from microrl_host.board.train import BoardTrainError
+
     t0 = time.time()
-    results = [summarise(run_heap(h, args.seeds, args.steps, native, args.plain_steps, log)) for h in args.heaps.split(",")]
-    report = {"steps": args.steps, "seeds": args.seeds, "native_module": native, "load_before": load, "load_after": os.getloadavg(), "wall_seconds": time.time() - t0, "heaps": results}
+    try:
+        if args.qemu:
+            firmware, why = qemu_firmware(args.qemu)
+            if why:
+                fail(why)
+            native = None
+            results = [summarise(run_qemu(args.qemu, firmware, args.seeds, args.steps, args.jobs, log))]
+        else:
+            native = native_module(args.native)
+            if native is None:
+                log("no x64 native module found (--native PATH): plain-Python speed only")
+            results = [summarise(run_heap(h, args.seeds, args.steps, native, args.plain_steps, log)) for h in args.heaps.split(",")]
+    except BoardTrainError as e:
+        fail(str(e))
+    report = {"steps": args.steps, "seeds": args.seeds, "board": "qemu " + args.qemu if args.qemu else "virtual", "native_module": native,
+              "threshold": THRESHOLD, "eval_episodes": EVAL_EPISODES, "load_before": load, "load_after": os.getloadavg(),
+              "wall_seconds": time.time() - t0, "heaps": results}
     if args.json:
         print(json.dumps(report))
         return
-    print("\nTD3 Pendulum on the virtual board, %d steps, %d seeds; load %.1f before, %.1f after" % (args.steps, args.seeds, load[0], report["load_after"][0]))
-    print("%6s %-8s %5s %6s %5s %8s %8s %8s %7s %7s %9s %s" % ("heap", "hidden", "batch", "replay", "B/row", "free kB", "alloc kB", "est kB", "solved", "median", "native/s", "plain steps/s (extrapolated min)"))
+    where = "MicroPython's qemu port (%s, %s; emulated, so times are the host's, not a microcontroller's)" % (args.qemu, results[0]["firmware"]) if args.qemu else "the virtual board"
+    print("\nTD3 Pendulum on %s, %d steps, %d seeds; load %.1f before, %.1f after" % (where, args.steps, args.seeds, load[0], report["load_after"][0]))
+    print("%12s %-8s %5s %6s %5s %8s %8s %8s %7s %7s %9s %s" % ("heap", "hidden", "batch", "replay", "B/row", "free kB", "alloc kB", "est kB", "solved", "median", "native/s", "plain steps/s (extrapolated min)"))
     for r in results:
         if not r["runs"]:
             p = r.get("plain", {})
-            print("%6s %-8s %5s %6s  plain %.1f steps/s" % (r["heap"], p.get("hidden"), p.get("batch"), p.get("replay"), p.get("train_steps_per_second") or 0))
+            print("%12s %-8s %5s %6s  plain %.1f steps/s" % (r["heap"], p.get("hidden"), p.get("batch"), p.get("replay"), p.get("train_steps_per_second") or 0))
             continue
         c = r["config"]
         p = r.get("plain", {})
-        print("%6s %-8s %5d %6d %5d %8.1f %8.1f %8.1f %4d/%-2d %7.0f %9.0f %s" % (
+        print("%12s %-8s %5d %6d %5d %8.1f %8.1f %8.1f %4d/%-2d %7.0f %9.0f %s" % (
             r["heap"], ",".join(map(str, c["hidden"])), c["batch"], c["replay"], r["bytes_per_transition"], r["mem_free_start"] / 1024.0,
             r["allocated_bytes"] / 1024.0, r["estimate_bytes"] / 1024.0, r["solved"], len(r["runs"]), r["median_return"], r["median_steps_per_second"],
             "%.1f (%.0f)" % (p["train_steps_per_second"], p["extrapolated_seconds"] / 60.0) if p.get("extrapolated_seconds") else "-"))
         for run in r["runs"]:
-            print("       seed %d: return %.0f, %.0f s; board episodes (step, return): %s" % (
-                run["seed"], run["eval_return"], run["seconds"], " ".join("%d:%.0f" % sr for sr in run["returns"][4::10])))
+            print("       seed %d: final policy %.0f +- %.0f (%d episodes), %d steps, %.0f s training, %.0f s wall; board episodes (step, return): %s" % (
+                run["seed"], run["eval_return"], run["eval_std"], run["eval_episodes"], run["steps"], run["seconds"], run["wall_seconds"],
+                " ".join("%d:%.0f" % sr for sr in run["returns"][4::10])))
 
 
 if __name__ == "__main__":
