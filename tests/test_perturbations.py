@@ -149,6 +149,24 @@ def test_bad_sim_to_real_options_are_one_line_errors(tmp_path):
     assert not out.exists()
 
 
+def test_latency_from_a_named_pipe_or_a_too_deep_json_is_a_one_line_error(tmp_path):
+    """bench/bad_command_lines.py: --latency-from a named pipe waited for ever (its read blocks),
+    and JSON nested 100,000 deep ended in a RecursionError traceback; in train and in eval."""
+    import os
+
+    from helpers import PENDULUM_POLICY
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100000 + "]" * 100000)
+    out = tmp_path / "p.mrlp"
+    for command in (("train", "pendulum", "--steps", 10, "--out", out), ("eval", PENDULUM_POLICY)):
+        assert_user_error(microrl(*command, "--latency-from", fifo, timeout=60), "--latency-from", "is a named pipe")
+        assert_user_error(microrl(*command, "--latency-from", deep, timeout=60), "--latency-from", "not the JSON")
+    assert sorted(os.listdir(tmp_path)) == ["deep.json", "fifo"]
+
+
 def test_eval_reports_nominal_and_perturbed(tmp_path):
     from helpers import trained_pendulum_policy
 

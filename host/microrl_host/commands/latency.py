@@ -6,7 +6,7 @@ import math
 import os
 
 from . import CommandError
-from .options import whole
+from .options import check_input, whole
 
 DELAY_HELP = ("hold every action back by STEPS control steps (the latency of a real loop: the sensors' reading reaches the policy and "
               "its command the motors STEPS steps later), in training and in its evaluations; the policy observes the STEPS commands "
@@ -39,10 +39,14 @@ def delay_from_bench(path, dt):
         raise CommandError("--latency-from %s: no such file (write one with: microrl bench serial PORT POLICY --json > %s)" % (path, path))
     if os.path.isdir(path):
         raise CommandError("--latency-from %s is a folder; give the JSON file `microrl bench serial --json` wrote" % path)
+    try:  # a regular file only: a named pipe's read would wait for ever
+        check_input(path, "JSON file of `microrl bench serial --json`")
+    except CommandError as e:
+        raise CommandError("--latency-from: %s" % e) from None
     try:
         with open(path, "rb") as f:
             result = json.loads(f.read(1 << 20).decode("utf-8"))
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, RecursionError) as e:  # (RecursionError: arrays nested thousands deep)
         raise CommandError("--latency-from %s: not the JSON `microrl bench serial --json` writes (%s)" % (path, str(e).splitlines()[0] if str(e) else type(e).__name__)) from None
     p50 = result.get("p50_us") if isinstance(result, dict) else None
     if isinstance(p50, bool) or not isinstance(p50, (int, float)):
