@@ -96,3 +96,49 @@ def test_every_command_checks_its_output_before_any_work(tmp_path):
     for args in (["export", policy, "--int16", "--out", bad], ["render", policy, "--out", bad],
                  ["train-on-board", "--port", "/dev/null", "--steps", 10, "--out", bad], ["demo", "--out", bad]):
         assert_refused(microrl(*args), "--out %s" % bad, "is a file, not a folder")
+
+
+def test_json_nested_too_deep_for_the_parser_is_no_traceback(tmp_path):
+    """bench/bad_command_lines.py's JSON nested 100,000 deep (Python's parser raises RecursionError,
+    not ValueError), where a command reads JSON from the user's files: a run folder's run.json
+    (plot: its title; train: what the folder holds; deploy: the policy's task) and an SB3 zip's
+    'data'. Each ended in a RecursionError traceback."""
+    import shutil
+    import zipfile
+
+    from helpers import PENDULUM_POLICY
+
+    deep = "[" * 100000 + "]" * 100000
+    plotted = tmp_path / "plotted"
+    plotted.mkdir()
+    (plotted / "progress.csv").write_text("step,episode_return,eval_mean,eval_std\n200,-1000,,\n1000,-800,-700,50\n")
+    (plotted / "run.json").write_text(deep)
+    proc = microrl("plot", plotted, "--out", tmp_path / "plot.png")
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]  # the title falls back to the folder's name
+    held = tmp_path / "held"
+    held.mkdir()
+    (held / "run.json").write_text(deep)
+    (held / "checkpoint.npz").write_bytes(b"PK")
+    assert_refused(microrl("train", "pendulum", "--steps", 300, "--out", tmp_path / "p.mrlp", "--run-dir", held), "holds", "--resume", "--overwrite")
+    with zipfile.ZipFile(tmp_path / "model.zip", "w") as z:
+        z.writestr("data", deep)
+        z.writestr("policy.pth", b"x")
+    assert_refused(microrl("import", tmp_path / "model.zip", "--out", tmp_path / "i.mrlp"), "without readable 'data'")
+    shutil.copy(PENDULUM_POLICY, tmp_path / "pr.mrlp")
+    (tmp_path / "pr.run").mkdir()
+    (tmp_path / "pr.run" / "run.json").write_text(deep)
+    assert_refused(microrl("deploy", "--port", tmp_path / "no-port", "--policy", tmp_path / "pr.mrlp"), "no-port")
+    assert not any((tmp_path / n).exists() for n in ("p.mrlp", "i.mrlp"))
+
+
+@pytest.mark.parametrize("meta", [b"[" * 100000 + b"]" * 100000, b"[1]", b'"text"'], ids=["nested-100000-deep", "a-list", "a-string"])
+def test_a_checkpoint_whose_meta_is_not_an_object_is_refused_in_one_line(tmp_path, meta):
+    """--resume from a checkpoint.npz whose __meta__ is JSON nested too deep (RecursionError) or JSON
+    but no object (meta.get: AttributeError): both ended in a traceback."""
+    run = tmp_path / "run"
+    run.mkdir()
+    with open(run / "checkpoint.npz", "wb") as f:
+        np.savez(f, __meta__=np.frombuffer(meta, np.uint8))
+    proc = microrl("train", "pendulum", "--steps", 2000, "--resume", "--out", tmp_path / "p.mrlp", "--run-dir", run, timeout=120)
+    assert_refused(proc, "is damaged or not a microrl checkpoint")
+    assert not (tmp_path / "p.mrlp").exists()

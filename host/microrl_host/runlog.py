@@ -68,7 +68,7 @@ def previous_run(folder):
             meta = json.load(f)
         config = meta.get("config") or {}  # PPO keeps its seed and steps there
         return "%s on %s, seed %s, %s steps" % (meta["algo"], meta["task"], meta.get("seed", config.get("seed")), meta.get("steps", config.get("steps")))
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):  # (RecursionError: JSON nested thousands deep)
         return "its " + ", ".join(held)
 
 

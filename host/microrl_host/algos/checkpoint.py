@@ -60,7 +60,9 @@ def read(path):
         with np.load(path, allow_pickle=False) as data:
             arrays = {k: data[k] for k in data.files}
         meta = json.loads(bytes(arrays.pop("__meta__")).decode())
-    except (zipfile.BadZipFile, ValueError, KeyError, EOFError, OSError, UnicodeDecodeError) as e:
+        if not isinstance(meta, dict):
+            raise ValueError("its __meta__ is JSON but not an object")
+    except (zipfile.BadZipFile, ValueError, KeyError, EOFError, OSError, UnicodeDecodeError, RecursionError) as e:  # (RecursionError: JSON nested thousands deep)
         raise CheckpointError("checkpoint %s is damaged or not a microrl checkpoint (%s: %s); start a new run without --resume" % (path, type(e).__name__, e))
     if meta.get("format") != FORMAT or meta.get("version") != VERSION:
         raise CheckpointError("%s is not a microrl checkpoint of version %d" % (path, VERSION))

@@ -49,7 +49,7 @@ def run_task(policy_path):
     try:
         with open(meta) as f:
             name = json.load(f).get("task")
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):  # (RecursionError: JSON nested thousands deep)
         return None
     if not isinstance(name, str):
         return None

@@ -42,7 +42,7 @@ def run(args):
             with open(meta_path) as f:
                 meta = json.load(f)
             title = "%s on %s, seed %s" % (str(meta.get("algo", "?")).upper(), meta.get("task", "?"), meta.get("seed", "?"))
-        except (ValueError, OSError):
+        except (ValueError, OSError, RecursionError):  # (RecursionError: JSON nested thousands deep)
             pass
 
     import matplotlib

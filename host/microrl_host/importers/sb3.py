@@ -42,7 +42,7 @@ def detect_algo(path):
             data = json.loads(z.read("data"))
     except (zipfile.BadZipFile, EOFError) as e:
         raise ImportRefused("%s: not a Stable-Baselines3 .zip (%s)" % (path, brief(e))) from None
-    except (KeyError, ValueError, zipfile.error):  # no 'data', or not JSON (UnicodeDecodeError is a ValueError)
+    except (KeyError, ValueError, RecursionError, zipfile.error):  # no 'data', or not JSON (UnicodeDecodeError is a ValueError; nested thousands deep: RecursionError)
         raise ImportRefused("%s: an SB3 zip without readable 'data': saved by another tool?" % path) from None
     policy_class = data.get("policy_class") if isinstance(data, dict) else None
     module = str(policy_class.get("__module__", "")) if isinstance(policy_class, dict) else ""
