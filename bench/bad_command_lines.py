@@ -36,6 +36,8 @@ for _p in (DEVICE, HOST):
     if _p not in sys.path:
         sys.path.insert(0, _p)
 
+from microrl.perturb import MAX_DELAY  # noqa: E402
+
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 SETPRIV = shutil.which("setpriv")
 DROP_DAC = ["--bounding-set", "-dac_override,-dac_read_search", "--inh-caps", "-dac_override,-dac_read_search"]
@@ -54,6 +56,10 @@ BAD_OUTPUTS = ["{fifo}", "{node}", "{socket}", "{folder}", "{deep}/x.mrlp", "{un
 # a task (train's TASK, --task): names that are no task, special files, Python files that are no task
 BAD_TASKS = ["nosuchtask", "", "nosuch.module", "gym:nosuch", "{missing}", "{text}", "{fifo}", "{folder}", "{loop}", "{longname}",
              "{task_lacking}", "{task_syntax}", "{task_raises}", "{task_exits}"]
+# --latency-from FILE: files that are no `microrl bench serial --json` output, or hold no usable round trip
+LATENCY_FILES = ["{missing}", "{folder}", "{fifo}", "{node}", "{socket}", "{empty}", "{garbage}", "{text}", "{loop}", "{underfile}",
+                 "{longname}", "{unreadable}", "{bench_no_p50}", "{bench_zero_p50}", "{bench_nan_p50}", "{bench_inf_p50}", "{bench_huge_p50}",
+                 "{bench_bool_p50}", "{bench_text_p50}", "{bench_list}", "{bench_deep}", ""]
 BAD_FOLDERS = ["{text}", "{fifo}", "{node}", "{socket}", "{deep}/run", "{underfile}", "{loop}", "{longname}", "/proc/microrl-run"]
 
 
@@ -93,7 +99,22 @@ def cases():
     add("train", ["train", "pendulum", "--steps", "300"], [["--out", o, "--run-dir", "{run}"] for o in BAD_OUTPUTS]
         + [["--out", "{out}", "--run-dir", d] for d in BAD_FOLDERS] + [["--out", "{out}", "--run-dir", "{out}"]])
     add("train", ["train", "pendulum", "--steps", "300", "--resume", "--out", "{out}"],
-        [["--run-dir", d] for d in ("{missing}", "{run_fifo_ckpt}", "{run_garbage_ckpt}", "{run_unreadable_ckpt}", "{folder}")])
+        [["--run-dir", d] for d in ("{missing}", "{run_fifo_ckpt}", "{run_garbage_ckpt}", "{run_unreadable_ckpt}", "{folder}",
+                                    "{run_deep_meta_ckpt}", "{run_list_meta_ckpt}")])
+    add("train", ["train", "pendulum", "--steps", "300", "--out", "{out}"], [["--run-dir", "{run_deep_held}"]])
+    # the learning settings added with issue 33, the sim-to-real options (docs/sim-to-real.md) and --tensorboard
+    add("train", train, floats("--lr-end", "-0.1", ["1.5", "-1e30"]) + floats("--target-min", "-1", ["-1e-9"]) + floats("--reward-offset")
+        + [["--reward-offset", "1", "--gamma", "1"], ["--target-min", "0.5", "--algo", "sac"], ["--reward-offset", "1", "--algo", "sac"],
+           ["--lr-end", "0.5", "--algo", "ppo"]]
+        + ints("--action-delay", 0, extra=[str(MAX_DELAY + 1)])
+        + [["--latency-from", f] for f in LATENCY_FILES] + [["--latency-from", "{bench_ok}", "--action-delay", "1"],
+           ["--no-pending-actions"], ["--no-pending-actions", "--action-delay", "0"], ["--latency-from"], ["--action-delay"]]
+        + [["--tensorboard", d] for d in BAD_FOLDERS] + [["--resume", "--overwrite"]])
+    add("train", [], [["train", t, "--out", "{out}", "--run-dir", "{run}"] + v for t in ("Pendulum-v1",)
+                      for v in (["--action-delay", "1"], ["--latency-from", "{bench_ok}"], ["--nominal"], ["--no-pending-actions", "--action-delay", "1"])])
+    add("train-ppo", ["train", "inverted_pendulum", "--algo", "ppo", "--out", "{out}", "--run-dir", "{run}"],
+        floats("--init-std", "0", ["-1"]) + [["--action-delay", "1"], ["--latency-from", "{bench_ok}"], ["--nominal"],
+                                                     ["--no-pending-actions"], ["--target-min", "0.5"], ["--reward-offset", "1"]])
     ppo = ["train", "inverted_pendulum", "--algo", "ppo", "--out", "{out}", "--run-dir", "{run}"]
     add("train-ppo", ppo, ints("--envs", 1) + ints("--rollout-steps", 1) + ints("--epochs", 1) + ints("--minibatches", 1)
         + ints("--threads", 1) + floats("--lr", "0") + floats("--clip-coef", "0") + floats("--gae-lambda", "-1", ["2"])
@@ -106,6 +127,9 @@ def cases():
         + [["--env", e] for e in ("nosuch", "", "CartPole-v1", "quadrotor", "MountainCarContinuous-v0", "Ant-v5")]
         + [["--env", "Pendulum-v1", "--seed", v] for v in ("-1", str(2**64))] + [["--nosuch"], ["extra"]])
     add("eval", ["eval", "{quadrotor_policy}"], [["--env", "pendulum"], ["--episodes", "0"]])
+    add("eval", ["eval", "{policy}"], ints("--action-delay", 0, extra=[str(MAX_DELAY + 1)]) + [["--latency-from", f] for f in LATENCY_FILES]
+        + [["--latency-from", "{bench_ok}", "--action-delay", "1"], ["--latency-from"], ["--no-pending-actions", "--action-delay", "1"],
+           ["--env", "Pendulum-v1", "--action-delay", "1"], ["--env", "Pendulum-v1", "--latency-from", "{bench_ok}"]])
     add("eval", ["eval", "{policy}"], [["--task", t] for t in BAD_TASKS + ["quadrotor"]] + [["--task", "pendulum", "--env", "nosuch"]])
 
     # ---- export
@@ -115,7 +139,8 @@ def cases():
         + ints("--eval-episodes", 0) + ints("--seed", 0, extra=[str(2**32)]))
     add("export", ["export", "{policy}", "--int16"], [["--out", o] for o in BAD_OUTPUTS + ["{policy}"]])
     add("export", [], [["export", "{policy}", "--out", "{out_q}"]])
-    add("export", exp, [["--task", t] for t in BAD_TASKS + ["quadrotor", "Pendulum-v1"]])
+    # (a gymnasium id of the policy's shape is a task export calibrates on since 91f58d2: one of another shape instead)
+    add("export", exp, [["--task", t] for t in BAD_TASKS + ["quadrotor", "MountainCarContinuous-v0"]])
 
     # ---- render
     add("render", ["render"], [[p, "--out", "{out_gif}"] for p in BAD_INPUTS] + [["{wide_policy}", "--out", "{out_gif}"]])
@@ -151,13 +176,15 @@ def cases():
     add("train-on-board", tob, ints("--steps", 1) + ints("--batch", 1) + ints("--replay", 2) + ints("--warmup", 0)
         + ints("--seed", 0, extra=[str(2**32)]) + ints("--episodes", 0) + floats("--actor-lr", "0") + floats("--critic-lr", "-1")
         + [["--hidden", v] for v in ("0", "a", "70000", "1000000,1000000")])
+    add("train-on-board", tob + ["--steps", "100"], [["--init", r] for r in BAD_INPUTS + ["{run_good}", "{run_garbage_ckpt}", "{run_fifo_ckpt}",
+                                                                                      "{run_unreadable_ckpt}", ""]])
     add("train-on-board", ["train-on-board", "--steps", "100", "--quiet", "--out", "{out}"],
         [["--port", p] for p in ("{missing}", "{text}", "{folder}", "{fifo}", "")] + [[]])
     add("train-on-board", ["train-on-board", "--port", "{missing}", "--steps", "100", "--quiet"], [["--out", o] for o in BAD_OUTPUTS])
 
     # ---- deploy, bench serial, board sim (no board answers here)
     add("deploy", ["deploy"], [["--port", p] for p in ("{missing}", "{text}", "{folder}", "{fifo}", "")] + [[]]
-        + [["--port", "{missing}", "--policy", p] for p in BAD_INPUTS]
+        + [["--port", "{missing}", "--policy", p] for p in BAD_INPUTS + ["{policy_deep_run}"]]
         + [["--port", "{missing}"] + v for v in floats("--timeout", "-1", ["0"])])
     add("bench", ["bench", "serial"], [["--port", "{missing}", "--policy", p] for p in BAD_INPUTS]
         + [["--port", p, "--policy", "{policy}"] for p in ("{missing}", "{text}", "{folder}", "{fifo}", "")]
@@ -172,7 +199,7 @@ def cases():
     # without the import extra: without it, a source that gets as far as being read names the extra)
     imp = ["import", "{sb3_badcrc}", "--out", "{out}"]
     add("import", ["import"], [[p, "--out", "{out}"] for p in BAD_INPUTS + ["{sb3_truncated}", "{sb3_badcrc}", "{sb3_other}", "{onnx_garbage}",
-                                                                            "{pt_garbage}", "{zip_garbage}"]] + [[]])
+                                                                            "{pt_garbage}", "{zip_garbage}", "{sb3_deep}"]] + [[]])
     add("import", ["import", "{sb3_badcrc}"], [["--out", o] for o in BAD_OUTPUTS + ["{sb3_badcrc}"]])
     add("import", imp, ints("--check", 1, extra=["100001"]) + ints("--seed", 0, extra=[str(2**32)]) + ints("--references", 0, extra=["1001"])
         + floats("--tolerance", "0", ["1", "-1"]) + [["--vecnormalize", p] for p in BAD_INPUTS] + [["--kind", "nosuch"], ["--algo", "dqn"],
@@ -282,6 +309,14 @@ class Fixtures:
                 f.write(data[1])
             self.values[name] = p(data[0])
         self.values.update(sb3_truncated=p("sb3_truncated.zip"), sb3_badcrc=p("sb3_badcrc.zip"), sb3_other=p("sb3_other.zip"))
+        # --latency-from files: bench JSON with no usable round trip (and one that is fine, for options that do not go with it)
+        for name, text in (("bench_ok", '{"p50_us": 15000.0}'), ("bench_no_p50", '{"p90_us": 15000.0}'), ("bench_zero_p50", '{"p50_us": 0}'),
+                           ("bench_nan_p50", '{"p50_us": NaN}'), ("bench_inf_p50", '{"p50_us": Infinity}'), ("bench_huge_p50", '{"p50_us": 1e300}'),
+                           ("bench_bool_p50", '{"p50_us": true}'), ("bench_text_p50", '{"p50_us": "15 ms"}'), ("bench_list", "[15000]"),
+                           ("bench_deep", "[" * 100000 + "]" * 100000)):
+            with open(p(name + ".json"), "w") as f:
+                f.write(text)
+            self.values[name] = p(name + ".json")
         # run folders
         for name, csv in (("run_good", "step,episode_return,eval_mean,eval_std\n200,-1000,,\n1000,-800,-700,50\n"),
                           ("run_bad_csv", "step,episode_return\nabc,def\n"), ("run_empty_csv", ""),
@@ -290,6 +325,30 @@ class Fixtures:
             with open(os.path.join(p(name), "progress.csv"), "w") as f:
                 f.write(csv)
             self.values[name] = p(name)
+        # JSON nested deeper than Python's parser goes (RecursionError, not ValueError), where commands read JSON
+        # (plot's run.json title: tests/test_host_hostile.py, a plot that works)
+        deep = "[" * 100000 + "]" * 100000
+        os.mkdir(p("deep.run"))  # the run folder of deep.mrlp (deploy reads its task from run.json)
+        with open(p("deep.run/run.json"), "w") as f:
+            f.write(deep)
+        self.values["policy_deep_run"] = save(p("deep.mrlp"), policy)
+        with zipfile.ZipFile(p("sb3_deep.zip"), "w") as z:
+            z.writestr("data", deep)
+            z.writestr("policy.pth", b"x")
+        self.values["sb3_deep"] = p("sb3_deep.zip")
+        import numpy as np
+
+        for name, meta in (("run_deep_meta_ckpt", deep.encode()), ("run_list_meta_ckpt", b"[1]")):
+            os.mkdir(p(name))
+            with open(os.path.join(p(name), "checkpoint.npz"), "wb") as f:
+                np.savez(f, __meta__=np.frombuffer(meta, np.uint8))
+            self.values[name] = p(name)
+        held = os.path.join(p("run_deep_held"), "")  # a run folder holding a checkpoint, its run.json too deep
+        os.mkdir(held)
+        shutil.copy(p("deep.run/run.json"), held)
+        with open(os.path.join(held, "checkpoint.npz"), "wb") as f:
+            f.write(b"PK")
+        self.values["run_deep_held"] = p("run_deep_held")
         os.mkdir(p("run_fifo_csv"))
         os.mkfifo(os.path.join(p("run_fifo_csv"), "progress.csv"))
         self.values["run_fifo_csv"] = p("run_fifo_csv")
