@@ -386,7 +386,7 @@ def main():
             print("seed %d: %s; after %d steps (%.1f s of training) flies %.0f%% (perturbed %.0f%%), crashes %.0f%%, final distance %.3f m (10-90%%: %s); "
                   "best evaluation %.0f%% at step %d"
                   % (seed, "90%% after %d steps, %.1f s" % (r["steps_to_90"], r["seconds_to_90"]) if r["seconds_to_90"] is not None else "never 90%",
-                     steps, r["train_s"], 100 * r["final_success_rate"], 100 * r["final_success_rate_perturbed"], 100 * r["final_crash_rate"],
+                     r["steps"], r["train_s"], 100 * r["final_success_rate"], 100 * r["final_success_rate_perturbed"], 100 * r["final_crash_rate"],
                      r["final_position_error_m"], "%.3f-%.3f m" % tuple(spread) if spread else "all crashed", 100 * r["best_success_rate"], r["best_step"]),
                   flush=True)
     reached = [r["seconds_to_90"] for r in runs if r["seconds_to_90"] is not None]

@@ -184,8 +184,8 @@ TRAINING = {"steps": 500000, "batch": 256, "warmup": 15000, "train_every": 5, "e
 # 0.1 over the run instead of being learned (the motors rise 4.5x faster than they fall, so noisy
 # commands spin the rotors faster on average than their mean: a policy trained with a large std
 # commands less thrust than hovering needs, and its mean action hovers below the target)
-TRAINING_PPO = {"steps": 4000000, "envs": 64, "rollout_steps": 256, "epochs": 5, "minibatches": 8, "hidden": (64, 64), "init_std": 0.5,
-                "final_std": 0.1, "eval_every": 400000, "eval_episodes": 100}
+TRAINING_PPO = {"steps": 6000000, "envs": 64, "rollout_steps": 256, "epochs": 5, "minibatches": 8, "hidden": (64, 64), "init_std": 0.5,
+                "final_std": 0.1, "eval_every": 500000, "eval_episodes": 100}
 
 
 def new_parameters(values=CRAZYFLIE):

@@ -32,6 +32,7 @@ EXAMPLES = """examples:
   microrl train pendulum --out pendulum.mrlp --steps 20000 --resume   # continue a run
   microrl train pendulum --out pendulum.mrlp --overwrite              # start that run again
   microrl train quadrotor --latency-from bench.json   # train in the board's measured latency
+  microrl train quadrotor --algo ppo   # PPO in 64 compiled copies: the final policy flies (docs/quadrotor.md)
 """
 
 
