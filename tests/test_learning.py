@@ -115,8 +115,10 @@ def test_ppo_quadrotor_final_policy_flies():
 
     Measured with this AMD EPYC's own kernels (`python bench/quadrotor.py --algo ppo`, and the
     same training by a scratch script for seeds 1 and 3; 2026-11-25, load 6-11): seeds 0-4 final
-    99%, 100%, 95%, 96%, SEED4; seed 2 first reached 90% at 5.2M of the 6M steps, so the quorum
-    leaves one seed's margin. Sandybridge kernels: SANDY"""
+    99%, 100%, 95%, 96%, 100%; seed 2 first reached 90% at 5.2M of the 6M steps, so the quorum
+    leaves one seed's margin. Sandybridge kernels, seeds 0-2: 100%, 98%, 94%
+    (`python bench/learning_checks.py ppo_quadrotor --seeds 0-2 --settings Sandybridge --workers 1`,
+    load 7.7-8.9; 132-244 s per run)."""
     assert_quorum(final_returns("ppo_quadrotor", range(3)), 0.9, 2, 0.9)
 
 
