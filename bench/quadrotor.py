@@ -24,6 +24,7 @@ for what "flies well" means, when it is installed.
     python bench/quadrotor.py --seeds 10 --json
     MICRORL_L2F_TRAINER=/path/to/l2f_train nice -n 10 python bench/quadrotor.py --seeds 3 --json
     python bench/quadrotor.py --seeds 5 --first-seed 5 --json   # seeds 5-9
+    python bench/quadrotor.py --algo ppo --seeds 5 --json      # PPO with the task's TRAINING_PPO (6M steps): its final policy
 """
 import argparse
 import json
