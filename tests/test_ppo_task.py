@@ -116,4 +116,6 @@ def test_what_ppo_on_a_task_cannot_do_is_refused_in_one_line(tmp_path, args, wor
 
 def test_resolve_env_takes_a_task_module():
     assert ppo.resolve_env("quadrotor") == ("task", "quadrotor")
-    assert ppo.suggested("quadrotor")["hidden"] == tuple(Q.TRAINING_PPO["hidden"])
+    for task in ("quadrotor", Q, CompiledTask(Q)):  # what the CLI passes is the module (a bug once: nothing suggested)
+        assert ppo.suggested(task)["final_std"] == Q.TRAINING_PPO["final_std"]
+        assert ppo.suggested(task)["hidden"] == tuple(Q.TRAINING_PPO["hidden"])

@@ -491,13 +491,19 @@ SUGGESTIBLE = ("envs", "rollout_steps", "epochs", "minibatches", "hidden", "acti
 
 
 def suggested(task):
-    """{PPOConfig field: value} of a task's TRAINING_PPO (a task written against the task
-    interface; {} for any other), with init_std as init_log_std; steps, eval_every and
+    """{PPOConfig field: value} of a task's TRAINING_PPO (task: a name, a task module, a
+    CompiledTask; {} for any other task), with init_std as init_log_std; steps, eval_every and
     eval_episodes are the caller's (a run's length and evaluations, not the learner's)."""
     from ..tasks import resolve
 
-    found = resolve(task) if isinstance(task, str) else None
-    module = found.module if found is not None else getattr(task, "module", None)
+    import types
+
+    if isinstance(task, str):
+        module = resolve(task).module
+    elif isinstance(task, types.ModuleType):  # a task module itself
+        module = task
+    else:  # a CompiledTask, tasks.Found
+        module = getattr(task, "module", None)
     out = {}
     for k, v in dict(getattr(module, "TRAINING_PPO", None) or {}).items():
         if k == "init_std":
