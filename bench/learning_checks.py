@@ -69,6 +69,22 @@ def _ppo_ip(seed, steps):
         return ppo.train(config, "InvertedPendulum-v5", run_dir=run_dir, eval_every=10240, eval_episodes=5)[1]
 
 
+def _ppo_quadrotor(seed, steps):
+    """PPO on the quadrotor with the task's own settings (TRAINING_PPO: what `microrl train
+    quadrotor --algo ppo` does, perturbed training), one thread; the final policy's success rate
+    in bench/quadrotor.py's test (100 flights from microrl eval's starts, seed 4242), as
+    [[steps, success rate, 0]] (the shape of the other checks: step, value, spread)."""
+    from microrl.tasks import quadrotor as Q
+    from microrl_host import tasks
+    from microrl_host.algos import ppo
+    from microrl_host.envs.task import CompiledTask, evaluate_policy
+
+    config = ppo.PPOConfig(**dict(ppo.suggested("quadrotor"), steps=steps or Q.TRAINING_PPO["steps"], seed=seed, threads=1))
+    learner, _ = ppo.train(config, "quadrotor")
+    rows = evaluate_policy(CompiledTask(Q), learner.to_policy(), 100, 4242)
+    return [[learner.result["steps"], tasks.summary(Q, rows)["success_rate"], 0.0]]
+
+
 def _cartpole(algo, seed, steps):
     """The cart-pole swing-up with its own suggested settings (microrl.tasks.cartpole.TRAINING:
     what `microrl train cartpole` does), evaluated every 10,000 steps."""
@@ -87,7 +103,7 @@ def _cartpole_sac(seed, steps):
 
 
 CHECKS = {"device_td3": _device_td3, "board_td3": _board_td3, "host_td3": _host_td3, "host_sac": _host_sac, "ppo_ip": _ppo_ip, "cartpole_td3": _cartpole_td3,
-          "cartpole_sac": _cartpole_sac}
+          "cartpole_sac": _cartpole_sac, "ppo_quadrotor": _ppo_quadrotor}
 
 
 def setting_env(name):

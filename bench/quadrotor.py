@@ -24,6 +24,7 @@ for what "flies well" means, when it is installed.
     python bench/quadrotor.py --seeds 10 --json
     MICRORL_L2F_TRAINER=/path/to/l2f_train nice -n 10 python bench/quadrotor.py --seeds 3 --json
     python bench/quadrotor.py --seeds 5 --first-seed 5 --json   # seeds 5-9
+    python bench/quadrotor.py --algo ppo --seeds 5 --json      # PPO with the task's TRAINING_PPO (6M steps): its final policy
 """
 import argparse
 import json
@@ -36,6 +37,7 @@ import time
 ONE_THREAD = {k: "1" for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")}
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EVAL_EVERY = 10000
+EVAL_EVERY_PPO = 200000  # PPO's runs are some 10x longer in steps
 EVAL_EPISODES = 100
 EVAL_SEED = 4242
 TARGET = 0.9
@@ -116,6 +118,70 @@ def run_seed(algo, seed, steps):
         "perturbations": run.stats.get("perturbations", {}),
         "final_crash_rate": final[4],
         "final_distance_p10_p90_m": clock["final_spread"],
+        "curve": curve,
+    }
+
+
+def run_seed_ppo(seed, steps):
+    """PPO (`microrl train quadrotor --algo ppo`'s settings: the task's TRAINING_PPO) for steps;
+    its policy evaluated every EVAL_EVERY_PPO steps outside the clock, and at the end nominal and
+    perturbed. PPO keeps no best policy: the final one is what the command writes."""
+    _path()
+    import numpy as np
+
+    from microrl.perturb import training
+    from microrl.tasks import quadrotor as Q
+    from microrl_host import tasks
+    from microrl_host.algos import ppo
+    from microrl_host.algos.callbacks import Callbacks
+    from microrl_host.envs.task import CompiledTask, evaluate_policy
+
+    task = CompiledTask(Q)
+    settings = dict(ppo.suggested("quadrotor"), seed=seed, threads=1)
+    curve = []
+    clock = {"train": 0.0, "last": None, "first_90": None, "final_spread": None, "next": EVAL_EVERY_PPO}
+
+    class Clock(Callbacks):
+        def on_start(self, total, initial, desc):
+            clock["last"] = time.perf_counter()
+
+        def on_progress(self, step, done, learner, figures):
+            clock["train"] += time.perf_counter() - clock["last"]
+            if step >= clock["next"] or step >= steps:
+                clock["next"] = (step // EVAL_EVERY_PPO + 1) * EVAL_EVERY_PPO
+                rows = evaluate_policy(task, learner.to_policy(), EVAL_EPISODES, EVAL_SEED)
+                s = tasks.summary(Q, rows)
+                curve.append((step, round(clock["train"], 3), s["success_rate"], s["position_error_m"], s["crash_rate"]))
+                flown = rows[rows[:, 3] >= Q.EPISODE_STEPS, 2]
+                clock["final_spread"] = [float(np.percentile(flown, 10)), float(np.percentile(flown, 90))] if len(flown) else None
+                if clock["first_90"] is None and s["success_rate"] >= TARGET:
+                    clock["first_90"] = (step, clock["train"])
+            clock["last"] = time.perf_counter()
+
+    # compile (or load numba's cache) first, so that the clock holds training only
+    ppo.train(ppo.PPOConfig(**dict(settings, steps=1)), "quadrotor", eval_every=1, eval_episodes=1)
+    learner, _ = ppo.train(ppo.PPOConfig(**dict(settings, steps=steps)), "quadrotor", callbacks=Clock())
+    final = curve[-1]
+    perturbations = training(Q)
+    perturbed = tasks.summary(Q, evaluate_policy(task, learner.to_policy(), EVAL_EPISODES, EVAL_SEED, perturbations))
+    return {
+        "algo": "ppo",
+        "seed": seed,
+        "steps": learner.result["steps"],
+        "train_s": clock["train"],
+        "train_s_run": learner.result["train_s"],
+        "steps_to_90": clock["first_90"][0] if clock["first_90"] else None,
+        "seconds_to_90": clock["first_90"][1] if clock["first_90"] else None,
+        "final_success_rate": final[2],
+        "best_success_rate": max(c[2] for c in curve),
+        "best_step": max(curve, key=lambda c: (c[2], -c[3]))[0],
+        "final_position_error_m": final[3],
+        "final_success_rate_perturbed": perturbed["success_rate"],
+        "final_position_error_m_perturbed": perturbed["position_error_m"],
+        "perturbations": learner.result.get("perturbations", {}),
+        "final_crash_rate": final[4],
+        "final_distance_p10_p90_m": clock["final_spread"],
+        "settings": {k: list(v) if isinstance(v, tuple) else v for k, v in settings.items()},
         "curve": curve,
     }
 
@@ -278,8 +344,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, default=5, help="seeds of ours (default 5)")
     ap.add_argument("--first-seed", type=int, default=0, help="seeds FIRST_SEED .. FIRST_SEED+SEEDS-1 (default 0): two runs on two cores can split them")
-    ap.add_argument("--algo", default="td3", choices=("td3", "sac"))
-    ap.add_argument("--steps", type=int, default=None, help="training budget per seed (default microrl train quadrotor's, 500,000)")
+    ap.add_argument("--algo", default="td3", choices=("td3", "sac", "ppo"), help="td3 (default), sac, or ppo (the task's TRAINING_PPO settings; "
+                    "evaluated every %d steps)" % EVAL_EVERY_PPO)
+    ap.add_argument("--steps", type=int, default=None, help="training budget per seed (default microrl train quadrotor's: 500,000 for TD3/SAC, "
+                    "its TRAINING_PPO steps for PPO)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--one", nargs=2, metavar=("ALGO", "SEED"), help=argparse.SUPPRESS)
     ap.add_argument("--foundation", action="store_true", help=argparse.SUPPRESS)
@@ -288,9 +356,9 @@ def main():
     _path()
     from microrl.tasks import quadrotor as Q
 
-    steps = a.steps or Q.TRAINING["steps"]
+    steps = a.steps or (Q.TRAINING_PPO if a.algo == "ppo" or (a.one and a.one[0] == "ppo") else Q.TRAINING)["steps"]
     if a.one:
-        print(json.dumps(run_seed(a.one[0], int(a.one[1]), steps)))
+        print(json.dumps(run_seed_ppo(int(a.one[1]), steps) if a.one[0] == "ppo" else run_seed(a.one[0], int(a.one[1]), steps)))
         return 0
     if a.foundation:
         print(json.dumps(foundation_policy_reference()))
@@ -319,7 +387,7 @@ def main():
             print("seed %d: %s; after %d steps (%.1f s of training) flies %.0f%% (perturbed %.0f%%), crashes %.0f%%, final distance %.3f m (10-90%%: %s); "
                   "best evaluation %.0f%% at step %d"
                   % (seed, "90%% after %d steps, %.1f s" % (r["steps_to_90"], r["seconds_to_90"]) if r["seconds_to_90"] is not None else "never 90%",
-                     steps, r["train_s"], 100 * r["final_success_rate"], 100 * r["final_success_rate_perturbed"], 100 * r["final_crash_rate"],
+                     r["steps"], r["train_s"], 100 * r["final_success_rate"], 100 * r["final_success_rate_perturbed"], 100 * r["final_crash_rate"],
                      r["final_position_error_m"], "%.3f-%.3f m" % tuple(spread) if spread else "all crashed", 100 * r["best_success_rate"], r["best_step"]),
                   flush=True)
     reached = [r["seconds_to_90"] for r in runs if r["seconds_to_90"] is not None]
@@ -352,8 +420,12 @@ def main():
         print("microrl %s: %d of %d seeds reach 90%% success; median time to 90%%: %s; median success after %d steps: %.0f%% (load %.1f -> %.1f)"
               % (a.algo, len(reached), a.seeds, "%.1f s" % median if median is not None and median != float("inf") else "not reached by half the seeds",
                  steps, 100 * result["median_final_success_rate"], load[0], result["load_after"][0]))
-        print("the policy `microrl train quadrotor` writes (its best evaluation) flies %s of the evaluation flights, per seed"
-              % ", ".join("%.0f%%" % (100 * b) for b in result["best_success_rates"]))
+        if a.algo == "ppo":
+            print("the policy `microrl train quadrotor --algo ppo` writes is the final one: it flies %s of the evaluation flights, per seed (perturbed: %s)"
+                  % (", ".join("%.0f%%" % (100 * r["final_success_rate"]) for r in runs), ", ".join("%.0f%%" % (100 * r["final_success_rate_perturbed"]) for r in runs)))
+        else:
+            print("the policy `microrl train quadrotor` writes (its best evaluation) flies %s of the evaluation flights, per seed"
+                  % ", ".join("%.0f%%" % (100 * b) for b in result["best_success_rates"]))
         if l2f_binary and result["l2f_trainer"]["median_train_s"] is not None:
             print("L2F's trainer, same machine and run: median %.1f s to its final actor (%d seeds)" % (result["l2f_trainer"]["median_train_s"], len(l2f_runs)))
         print("L2F, published: %.0f s on %s" % (L2F_PUBLISHED["seconds"], L2F_PUBLISHED["hardware"]))

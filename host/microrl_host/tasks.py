@@ -93,6 +93,11 @@ class Found:
         """The task's suggested training settings (its TRAINING), {} for none."""
         return dict(getattr(self.module, "TRAINING", None) or {})
 
+    @property
+    def training_ppo(self):
+        """The task's suggested PPO settings (its TRAINING_PPO), {} for none."""
+        return dict(getattr(self.module, "TRAINING_PPO", None) or {})
+
     def __repr__(self):
         return "Found(%r, %s)" % (self.name, self.source or (self.module.__name__ if self.module else self.gym_id or type(self.gym_env).__name__))
 

@@ -179,6 +179,15 @@ OBS_NOISE = (0.001,) * 12 + (0.002,) * 6 + (0.0,) * 4
 TRAINING = {"steps": 500000, "batch": 256, "warmup": 15000, "train_every": 5, "eval_every": 10000, "eval_episodes": 100,
             "checkpoint_every": 10000, "curriculum_steps": 50000}
 
+# how PPO trains it (microrl train quadrotor --algo ppo; docs/quadrotor.md, "PPO"): 64 copies x
+# 256 steps per rollout, 5 epochs of 8 minibatches, 64-64 tanh, advantages normalised, gradients
+# clipped at 0.5; the action std falls from 0.3 to 0.1 over the run instead of being learned (the
+# motors rise 4.5x faster than they fall, so noisy commands spin the rotors faster on average than
+# their mean: a policy trained with a large std commands less thrust than hovering needs, and its
+# mean action hovers below the target)
+TRAINING_PPO = {"steps": 6000000, "envs": 64, "rollout_steps": 256, "epochs": 5, "minibatches": 8, "hidden": (64, 64), "activation": "tanh",
+                "adv_norm": True, "max_grad_norm": 0.5, "init_std": 0.3, "final_std": 0.1, "eval_every": 500000, "eval_episodes": 100}
+
 
 def new_parameters(values=CRAZYFLIE):
     p = zeros(PARAM_DIM, "d")

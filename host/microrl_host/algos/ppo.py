@@ -1,4 +1,6 @@
-"""PPO for MuJoCo tasks (compiled copies: envs/mujoco.py) and any gymnasium environment with Box
+"""PPO for MuJoCo tasks (compiled copies: envs/mujoco.py), tasks written against the task interface
+(compiled copies with the task's perturbations, curriculum and success test: envs/task_vector.py;
+the task may suggest settings in its TRAINING_PPO) and any gymnasium environment with Box
 spaces (copies stepped from Python: envs/gym.py's GymVectorEnv), on numpy float32 (BLAS) networks, with the two additions of the paper
 (BackpropTools, section 4.2 and Appendix G) over plain PPO: observation normalisation and the
 KL-adaptive learning rate. Each can be switched off for ablation.
@@ -116,6 +118,7 @@ class PPOConfig:
         "lr_max": 1e-2,
         "obs_norm": True,
         "init_log_std": math.log(0.5),
+        "final_std": 0.0,
         "threads": None,
         "seed": 0,
     }
@@ -147,6 +150,8 @@ class PPOConfig:
                 problems.append("%s must be a finite number, got %r" % (name, v))
         if self.ent_coef < 0 or self.vf_coef <= 0 or self.max_grad_norm < 0:
             problems.append("ent_coef and max_grad_norm must be >= 0, vf_coef above 0")
+        if self.final_std < 0:
+            problems.append("final_std must be 0 (the std is learned) or above")
         if self.threads is not None and int(self.threads) < 1:
             problems.append("threads must be at least 1")
         if not self.hidden or min(self.hidden) < 1:
@@ -240,6 +245,15 @@ class PPO:
         raw = mean + std * noise
         logp = (-0.5 * noise * noise - self.log_std - 0.5 * LOG_2PI).sum(axis=1)
         return raw, logp, mean, value
+
+    def set_std(self, step):
+        """With final_std set: the action std at step, falling geometrically from the initial one
+        to final_std at the end of the run (the mean policy is what is deployed; a smaller
+        exploration noise towards the end lets it settle where the deterministic policy does)."""
+        c = self.config
+        if c.final_std:
+            frac = min(1.0, step / float(c.steps))
+            self.log_std[:] = c.init_log_std + frac * (math.log(c.final_std) - c.init_log_std)
 
     def value(self, obs_n):
         return _forward(self.critic, obs_n)[:, 0].copy()
@@ -343,7 +357,8 @@ class PPO:
         _clip_grad_norm([self.actor.g, self.log_std_grad], c.max_grad_norm)
         # the adaptive learning rate steers the policy only; the critic keeps its own
         self.actor.adam_step(self.lr)
-        self.actor.B.adam(self.log_std, self.log_std_grad, self.log_std_m, self.log_std_v, self.lr, 0.9, 0.999, 1e-8, self.actor.adam_step_count)
+        if not c.final_std:  # learned, else set by the schedule (set_std)
+            self.actor.B.adam(self.log_std, self.log_std_grad, self.log_std_m, self.log_std_v, self.lr, 0.9, 0.999, 1e-8, self.actor.adam_step_count)
         return kl, clipfrac, pg_loss, entropy
 
     def _critic_step(self, obs, ret):
@@ -446,8 +461,9 @@ def gae(rewards, values, dones, last_value, gamma, lam):
 
 def resolve_env(task):
     """What PPO trains on: ("mujoco", gymnasium id) where a compiled MuJoCo family serves the task
-    ("ant", "Hopper-v5"), else ("gym", a gymnasium id, `module:Id` or Env with Box spaces).
-    Raises TaskError for a microrl task module (compiled for TD3 and SAC) or an unknown name."""
+    ("ant", "Hopper-v5"), ("task", its name) for a task written against the task interface
+    ("quadrotor", a task file or module: compiled copies), else ("gym", a gymnasium id,
+    `module:Id` or Env with Box spaces). Raises TaskError for an unknown name."""
     from ..envs.mujoco import UnknownTaskError, resolve_task, task_names
     from ..tasks import GYM_EXAMPLES, TaskError, UnknownTask, resolve
 
@@ -463,10 +479,38 @@ def resolve_env(task):
         if found.gym_id not in gymnasium.envs.registry:
             raise UnknownTask("unknown task %r: neither a MuJoCo task (%s, or a bare name such as 'ant') nor a registered gymnasium id (e.g. %s; "
                               "module:EnvId imports the module that registers it)" % (found.gym_id, ", ".join(task_names()), GYM_EXAMPLES[0]))
-    if found.module is not None:
-        raise TaskError("%s is a microrl task, compiled into the TD3 and SAC loop (--algo td3 or sac); PPO trains MuJoCo tasks (%s) and "
-                        "gymnasium environments with Box spaces, e.g. %s" % (found.name, ", ".join(task_names()), GYM_EXAMPLES[0]))
+    if found.module is not None:  # written against the task interface: compiled copies (envs/task_vector.py)
+        return "task", found.name
     return "gym", found.gym_env if found.gym_env is not None else found.gym_id
+
+
+# the PPO settings a task may suggest in its TRAINING_PPO (docs/tasks.md), besides steps,
+# eval_every and eval_episodes; init_std and final_std in the network's action units
+SUGGESTIBLE = ("envs", "rollout_steps", "epochs", "minibatches", "hidden", "activation", "gamma", "gae_lambda", "lr", "critic_lr", "target_kl",
+               "clip_coef", "ent_coef", "max_grad_norm", "adv_norm", "init_std", "final_std")
+
+
+def suggested(task):
+    """{PPOConfig field: value} of a task's TRAINING_PPO (task: a name, a task module, a
+    CompiledTask; {} for any other task), with init_std as init_log_std; steps, eval_every and
+    eval_episodes are the caller's (a run's length and evaluations, not the learner's)."""
+    from ..tasks import resolve
+
+    import types
+
+    if isinstance(task, str):
+        module = resolve(task).module
+    elif isinstance(task, types.ModuleType):  # a task module itself
+        module = task
+    else:  # a CompiledTask, tasks.Found
+        module = getattr(task, "module", None)
+    out = {}
+    for k, v in dict(getattr(module, "TRAINING_PPO", None) or {}).items():
+        if k == "init_std":
+            out["init_log_std"] = math.log(v)
+        elif k in SUGGESTIBLE:
+            out[k] = tuple(v) if k == "hidden" else v
+    return out
 
 
 def _env_name(env):
@@ -500,8 +544,11 @@ def evaluate_policy(policy, task, episodes=10, seed=12345, max_steps=None):
         env.close()
 
 
-def train(config, env, callbacks=None, run_dir=None, out=None, resume=False, checkpoint_every=None, eval_every=None, eval_episodes=10, max_episode_steps=None):
-    """Train PPO on a MuJoCo task (env: a name resolve_task knows, e.g. "ant" or "Ant-v5"), or on any
+def train(config, env, callbacks=None, run_dir=None, out=None, resume=False, checkpoint_every=None, eval_every=None, eval_episodes=10, max_episode_steps=None, perturbations=None):
+    """Train PPO on a MuJoCo task (env: a name resolve_task knows, e.g. "ant" or "Ant-v5"), a task
+    written against the task interface ("quadrotor", a task file or module: evaluated with its own
+    starts and success test, trained with perturbations ({name: value}; None: the task's own
+    choice, as TD3's; {}: none)), or on any
     gymnasium environment with Box spaces (an id, `module:Id`, or an Env: copies made from its spec).
     Writes into run_dir (if given): run.json, progress.csv, checkpoint.npz (atomically, every
     checkpoint_every steps and at the end) and policy.mrlp; out: another path for the final
@@ -510,7 +557,7 @@ def train(config, env, callbacks=None, run_dir=None, out=None, resume=False, che
     with evals a list of (step, mean, std); learner.result holds the run's results in the shape
     every algorithm shares (results.run_result)."""
     with one_blas_thread(scipy_blas=False):  # numpy's BLAS only
-        return _train(env, config or PPOConfig(), run_dir, out, resume, checkpoint_every, eval_every, eval_episodes, callbacks or NONE, max_episode_steps)
+        return _train(env, config or PPOConfig(), run_dir, out, resume, checkpoint_every, eval_every, eval_episodes, callbacks or NONE, max_episode_steps, perturbations)
 
 
 class _DeferredInterrupt:
@@ -540,12 +587,19 @@ class _DeferredInterrupt:
             self.previous = None
 
 
-def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_episodes, callbacks, max_episode_steps):
+def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_episodes, callbacks, max_episode_steps, perturbations=None):
     wall0 = time.perf_counter()
     callbacks.on_compile("building the environments (a first run also compiles their kernels)")
     kind, source = resolve_env(task)
     task = source if isinstance(source, str) else _env_name(source)
-    if kind == "mujoco":
+    compiled = None  # the CompiledTask of a task written against the task interface
+    if kind == "task":
+        from ..envs.task_vector import TaskVectorEnv
+        from .offpolicy import make_task
+
+        compiled = make_task(source, perturbations)
+        envs = TaskVectorEnv(compiled, c.envs)
+    elif kind == "mujoco":
         from ..envs.mujoco import MujocoVectorEnv  # MuJoCo and gymnasium load only when used
 
         envs = MujocoVectorEnv(source, c.envs, threads=c.threads, max_episode_steps=max_episode_steps)
@@ -605,14 +659,26 @@ def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_epi
         def evaluate_now():
             nonlocal eval_s
             t0 = time.perf_counter()
-            mean_r, std_r, _ = evaluate_policy(learner.to_policy(), source, eval_episodes, seed=12345)
+            if compiled is not None:  # the task's own evaluation starts and success test
+                from ..envs.task import evaluate_policy as evaluate_task_policy
+                from .offpolicy import evaluation_perturbations
+
+                rows = evaluate_task_policy(compiled, learner.to_policy(), eval_episodes, 12345, evaluation_perturbations(compiled))
+                mean_r, std_r = float(rows[:, 0].mean()), float(rows[:, 0].std())
+                last_rows[0] = rows
+            else:
+                mean_r, std_r, _ = evaluate_policy(learner.to_policy(), source, eval_episodes, seed=12345)
             eval_s += time.perf_counter() - t0
             evals.append((step, mean_r, std_r))
             if log:
                 log.row(step, eval_mean=mean_r, eval_std=std_r, time_s=elapsed_before + time.perf_counter() - start)
-            callbacks.on_message("step %d: deterministic return %.1f +- %.1f (%s)" % (step, mean_r, std_r, count(eval_episodes, "episode")))
+            flown = ""
+            if compiled is not None and compiled.has_success:
+                flown = ", success %.0f%%" % (100.0 * float(last_rows[0][:, 1].mean()))
+            callbacks.on_message("step %d: deterministic return %.1f +- %.1f%s (%s)" % (step, mean_r, std_r, flown, count(eval_episodes, "episode")))
             return mean_r, std_r
 
+        last_rows = [None]  # a compiled task's last evaluation rows (return, success, error, steps)
         last_good = [step if resume else None]  # the step of the last checkpoint written
         interrupt = _DeferredInterrupt(callbacks.on_message)
         consistent = True  # learner, step and iteration agree: a checkpoint now resumes exactly
@@ -620,6 +686,9 @@ def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_epi
             while step < c.steps:
                 consistent = False
                 t0, c0 = time.perf_counter(), time.process_time()
+                if compiled is not None:
+                    envs.set_step(step)  # the task's start curriculum
+                learner.set_std(step)
                 for t in range(T):
                     raw_obs[t] = obs
                     obs_n = learner.normalize(obs)
@@ -708,7 +777,11 @@ def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_epi
         import gymnasium
 
         used = (np, gymnasium)
-        if kind == "mujoco":
+        if kind == "task":
+            import numba
+
+            used = (np, numba)
+        elif kind == "mujoco":
             import mujoco
 
             used = (np, mujoco, gymnasium)
@@ -716,6 +789,13 @@ def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_epi
             "ppo", task, c.seed, step, resumed_from, wall_s=time.perf_counter() - wall0, train_s=train_s, train_cpu_s=train_cpu_s,
             compile_s=compile_s, eval_s=eval_s, evals=evals, policy=out, run_dir=run_dir, used=used,
         )
+        if compiled is not None:
+            if compiled.has_success and last_rows[0] is not None:  # the final policy's success test (PPO keeps no other)
+                from .. import tasks
+
+                learner.result.update(tasks.summary(compiled.module, last_rows[0]))
+            if compiled.perturbations:
+                learner.result["perturbations"] = dict(compiled.perturbations)
         return learner, evals
     finally:
         envs.close()

@@ -32,6 +32,7 @@ EXAMPLES = """examples:
   microrl train pendulum --out pendulum.mrlp --steps 20000 --resume   # continue a run
   microrl train pendulum --out pendulum.mrlp --overwrite              # start that run again
   microrl train quadrotor --latency-from bench.json   # train in the board's measured latency
+  microrl train quadrotor --algo ppo   # PPO in 64 compiled copies: the final policy flies (docs/quadrotor.md)
 """
 
 
@@ -170,7 +171,9 @@ class PPOCommand:
             Option("--no-kl-adaptive", action="store_true", help="keep the learning rate fixed (ablation of the paper's Appendix G)"),
             Option("--no-obs-norm", action="store_true", help="no observation normalisation (ablation)"),
             Option("--adv-norm", action="store_true", help="normalise advantages per minibatch (common PPO practice; off in the paper's setting)"),
-            Option("--init-std", type=number(above=0), help="the policy's action std at the start, in the network's units (actions scaled to [-1, 1]); learned from there (default %g)" % math.exp(d["init_log_std"])),
+            Option("--init-std", type=number(above=0), help="the policy's action std at the start, in the network's units (actions scaled to [-1, 1]); learned from there (default %g, or the task's suggestion)" % math.exp(d["init_log_std"])),
+            Option("--final-std", type=number(above=0), help="instead of learning the action std, lower it geometrically from --init-std to this at the end of the "
+                   "run, so that the deployed mean action is what the last rollouts trained (the quadrotor's suggestion: docs/quadrotor.md; default: learned)"),
             Option("--threads", type=THREADS, help=THREADS_HELP),
         ]
 
@@ -186,12 +189,14 @@ class PPOCommand:
             envs=g("envs"), rollout_steps=g("rollout_steps"), epochs=g("epochs"), minibatches=g("minibatches"),
             clip_coef=g("clip_coef"), ent_coef=g("ent_coef"), vf_coef=g("vf_coef"), gae_lambda=g("gae_lambda"),
             max_grad_norm=g("max_grad_norm"), lr=g("lr"), critic_lr=g("critic_lr"), target_kl=g("target_kl"), threads=g("threads"),
-            init_log_std=math.log(g("init_std")) if g("init_std") else None,
+            init_log_std=math.log(g("init_std")) if g("init_std") else None, final_std=g("final_std"),
             kl_adaptive=False if g("no_kl_adaptive") else None, obs_norm=False if g("no_obs_norm") else None, adv_norm=True if g("adv_norm") else None,
         )
         saved = ppo.checkpoint_config(args.run_dir) if g("resume") and g("run_dir") else None
         if saved:
             given = dict({k: v for k, v in saved.items() if k in ppo.PPOConfig.FIELDS and k not in ppo.RESUMABLE}, **{k: v for k, v in given.items() if v is not None})
+        elif g("found") is not None:  # a task written against the task interface: its suggestions, then the user's
+            given = dict(ppo.suggested(g("found").module), **{k: v for k, v in given.items() if v is not None})
         return ppo.PPOConfig(**given)
 
     def check(self, args):
@@ -201,8 +206,8 @@ class PPOCommand:
         from ..envs.gym import make_gym_env
 
         try:
-            c = self.config(args)
             kind, source = ppo.resolve_env(args.task)
+            c = self.config(args)
             if kind == "gym":
                 make_gym_env(source).close()
         except (ValueError, CheckpointError) as e:  # TaskError is a ValueError
@@ -223,13 +228,16 @@ class PPOCommand:
         run_dir = args.run_dir
         if args.resume and not os.path.exists(os.path.join(run_dir, ppo.CHECKPOINT)):
             raise CommandError("nothing to resume in %s (no %s); start without --resume" % (run_dir, ppo.CHECKPOINT))
+        suggests = args.found.training_ppo if args.found is not None else {}  # a task's suggestions
+        episodes = args.eval_episodes or suggests.get("eval_episodes", 10)
         eval_every = args.eval_every
         if eval_every is None:
-            eval_every = ppo_eval_every(config.steps, config.envs * config.rollout_steps, args.eval_episodes or 10)
+            eval_every = suggests.get("eval_every") or ppo_eval_every(config.steps, config.envs * config.rollout_steps, episodes)
         try:
             learner, evals = ppo.train(
                 config, task, callbacks, run_dir=run_dir, out=args.out, resume=args.resume,
-                checkpoint_every=args.checkpoint_every or 100_000, eval_every=eval_every or None, eval_episodes=args.eval_episodes or 10,
+                checkpoint_every=args.checkpoint_every or 100_000, eval_every=eval_every or None, eval_episodes=episodes,
+                perturbations=args.perturbations,
             )
         except (MujocoMissingError, UnknownTaskError, TaskError, CheckpointError, ppo.TrainingDiverged) as e:
             raise CommandError(str(e)) from None
@@ -327,7 +335,8 @@ def register(sub):
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("task", help=tasks.describe() + "; for --algo ppo a MuJoCo task such as 'ant' (compiled copies) or any gymnasium id with Box spaces, e.g. Pendulum-v1")
+    p.add_argument("task", help=tasks.describe() + "; for --algo ppo also a MuJoCo task such as 'ant' (compiled copies; a task written against the task "
+                   "interface runs in compiled copies too, with its perturbations and success test)")
     p.add_argument("--algo", default=DEFAULT_ALGO, metavar="NAME", help="algorithm: %s (default %s)" % (", ".join(ALGOS), DEFAULT_ALGO))
     p.add_argument("--steps", type=STEPS, default=None, help="environment steps in total, counting those before a --resume (default %d, or the task's suggestion: %s)" % (DEFAULT_STEPS, suggested_steps()))
     p.add_argument("--seed", type=SEED, default=None, help="random seed, 0 to 2**32-1 (default 0; on --resume the checkpoint's): the same seed repeats a run bit for bit on the same machine and library versions; another CPU's BLAS/SIMD kernels give another run of the same quality (docs/training.md, Reproducibility)")
@@ -350,7 +359,7 @@ def register(sub):
     p.add_argument("--hidden", type=parse_hidden, metavar="SIZES", help="hidden layer sizes, e.g. 64,64 (default: the algorithm's)")
     p.add_argument("--gamma", type=float, help="discount factor (default: the algorithm's, 0.99)")
     p.add_argument("--activation", choices=NAMES[1:], help="hidden activation (default: the algorithm's, relu)")
-    latency.add_options(p.add_argument_group("sim-to-real (TD3/SAC on a task written against the task interface; docs/sim-to-real.md)"))
+    latency.add_options(p.add_argument_group("sim-to-real (a task written against the task interface; docs/sim-to-real.md; PPO: --nominal only)"))
     added = set()
     for entry in ALGOS.values():
         options = entry.options()
@@ -411,18 +420,26 @@ def check(args):
                 raise CommandError("%s is a %s option; it does not apply to --algo %s" % (o.flag, other, name))
     args.algo = name
     args.found = None
-    if isinstance(entry, OffPolicy):
-        try:
+    try:
+        if isinstance(entry, OffPolicy):
             args.found = tasks.resolve(args.task)
-        except TaskError as e:
-            raise CommandError(str(e)) from None
-    if not isinstance(entry, OffPolicy) and (args.action_delay is not None or args.latency_from is not None or args.nominal or not getattr(args, "pending_actions", True)):
-        raise CommandError("--action-delay, --latency-from, --no-pending-actions and --nominal apply to TD3/SAC on a task written against the task interface, not --algo %s" % name)
-    args.perturbations, said = latency.perturbations(args, args.found) if isinstance(entry, OffPolicy) else (None, None)
+        else:  # PPO: a task written against the task interface (else MuJoCo or gymnasium: entry.check)
+            from ..algos import ppo
+
+            if ppo.resolve_env(args.task)[0] == "task":
+                args.found = tasks.resolve(args.task)
+    except TaskError as e:
+        raise CommandError(str(e)) from None
+    if not isinstance(entry, OffPolicy) and (args.action_delay is not None or args.latency_from is not None or not getattr(args, "pending_actions", True)):
+        raise CommandError("--action-delay, --latency-from and --no-pending-actions apply to TD3/SAC on a task written against the task interface, not --algo %s" % name)
+    if not isinstance(entry, OffPolicy) and args.nominal and args.found is None:
+        raise CommandError("--nominal needs a task written against the task interface (a built-in task, a task file or module: docs/tasks.md), not %s" % args.task)
+    args.perturbations, said = latency.perturbations(args, args.found) if args.found is not None else (None, None)
     if said and not args.quiet:
         print(said, file=sys.stderr if args.json else sys.stdout)
     if args.steps is None:
-        args.steps = args.found.training.get("steps", DEFAULT_STEPS) if args.found else DEFAULT_STEPS
+        suggests = (args.found.training if isinstance(entry, OffPolicy) else args.found.training_ppo) if args.found else {}
+        args.steps = suggests.get("steps", DEFAULT_STEPS)
     if args.out is None:
         args.out = "%s-%s.mrlp" % ((args.found.name if args.found else args.task).replace("/", "_").lower(), name)
     if args.run_dir is None:

@@ -396,9 +396,10 @@ def evaluate_task(net, squash, episodes, seed, params, generic, width):
 
 def plain(task, policy):
     """Whether policy is the bare actor that training writes for task (no observation
-    normalisation, the task's own action range): the compiled evaluation can run it."""
-    if policy.obs_mean is not None:
-        return False
+    normalisation beyond what folds into its first layer, the task's own action range): the
+    compiled evaluation can run it."""
+    if getattr(policy, "in_low", None) is not None or getattr(policy, "act_low", None) is not None:
+        return False  # clipped inputs or outputs: the device core's runner
     scale = np.array(task.bindings["ACTION_SCALE"], np.float32)
     offset = np.array(task.bindings["ACTION_OFFSET"], np.float32)
     if policy.act_scale is None:
@@ -406,10 +407,31 @@ def plain(task, policy):
     return bool(np.array_equal(np.array(policy.act_scale, np.float32), scale) and np.array_equal(np.array(policy.act_offset, np.float32), offset))
 
 
+def folded_parameters(policy):
+    """The policy's parameters (float32) with its observation normalisation, if any, folded into
+    its first layer: W (x - mean) / std + b = (W / std) x + (b - (W / std) mean), so that the
+    bare network computes what the policy does (PPO's policies normalise)."""
+    from microrl.layout import layout
+
+    params = np.frombuffer(bytes(policy.params), dtype=np.float32).copy()
+    if policy.obs_mean is None:
+        return params
+    (w0, b0), _ = layout(policy.sizes)[0][0], None
+    n_in, n_out = policy.sizes[0], policy.sizes[1]
+    W = params[w0 : w0 + n_in * n_out].reshape(n_out, n_in).astype(np.float64)
+    mean = np.array(policy.obs_mean, np.float64)
+    std = np.array(policy.obs_std, np.float64)
+    W = W / std
+    params[b0 : b0 + n_out] = params[b0 : b0 + n_out] - W @ mean
+    params[w0 : w0 + n_in * n_out] = W.reshape(-1)
+    return params
+
+
 def evaluate_policy(task, policy, episodes, seed, perturbations=None):
     """Rows of (return, success, final error, steps) of a microrl.policy.Policy on a
     CompiledTask's evaluation starts, nominal or under perturbations ({name: value}): compiled
-    when the policy is plain, else through the device core's runner (the same starts only within
+    when the policy is plain (an observation normalisation folds into its first layer:
+    folded_parameters), else through the device core's runner (the same starts only within
     one of the two paths). A policy that observes pending actions runs under its own action
     delay (microrl.task.policy_perturbations; ValueError when another is asked)."""
     from microrl.evaluate import rollouts
@@ -423,6 +445,6 @@ def evaluate_policy(task, policy, episodes, seed, perturbations=None):
         return np.array(rollouts(policy, env, episodes), dtype=np.float64).reshape(-1, 4)
     perturbations = policy_perturbations(policy, perturbations)
     net = new_net(list(policy.sizes), list(policy.acts), 1, trainable=False)
-    view(net).params[:] = np.frombuffer(bytes(policy.params), dtype=np.float32)
+    view(net).params[:] = folded_parameters(policy)
     refresh_transposed(net)
     return task.evaluate(net, False, episodes, seed, perturbations=perturbations, pending=policy.pending)
