@@ -128,10 +128,16 @@ def test_a_run_with_it_hands_the_actors_steps_to_the_model():
         mlp.refresh_transposed(actor)
         obs = seen[step][3]
         rows = np.random.default_rng((0, step)).integers(0, obs.shape[0], 8)
-        model.gradient(model.params, actor, run.state.critic1, np.ascontiguousarray(obs[rows]), 5, 0.99, 0.0, 1e-3, k, 8, grad)
+        model.gradient(model.params, actor, run.state.critic1, np.ascontiguousarray(obs[rows]), 5, 0.99, 0.0, model.lr, k, 8, grad)
         assert np.array_equal(mlp.view(actor).params, seen[step][0])
 
 
 def _actor_shape():
     sizes_a, _ = actor_critic_sizes(Q.OBS_DIM, Q.ACT_DIM, (64, 64))
     return sizes_a, ("relu", "tanh")
+
+
+def test_the_command_line_refuses_a_task_without_the_hook():
+    from helpers import assert_refused, run_microrl
+
+    assert_refused(run_microrl("train", "pendulum", "--model-horizon", "10", "--steps", "100"), "state_from_observation")

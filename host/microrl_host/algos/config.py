@@ -19,6 +19,7 @@ def td3_config():
     c.model_every = 50  # environment steps per model-gradient actor step
     c.model_start = 0  # the step from which it takes the actor's steps (TD3's own until then)
     c.model_value = 0.0  # weight of gamma^H Q1 at the rollouts' end (0: the rewards alone)
+    c.model_lr = 3e-4  # the actor's learning rate (Adam) under the model gradient
     return c
 
 

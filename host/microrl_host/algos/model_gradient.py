@@ -182,6 +182,8 @@ def refusal(env, config):
     if missing:
         return ("model_horizon needs the task's state_from_observation(P, obs, s) and MODEL_DIM (docs/tasks.md) to roll its step from replayed observations; %s has no %s"
                 % (env.name, " or ".join(missing)))
+    if config.model_batch > config.batch:
+        return "model_batch (%d) must be at most batch (%d): the rollouts use the actor's batch buffers" % (config.model_batch, config.batch)
     if env.generic[ACTION_DELAY] != 0:
         return "model_horizon cannot be used with an action delay (the rollouts step the task without it); train without action_delay"
     return None
@@ -202,7 +204,7 @@ class ModelActor:
         self.start = int(config.model_start)
         self.value_weight = float(config.model_value)
         self.gamma = float(config.gamma)
-        self.lr = float(config.actor_lr)
+        self.lr = float(config.model_lr)
         self.seed = int(seed)
         self.params = np.array(env.params, np.float64)  # the nominal task (training's randomisation, noise and disturbances left out)
         b = env.bindings

@@ -153,7 +153,7 @@ def check_config(c):
         v = getattr(c, k)
         if not (_finite(v) and 0 < v <= 1):
             problems.append("%s must be in (0, 1], got %r" % (k, v))
-    for k in ("actor_lr", "critic_lr", "alpha_lr", "initial_alpha"):
+    for k in ("actor_lr", "critic_lr", "alpha_lr", "initial_alpha", "model_lr"):
         if hasattr(c, k):
             v = getattr(c, k)
             if not (_finite(v) and v > 0):
@@ -176,8 +176,6 @@ def check_config(c):
                 problems.append("%s must be a whole number >= %d, got %r" % (k, low, v))
     if hasattr(c, "model_value") and not (_finite(c.model_value) and c.model_value >= 0):
         problems.append("model_value must be a finite number >= 0, got %r" % (c.model_value,))
-    if getattr(c, "model_horizon", 0) and _finite(getattr(c, "model_batch", 0)) and c.model_batch > c.batch:
-        problems.append("model_batch (%r) must be at most batch (%r): the rollouts use the actor's batch buffers" % (c.model_batch, c.batch))
     if getattr(c, "target_entropy", None) is not None and not _finite(c.target_entropy):
         problems.append("target_entropy must be a finite number (or unset), got %r" % (c.target_entropy,))
     if problems:
