@@ -59,9 +59,11 @@ def _path():
 # ------------------------------------------------------------------ one seed (in a subprocess)
 
 
-def run_seed(algo, seed, steps):
-    """Train with `microrl train quadrotor`'s loop; evaluate every EVAL_EVERY steps outside the
-    clock. Returns the seed's record."""
+def run_seed(algo, seed, steps, settings=None):
+    """Train with `microrl train quadrotor`'s loop (settings: {name: value} of the algorithm's
+    beside the task's own, as `microrl train --NAME VALUE`); evaluate every EVAL_EVERY steps
+    outside the clock. Returns the seed's record."""
+    settings = settings or {}
     _path()
     import numpy as np
 
@@ -92,9 +94,9 @@ def run_seed(algo, seed, steps):
         clock["last"] = time.perf_counter()
 
     # compile (or load numba's cache) first, so that the clock holds training only
-    module.ALGO.run("quadrotor", steps=1, seed=seed, eval_episodes=0)
+    module.ALGO.run("quadrotor", steps=1, seed=seed, eval_episodes=0, **settings)
     clock["last"] = time.perf_counter()
-    run = module.ALGO.run("quadrotor", steps=steps, seed=seed, eval_every=0, eval_episodes=0, callbacks=EachChunk(progress))
+    run = module.ALGO.run("quadrotor", steps=steps, seed=seed, eval_every=0, eval_episodes=0, callbacks=EachChunk(progress), **settings)
     final = curve[-1]
     from microrl.perturb import training
 
@@ -104,6 +106,7 @@ def run_seed(algo, seed, steps):
         "algo": algo,
         "seed": seed,
         "steps": steps,
+        "settings": settings,
         "train_s": clock["train"],
         "train_s_run": run.stats["train_s"],
         "steps_to_90": clock["first_90"][0] if clock["first_90"] else None,
@@ -348,6 +351,8 @@ def main():
                     "evaluated every %d steps)" % EVAL_EVERY_PPO)
     ap.add_argument("--steps", type=int, default=None, help="training budget per seed (default microrl train quadrotor's: 500,000 for TD3/SAC, "
                     "its TRAINING_PPO steps for PPO)")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="a TD3/SAC setting beside the task's own, e.g. --set model_horizon=100 --set model_start=400000 (repeatable)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--one", nargs=2, metavar=("ALGO", "SEED"), help=argparse.SUPPRESS)
     ap.add_argument("--foundation", action="store_true", help=argparse.SUPPRESS)
@@ -356,9 +361,21 @@ def main():
     _path()
     from microrl.tasks import quadrotor as Q
 
-    steps = a.steps or (Q.TRAINING_PPO if a.algo == "ppo" or (a.one and a.one[0] == "ppo") else Q.TRAINING)["steps"]
+    ppo = a.algo == "ppo" or (a.one and a.one[0] == "ppo")
+    steps = a.steps or (Q.TRAINING_PPO if ppo else Q.TRAINING)["steps"]
+    settings = {}
+    for item in a.set:
+        name, _, value = item.partition("=")
+        try:
+            settings[name.strip()] = json.loads(value)
+        except ValueError:
+            print("--set %s: give NAME=VALUE with a number as the value" % item, file=sys.stderr)
+            return 2
+    if settings and ppo:
+        print("--set applies to TD3 and SAC settings; PPO takes the task's TRAINING_PPO", file=sys.stderr)
+        return 2
     if a.one:
-        print(json.dumps(run_seed_ppo(int(a.one[1]), steps) if a.one[0] == "ppo" else run_seed(a.one[0], int(a.one[1]), steps)))
+        print(json.dumps(run_seed_ppo(int(a.one[1]), steps) if a.one[0] == "ppo" else run_seed(a.one[0], int(a.one[1]), steps, settings)))
         return 0
     if a.foundation:
         print(json.dumps(foundation_policy_reference()))
@@ -374,7 +391,7 @@ def main():
     runs = []
     l2f_runs = []
     for seed in range(a.first_seed, a.first_seed + a.seeds):
-        r = _child(["--one", a.algo, str(seed), "--steps", str(steps)])
+        r = _child(["--one", a.algo, str(seed), "--steps", str(steps)] + ["--set=%s" % item for item in a.set])
         runs.append(r)
         if l2f_binary:  # interleaved with ours, seed by seed: the same machine, the same load
             l2f_runs.append(_child(["--l2f", str(seed)]))
@@ -398,6 +415,7 @@ def main():
     result = {
         "algo": a.algo,
         "steps": steps,
+        "settings": settings,
         "seeds": a.seeds,
         "seeds_reaching_90": len(reached),
         "median_seconds_to_90": median,

@@ -135,6 +135,11 @@ STATE_DIM = const(107)
 RESET_DRAWS = const(17)  # uniforms in [0, 1) that initial_state() consumes
 STEP_DRAWS = const(0)
 
+# a model-gradient actor (TD3's model_horizon: host/microrl_host/algos/model_gradient.py) rolls
+# the step from states rebuilt from observations (state_from_observation); only these first
+# entries of s carry the craft (the rest: the step count, RK4's work space, the setpoints)
+MODEL_DIM = PHYSICS_DIM
+
 OBS_DIM = const(22)  # position error, rotation matrix, linear and angular velocity, rotor speeds
 ACT_DIM = const(4)  # motor commands in [-1, 1]
 ACTION_LOW = (-1.0, -1.0, -1.0, -1.0)
@@ -399,6 +404,62 @@ def observe(P, s, obs):
     span = P[RPM_MAX] - lo
     for i in range(4):
         obs[18 + i] = 2.0 * (s[13 + i] - lo) / span - 1.0
+
+
+def state_from_observation(P, obs, s):
+    """The craft's state s[0:MODEL_DIM] that observe() turns into obs (the inverse of observe:
+    the quaternion, w >= 0, from the rotation matrix; a noisy matrix gives the nearest unit
+    quaternion's direction), for a model-gradient actor's rollouts from replayed observations."""
+    for i in range(3):
+        s[i] = obs[i]
+    r00 = obs[3]
+    r01 = obs[4]
+    r02 = obs[5]
+    r10 = obs[6]
+    r11 = obs[7]
+    r12 = obs[8]
+    r20 = obs[9]
+    r21 = obs[10]
+    r22 = obs[11]
+    trace = r00 + r11 + r22
+    if trace > 0.0:  # Shepperd's method: divide by the largest of the four
+        k = 2.0 * sqrt(trace + 1.0)
+        w = 0.25 * k
+        x = (r21 - r12) / k
+        y = (r02 - r20) / k
+        z = (r10 - r01) / k
+    elif r00 > r11 and r00 > r22:
+        k = 2.0 * sqrt(1.0 + r00 - r11 - r22)
+        w = (r21 - r12) / k
+        x = 0.25 * k
+        y = (r01 + r10) / k
+        z = (r02 + r20) / k
+    elif r11 > r22:
+        k = 2.0 * sqrt(1.0 + r11 - r00 - r22)
+        w = (r02 - r20) / k
+        x = (r01 + r10) / k
+        y = 0.25 * k
+        z = (r12 + r21) / k
+    else:
+        k = 2.0 * sqrt(1.0 + r22 - r00 - r11)
+        w = (r10 - r01) / k
+        x = (r02 + r20) / k
+        y = (r12 + r21) / k
+        z = 0.25 * k
+    n = sqrt(w * w + x * x + y * y + z * z)
+    if w < 0.0:
+        n = -n
+    s[3] = w / n
+    s[4] = x / n
+    s[5] = y / n
+    s[6] = z / n
+    for i in range(6):
+        s[7 + i] = obs[12 + i]
+    lo = P[RPM_MIN]
+    hi = P[RPM_MAX]
+    for i in range(4):
+        r = lo + (obs[18 + i] + 1.0) * 0.5 * (hi - lo)
+        s[13 + i] = lo if r < lo else (hi if r > hi else r)
 
 
 def motor_estimate(P, rpm, sp):

@@ -13,6 +13,13 @@ def td3_config():
     c.replay_capacity = REPLAY_CAPACITY
     c.target_min = 1.0  # the critics' target: this share of the twin critics' min, the rest their mean
     c.reward_offset = 0.0  # subtracted from each reward (centring): critics learn values near 0
+    # the model-gradient actor (algos/model_gradient.py), off at horizon 0
+    c.model_horizon = 0  # steps of the task's own step the actor's gradient rolls through
+    c.model_batch = 16  # replayed observations the rollouts start from
+    c.model_every = 50  # environment steps per model-gradient actor step
+    c.model_start = 0  # the step from which it takes the actor's steps (TD3's own until then)
+    c.model_value = 0.0  # weight of gamma^H Q1 at the rollouts' end (0: the rewards alone)
+    c.model_lr = 3e-4  # the actor's learning rate (Adam) under the model gradient
     return c
 
 

@@ -153,7 +153,7 @@ def check_config(c):
         v = getattr(c, k)
         if not (_finite(v) and 0 < v <= 1):
             problems.append("%s must be in (0, 1], got %r" % (k, v))
-    for k in ("actor_lr", "critic_lr", "alpha_lr", "initial_alpha"):
+    for k in ("actor_lr", "critic_lr", "alpha_lr", "initial_alpha", "model_lr"):
         if hasattr(c, k):
             v = getattr(c, k)
             if not (_finite(v) and v > 0):
@@ -171,6 +171,13 @@ def check_config(c):
         problems.append("reward_offset must be a finite number, got %r" % (c.reward_offset,))
     elif getattr(c, "reward_offset", 0.0) and c.gamma == 1:
         problems.append("reward_offset needs gamma below 1 (a terminating step takes offset/(1-gamma) more)")
+    for k, low in (("model_horizon", 0), ("model_batch", 1), ("model_every", 1), ("model_start", 0)):
+        if hasattr(c, k):
+            v = getattr(c, k)
+            if not (_finite(v) and v == int(v) and v >= low):
+                problems.append("%s must be a whole number >= %d, got %r" % (k, low, v))
+    if hasattr(c, "model_value") and not (_finite(c.model_value) and c.model_value >= 0):
+        problems.append("model_value must be a finite number >= 0, got %r" % (c.model_value,))
     if getattr(c, "target_entropy", None) is not None and not _finite(c.target_entropy):
         problems.append("target_entropy must be a finite number (or unset), got %r" % (c.target_entropy,))
     if problems:
@@ -240,8 +247,9 @@ class Algorithm:
     """An off-policy algorithm (td3.py, sac.py) as its parts, and the training driver over them.
     Each module ends with ALGO = Algorithm(...) naming its own functions."""
 
-    def __init__(self, name, squash, default_config, hyperparameters, new_state, actor_export, losses=None):
+    def __init__(self, name, squash, default_config, hyperparameters, new_state, actor_export, losses=None, model_actor_index=None):
         self.name = name
+        self.model_actor_index = model_actor_index  # TD3: hp's flag that hands the actor's steps to a model gradient (model_gradient.py)
         self.losses = losses  # losses(state, config, rng) -> {tag: float}, measured on a replay sample for a recorder
         self.squash = squash
         self.default_config = default_config
@@ -338,6 +346,11 @@ class Algorithm:
             config = self.config(**dict({k: suggested[k] for k in ALGORITHM_SETTINGS if k in suggested}, **given))
             seed = 0 if seed is None else seed
         config.steps = int(steps)
+        model = None
+        if getattr(config, "model_horizon", 0):
+            from .model_gradient import ModelActor
+
+            model = ModelActor(env, config, seed)  # ValueError: a task it cannot roll
         state = self.new_state(config, env.obs_dim, env.act_dim, int(seed))
         if env.compiled:
             state = state._replace(env=env.new_env())
@@ -408,6 +421,9 @@ class Algorithm:
                 lr_share = learning_rate_share(config, step, steps)
                 if lr_share != 1.0:
                     hp[:] = self.hyperparameters(scaled_learning_rates(config, lr_share))
+                if model:
+                    n = min(n, model.chunk(step))
+                    model.before_chunk(hp, self.model_actor_index, step)
                 t0 = time.perf_counter()
                 c0 = time.process_time()
                 if env.compiled:
@@ -415,6 +431,8 @@ class Algorithm:
                     ended = runner.run(run_loop, state, hp, n, ep_step, ep_return, train_every)
                 else:
                     ended = self._run_gym(env, state, hp, n, ep_step, ep_return)
+                if model:
+                    model.after_chunk(state, int(state.counters[0]), config.warmup)
                 chunk_s = time.perf_counter() - t0
                 train_s += chunk_s
                 train_cpu_s += time.process_time() - c0

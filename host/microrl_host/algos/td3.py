@@ -31,7 +31,8 @@ SQUASH = False  # the actor ends in tanh already
 HP = ("warmup", "gamma", "tau", "actor_lr", "critic_lr", "exploration_noise", "target_noise", "target_noise_clip", "policy_delay", "target_min",
       "reward_offset")
 WARMUP, GAMMA, TAU, ACTOR_LR, CRITIC_LR, EXPLORATION_NOISE, TARGET_NOISE, TARGET_NOISE_CLIP, POLICY_DELAY, TARGET_MIN, REWARD_OFFSET = range(len(HP))
-CRITIC_LOSS_SCALE = 2.0  # mean squared error; after HP in the array (twin.py's convention)
+MODEL_ACTOR = len(HP)  # after HP: 1 while the model's gradient takes the actor's steps (model_gradient.py; the driver sets it)
+CRITIC_LOSS_SCALE = 2.0  # mean squared error; last in the array (twin.py's convention)
 assert (TAU, CRITIC_LR) == (twin.TAU, twin.CRITIC_LR)
 
 State = namedtuple(
@@ -45,7 +46,7 @@ default_config = td3_config
 
 
 def hyperparameters(config):
-    return np.array([float(getattr(config, k)) for k in HP] + [CRITIC_LOSS_SCALE], np.float64)
+    return np.array([float(getattr(config, k)) for k in HP] + [0.0, CRITIC_LOSS_SCALE], np.float64)
 
 
 def new_state(config, obs_dim, act_dim, seed):
@@ -143,13 +144,17 @@ def update(S, hp):
     delay = np.int64(hp[POLICY_DELAY])
     if step % delay:
         return
-    # actor: maximise Q1(s, pi(s)), half the batch on each thread
-    twin.split_rows(S)
-    twin.both_sides(S, hp, twin.ACTOR_ROWS)
-    twin.add_half_gradient(S)
+    # actor: maximise Q1(s, pi(s)), half the batch on each thread (unless the model's gradient
+    # takes the actor's steps, between chunks: model_gradient.py)
+    own = hp[MODEL_ACTOR] == 0.0
+    if own:
+        twin.split_rows(S)
+        twin.both_sides(S, hp, twin.ACTOR_ROWS)
+        twin.add_half_gradient(S)
     # the critic targets follow on the worker while the actor takes its step
     handed = twin.begin(S, twin.CRITIC_TARGETS)
-    mlp.adam(S.actor, hp[ACTOR_LR], step // delay)
+    if own:
+        mlp.adam(S.actor, hp[ACTOR_LR], step // delay)
     polyak(S.actor_target, S.actor, hp[TAU])
     twin.finish(S, hp, twin.CRITIC_TARGETS, handed)
 
@@ -167,7 +172,7 @@ def explore(S, hp, obs, out):
 loop.bind(State, explore, update, twin.serve)
 ALGO = offpolicy.Algorithm(
     name=NAME, squash=SQUASH, default_config=default_config, hyperparameters=hyperparameters, new_state=new_state,
-    actor_export=actor_export, losses=losses,
+    actor_export=actor_export, losses=losses, model_actor_index=MODEL_ACTOR,
 )
 config = ALGO.config  # config(**overrides): the defaults with overrides, checked
 train = ALGO.train  # train(config, env=None, callbacks=None, seed=0, **options) -> offpolicy.Run

@@ -70,6 +70,13 @@ OFFPOLICY_HELP = {
                   "0: the mean; above 1 it also subtracts their spread)",
     "reward_offset": "TD3: subtracted from every reward, and offset/(1-gamma) more from a terminating one (centred rewards: the same "
                      "optimal policy, values near 0)",
+    "model_horizon": "TD3: 0, or the steps of the task's own simulator the actor's gradient rolls through from replayed observations "
+                     "(the return's gradient in place of the critic's action gradient; a task with state_from_observation, docs/quadrotor.md)",
+    "model_batch": "TD3 model_horizon: replayed observations the rollouts start from",
+    "model_every": "TD3 model_horizon: environment steps per model-gradient actor step",
+    "model_start": "TD3 model_horizon: the step from which the model gradient takes the actor's steps (TD3's own before)",
+    "model_value": "TD3 model_horizon: weight of gamma^H Q1 at the rollouts' end (0: the rewards alone)",
+    "model_lr": "TD3 model_horizon: the actor's learning rate (Adam) under the model gradient",
     "lr_end": "the learning rates fall linearly from their value at the first step to this share of it at the last "
               "(1.0: constant; 0.1 ends at a tenth, which settles small networks late in a run)",
 }
