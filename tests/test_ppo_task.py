@@ -119,3 +119,28 @@ def test_resolve_env_takes_a_task_module():
     for task in ("quadrotor", Q, CompiledTask(Q)):  # what the CLI passes is the module (a bug once: nothing suggested)
         assert ppo.suggested(task)["final_std"] == Q.TRAINING_PPO["final_std"]
         assert ppo.suggested(task)["hidden"] == tuple(Q.TRAINING_PPO["hidden"])
+
+
+def _train_args(*argv):
+    import argparse
+
+    from microrl_host.commands import train
+
+    sub = argparse.ArgumentParser().add_subparsers()
+    train.register(sub)
+    return sub.choices["train"].parse_args([str(a) for a in argv])
+
+
+@pytest.mark.parametrize("argv, algo", [
+    (("quadrotor",), "ppo"),  # the task's suggestion (its ALGO): PPO's final policy flies
+    (("quadrotor", "--algo", "td3"), "td3"),  # named: taken as given
+    (("quadrotor", "--action-delay", 2), "td3"),  # latency training is TD3's
+    (("quadrotor", "--target-min", 0.5), "td3"),  # a TD3 option
+    (("pendulum",), "td3"),  # no suggestion
+    (("Pendulum-v1",), "td3"),
+])
+def test_a_run_that_names_no_algorithm_takes_the_tasks_suggestion(argv, algo):
+    from microrl_host.commands import train
+
+    args = _train_args(*argv)
+    assert (args.algo or train.suggested_algo(args)) == algo

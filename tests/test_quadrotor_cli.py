@@ -22,7 +22,7 @@ def trained(tmp_path_factory):
     folder = tmp_path_factory.mktemp("quad")
     out = folder / "quad.mrlp"
     # 20,000 steps: the 15,000 warm-up steps, 1,000 updates and two evaluations of 100 flights
-    proc = microrl("train", "quadrotor", "--steps", 20000, "--seed", 1, "--out", out, "--json")
+    proc = microrl("train", "quadrotor", "--algo", "td3", "--steps", 20000, "--seed", 1, "--out", out, "--json")
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out, json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -74,7 +74,7 @@ def test_a_seed_gives_the_same_policy_whatever_the_blas_thread_count(tmp_path):
     digests = []
     for threads in ("1", "2"):
         out = tmp_path / ("q%s.mrlp" % threads)
-        proc = run_cpython(["-m", "microrl_host.cli", "train", "quadrotor", "--steps", "30000", "--seed", "3", "--eval-every", "0", "--out", str(out)],
+        proc = run_cpython(["-m", "microrl_host.cli", "train", "quadrotor", "--algo", "td3", "--steps", "30000", "--seed", "3", "--eval-every", "0", "--out", str(out)],
                            OPENBLAS_NUM_THREADS=threads, OMP_NUM_THREADS=threads)
         assert proc.returncode == 0, proc.stderr[-3000:]
         digests.append(out.read_bytes())

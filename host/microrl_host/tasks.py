@@ -94,6 +94,11 @@ class Found:
         return dict(getattr(self.module, "TRAINING", None) or {})
 
     @property
+    def algo(self):
+        """The algorithm the task suggests when none is named (its ALGO), None for none."""
+        return getattr(self.module, "ALGO", None)
+
+    @property
     def training_ppo(self):
         """The task's suggested PPO settings (its TRAINING_PPO), {} for none."""
         return dict(getattr(self.module, "TRAINING_PPO", None) or {})

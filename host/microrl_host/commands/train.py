@@ -31,8 +31,8 @@ EXAMPLES = """examples:
   microrl train Pendulum-v1 --algo td3 --steps 20000   # a gymnasium id: the env steps in Python
   microrl train pendulum --out pendulum.mrlp --steps 20000 --resume   # continue a run
   microrl train pendulum --out pendulum.mrlp --overwrite              # start that run again
-  microrl train quadrotor --latency-from bench.json   # train in the board's measured latency
-  microrl train quadrotor --algo ppo   # PPO in 64 compiled copies: the final policy flies (docs/quadrotor.md)
+  microrl train quadrotor   # the task's suggestion, PPO in 64 compiled copies: the final policy flies (docs/quadrotor.md)
+  microrl train quadrotor --latency-from bench.json   # TD3 in the board's measured latency
 """
 
 
@@ -344,7 +344,9 @@ def register(sub):
     )
     p.add_argument("task", help=tasks.describe() + "; for --algo ppo also a MuJoCo task such as 'ant' (compiled copies; a task written against the task "
                    "interface runs in compiled copies too, with its perturbations and success test)")
-    p.add_argument("--algo", default=DEFAULT_ALGO, metavar="NAME", help="algorithm: %s (default %s)" % (", ".join(ALGOS), DEFAULT_ALGO))
+    p.add_argument("--algo", default=None, metavar="NAME",
+                   help="algorithm: %s (default: the task's suggestion, e.g. ppo for the quadrotor, whose PPO policy flies at the end of training; "
+                        "td3 where it suggests none, or where TD3-only options such as --action-delay are given)" % ", ".join(ALGOS))
     p.add_argument("--steps", type=STEPS, default=None, help="environment steps in total, counting those before a --resume (default %d, or the task's suggestion: %s)" % (DEFAULT_STEPS, suggested_steps()))
     p.add_argument("--seed", type=SEED, default=None, help="random seed, 0 to 2**32-1 (default 0; on --resume the checkpoint's): the same seed repeats a run bit for bit on the same machine and library versions; another CPU's BLAS/SIMD kernels give another run of the same quality (docs/training.md, Reproducibility)")
     p.add_argument("--out", metavar="FILE", help="policy file to write (default <task>-<algo>.mrlp)" + OUTPUT_HELP)
@@ -413,9 +415,27 @@ def run(args):
     return 0
 
 
+def suggested_algo(args):
+    """The algorithm for a run that names none: the task's suggestion (its ALGO) unless an option
+    given belongs to TD3/SAC only (latency training is theirs), else DEFAULT_ALGO."""
+    try:
+        found = tasks.resolve(args.task)
+    except TaskError:
+        return DEFAULT_ALGO  # check() reports the task
+    algo = found.algo if found.module is not None else None
+    if algo not in ALGOS:
+        return DEFAULT_ALGO
+    own = {o.dest for o in ALGOS[algo].options()}
+    given_elsewhere = any(o.dest not in own and getattr(args, o.dest, None) is not None for e in ALGOS.values() for o in e.options())
+    delay = getattr(args, "action_delay", None) is not None or getattr(args, "latency_from", None) is not None or not getattr(args, "pending_actions", True)
+    return DEFAULT_ALGO if given_elsewhere or (delay and not isinstance(ALGOS[algo], OffPolicy)) else algo
+
+
 def check(args):
     """Everything checked before any work (settings, then where the results go), defaults
     filled in; returns the algorithm's registry entry. CommandError for the first problem."""
+    if args.algo is None:
+        args.algo = suggested_algo(args)
     name = args.algo.lower()
     if name not in ALGOS:
         raise CommandError("unknown algorithm %r; choose one of %s" % (args.algo, ", ".join(ALGOS)))
