@@ -62,6 +62,7 @@ def test_render_draws_the_flight(trained, tmp_path):
 def test_demo_flies_on_the_virtual_board(tmp_path):
     r = cli_json("demo", "--task", "quadrotor", "--steps", 2000, "--episodes", 2, "--out", tmp_path / "q.mrlp", timeout=900, cwd=tmp_path)
     assert r["task"] == "quadrotor" and os.path.exists(tmp_path / "q.mrlp")
+    assert r["algo"] == "ppo"  # the task's suggestion, as microrl train takes it
     # the board's MicroPython simulation and policy agree with the host's device core
     assert r["board_success_matches_host"] and r["board_return_max_diff"] < 1e-3
     assert r["board_policy_step_us"] > 0 and r["board_control_rate_hz"] > 0

@@ -1,4 +1,4 @@
-"""microrl demo: the whole story in one command, for any task. Train TD3 on the host, deploy
+"""microrl demo: the whole story in one command, for any task. Train on the host (TD3, or the task's own algorithm: PPO for the quadrotor), deploy
 microrl, the task and the policy to a board (a virtual one when none is given), run the policy
 there in closed loop against the board's own copy of the task, and measure the serial round trip
 with the task stepped on the host and the policy answering on the board."""
@@ -21,7 +21,7 @@ def register(sub):
     p = sub.add_parser(
         "demo",
         help="train a task on the host, deploy it and the policy to a board (virtual if none), run it there",
-        description="Train TD3 on a task on the host (%s by default), deploy microrl, the task and the policy to a "
+        description="Train a task on the host (%s by default) with TD3, or with the algorithm the task suggests (PPO for the quadrotor), deploy microrl, the task and the policy to a "
         "MicroPython board, run the policy on the board in closed loop against the board's own copy of the task, then step "
         "the task on the host with the policy answering over the serial line, timing the round trip. Without --port it "
         "starts a virtual board (the MicroPython unix port behind a pseudo-terminal)." % tasks.DEFAULT,
@@ -136,17 +136,28 @@ def run_demo(task=tasks.DEFAULT, port=None, steps=None, seed=0, episodes=5, requ
 
     found = task if isinstance(task, tasks.Found) else demo_task(task)
     module = found.module
-    suggested = found.training
+    # the task's own algorithm when it suggests one (`microrl train`'s choice: PPO for the
+    # quadrotor, whose final policy flies), else TD3
+    algo = "ppo" if found.algo == "ppo" else "td3"
+    suggested = found.training_ppo if algo == "ppo" else found.training
     steps = steps or suggested.get("steps", 10000)
-    result = {"task": found.name, "steps": steps, "seed": seed, "episodes": episodes}
-    say("1/4 training TD3 on %s on the host: %s, seed %d (numba, the task compiled into the training loop)" % (found.name, count(steps, "step"), seed))
+    result = {"task": found.name, "algo": algo, "steps": steps, "seed": seed, "episodes": episodes}
     t0 = time.perf_counter()
-    # a task's own evaluation settings when it suggests them (a run keeps its best-evaluated actor
-    # when the task has a success test); else a few quick evaluations
-    quick = {} if "eval_every" in suggested else {"eval_every": 1000, "eval_episodes": 3}
-    run = td3.ALGO.run(module, steps=steps, seed=seed, callbacks=ProgressBar(quiet=quiet), **quick)
+    if algo == "ppo":
+        from ..algos import ppo
+
+        say("1/4 training PPO on %s on the host: %s, seed %d (the task in compiled copies)" % (found.name, count(steps, "step"), seed))
+        config = ppo.PPOConfig(**dict(ppo.suggested(module), steps=steps, seed=seed))
+        learner, _ = ppo.train(config, module, callbacks=ProgressBar(quiet=quiet), eval_episodes=0)
+        policy = learner.to_policy()
+    else:
+        say("1/4 training TD3 on %s on the host: %s, seed %d (numba, the task compiled into the training loop)" % (found.name, count(steps, "step"), seed))
+        # a task's own evaluation settings when it suggests them (a run keeps its best-evaluated
+        # actor when the task has a success test); else a few quick evaluations
+        quick = {} if "eval_every" in suggested else {"eval_every": 1000, "eval_episodes": 3}
+        run = td3.ALGO.run(module, steps=steps, seed=seed, callbacks=ProgressBar(quiet=quiet), **quick)
+        policy = run.policy
     result["train_seconds"] = time.perf_counter() - t0
-    policy = run.policy
     microrl.save(out, policy)
     eval_seed = 10007 + seed
     # the device core's closed loop on the host: what the board runs, from the same starts
