@@ -1,4 +1,4 @@
-"""microrl demo: the whole story in one command, for any task. Train on the host (TD3, or the task's own algorithm: PPO for the quadrotor), deploy
+"""microrl demo: the whole story in one command, for any task. Train on the host (TD3, or the algorithm the task suggests: its ALGO), deploy
 microrl, the task and the policy to a board (a virtual one when none is given), run the policy
 there in closed loop against the board's own copy of the task, and measure the serial round trip
 with the task stepped on the host and the policy answering on the board."""
@@ -21,7 +21,7 @@ def register(sub):
     p = sub.add_parser(
         "demo",
         help="train a task on the host, deploy it and the policy to a board (virtual if none), run it there",
-        description="Train a task on the host (%s by default) with TD3, or with the algorithm the task suggests (PPO for the quadrotor), deploy microrl, the task and the policy to a "
+        description="Train a task on the host (%s by default) with TD3, or with the algorithm the task suggests (its ALGO), deploy microrl, the task and the policy to a "
         "MicroPython board, run the policy on the board in closed loop against the board's own copy of the task, then step "
         "the task on the host with the policy answering over the serial line, timing the round trip. Without --port it "
         "starts a virtual board (the MicroPython unix port behind a pseudo-terminal)." % tasks.DEFAULT,
@@ -136,8 +136,8 @@ def run_demo(task=tasks.DEFAULT, port=None, steps=None, seed=0, episodes=5, requ
 
     found = task if isinstance(task, tasks.Found) else demo_task(task)
     module = found.module
-    # the task's own algorithm when it suggests one (`microrl train`'s choice: PPO for the
-    # quadrotor, whose final policy flies), else TD3
+    # the task's own algorithm when it suggests one (`microrl train`'s choice: PPO for a task
+    # whose TD3 final actor would not hold), else TD3
     algo = "ppo" if found.algo == "ppo" else "td3"
     suggested = found.training_ppo if algo == "ppo" else found.training
     steps = steps or suggested.get("steps", 10000)
