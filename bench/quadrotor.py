@@ -59,6 +59,49 @@ def _path():
 # ------------------------------------------------------------------ one seed (in a subprocess)
 
 
+def evaluated(clock, curve, step, rows):
+    """One evaluation (rows of (return, success, final error, steps) over EVAL_EPISODES flights)
+    into the seed's curve, the spread of its final distances and, the first time it reaches
+    TARGET, the clock."""
+    import numpy as np
+
+    from microrl.tasks import quadrotor as Q
+    from microrl_host import tasks
+
+    s = tasks.summary(Q, rows)
+    curve.append((step, round(clock["train"], 3), s["success_rate"], s["position_error_m"], s["crash_rate"]))
+    flown = rows[rows[:, 3] >= Q.EPISODE_STEPS, 2]  # final distances of the flights that did not crash
+    # the 10th and 90th percentiles: equal to the millimetre when every flight ends at one fixed point
+    clock["final_spread"] = [float(np.percentile(flown, 10)), float(np.percentile(flown, 90))] if len(flown) else None
+    if clock["first_90"] is None and s["success_rate"] >= TARGET:
+        clock["first_90"] = (step, clock["train"])
+
+
+def seed_record(algo, seed, steps, settings, clock, curve, perturbed, train_s_run, perturbations):
+    """A seed's record: time to TARGET, its evaluations, and the final policy nominal and perturbed."""
+    final = curve[-1]
+    return {
+        "algo": algo,
+        "seed": seed,
+        "steps": steps,
+        "settings": settings,
+        "train_s": clock["train"],
+        "train_s_run": train_s_run,
+        "steps_to_90": clock["first_90"][0] if clock["first_90"] else None,
+        "seconds_to_90": clock["first_90"][1] if clock["first_90"] else None,
+        "final_success_rate": final[2],
+        "best_success_rate": max(c[2] for c in curve),
+        "best_step": max(curve, key=lambda c: (c[2], -c[3]))[0],
+        "final_position_error_m": final[3],
+        "final_success_rate_perturbed": perturbed["success_rate"],
+        "final_position_error_m_perturbed": perturbed["position_error_m"],
+        "perturbations": perturbations,
+        "final_crash_rate": final[4],
+        "final_distance_p10_p90_m": clock["final_spread"],
+        "curve": curve,
+    }
+
+
 def run_seed(algo, seed, steps, settings=None):
     """Train with `microrl train quadrotor`'s loop (settings: {name: value} of the algorithm's
     beside the task's own, as `microrl train --NAME VALUE`); evaluate every EVAL_EVERY steps
@@ -83,46 +126,18 @@ def run_seed(algo, seed, steps, settings=None):
         now = time.perf_counter()
         clock["train"] += now - clock["last"]
         if step % EVAL_EVERY == 0 or step == steps:
-            rows = task.evaluate(state.actor, module.SQUASH, EVAL_EPISODES, EVAL_SEED, params)
-            s = tasks.summary(Q, rows)
-            curve.append((step, round(clock["train"], 3), s["success_rate"], s["position_error_m"], s["crash_rate"]))
-            flown = rows[rows[:, 3] >= Q.EPISODE_STEPS, 2]  # final distances of the flights that did not crash
-            # the 10th and 90th percentiles: equal to the millimetre when every flight ends at one fixed point
-            clock["final_spread"] = [float(np.percentile(flown, 10)), float(np.percentile(flown, 90))] if len(flown) else None
-            if clock["first_90"] is None and s["success_rate"] >= TARGET:
-                clock["first_90"] = (step, clock["train"])
+            evaluated(clock, curve, step, task.evaluate(state.actor, module.SQUASH, EVAL_EPISODES, EVAL_SEED, params))
         clock["last"] = time.perf_counter()
 
     # compile (or load numba's cache) first, so that the clock holds training only
     module.ALGO.run("quadrotor", steps=1, seed=seed, eval_episodes=0, **settings)
     clock["last"] = time.perf_counter()
     run = module.ALGO.run("quadrotor", steps=steps, seed=seed, eval_every=0, eval_episodes=0, callbacks=EachChunk(progress), **settings)
-    final = curve[-1]
     from microrl.perturb import training
 
     rows = task.evaluate(run.state.actor, module.SQUASH, EVAL_EPISODES, EVAL_SEED, params, perturbations=training(Q))
-    perturbed = tasks.summary(Q, rows)
-    return {
-        "algo": algo,
-        "seed": seed,
-        "steps": steps,
-        "settings": settings,
-        "train_s": clock["train"],
-        "train_s_run": run.stats["train_s"],
-        "steps_to_90": clock["first_90"][0] if clock["first_90"] else None,
-        "seconds_to_90": clock["first_90"][1] if clock["first_90"] else None,
-        "final_success_rate": final[2],
-        # what `microrl train quadrotor` writes: the actor of its best evaluation
-        "best_success_rate": max(c[2] for c in curve),
-        "best_step": max(curve, key=lambda c: (c[2], -c[3]))[0],
-        "final_position_error_m": final[3],
-        "final_success_rate_perturbed": perturbed["success_rate"],
-        "final_position_error_m_perturbed": perturbed["position_error_m"],
-        "perturbations": run.stats.get("perturbations", {}),
-        "final_crash_rate": final[4],
-        "final_distance_p10_p90_m": clock["final_spread"],
-        "curve": curve,
-    }
+    # what `microrl train quadrotor --algo td3` writes is the actor of its best evaluation (best_step)
+    return seed_record(algo, seed, steps, settings, clock, curve, tasks.summary(Q, rows), run.stats["train_s"], run.stats.get("perturbations", {}))
 
 
 def run_seed_ppo(seed, steps):
@@ -130,8 +145,6 @@ def run_seed_ppo(seed, steps):
     its policy evaluated every EVAL_EVERY_PPO steps outside the clock, and at the end nominal and
     perturbed. PPO keeps no best policy: the final one is what the command writes."""
     _path()
-    import numpy as np
-
     from microrl.perturb import training
     from microrl.tasks import quadrotor as Q
     from microrl_host import tasks
@@ -152,41 +165,16 @@ def run_seed_ppo(seed, steps):
             clock["train"] += time.perf_counter() - clock["last"]
             if step >= clock["next"] or step >= steps:
                 clock["next"] = (step // EVAL_EVERY_PPO + 1) * EVAL_EVERY_PPO
-                rows = evaluate_policy(task, learner.to_policy(), EVAL_EPISODES, EVAL_SEED)
-                s = tasks.summary(Q, rows)
-                curve.append((step, round(clock["train"], 3), s["success_rate"], s["position_error_m"], s["crash_rate"]))
-                flown = rows[rows[:, 3] >= Q.EPISODE_STEPS, 2]
-                clock["final_spread"] = [float(np.percentile(flown, 10)), float(np.percentile(flown, 90))] if len(flown) else None
-                if clock["first_90"] is None and s["success_rate"] >= TARGET:
-                    clock["first_90"] = (step, clock["train"])
+                evaluated(clock, curve, step, evaluate_policy(task, learner.to_policy(), EVAL_EPISODES, EVAL_SEED))
             clock["last"] = time.perf_counter()
 
     # compile (or load numba's cache) first, so that the clock holds training only
     ppo.train(ppo.PPOConfig(**dict(settings, steps=1)), "quadrotor", eval_every=1, eval_episodes=1)
     learner, _ = ppo.train(ppo.PPOConfig(**dict(settings, steps=steps)), "quadrotor", callbacks=Clock())
-    final = curve[-1]
-    perturbations = training(Q)
-    perturbed = tasks.summary(Q, evaluate_policy(task, learner.to_policy(), EVAL_EPISODES, EVAL_SEED, perturbations))
-    return {
-        "algo": "ppo",
-        "seed": seed,
-        "steps": learner.result["steps"],
-        "train_s": clock["train"],
-        "train_s_run": learner.result["train_s"],
-        "steps_to_90": clock["first_90"][0] if clock["first_90"] else None,
-        "seconds_to_90": clock["first_90"][1] if clock["first_90"] else None,
-        "final_success_rate": final[2],
-        "best_success_rate": max(c[2] for c in curve),
-        "best_step": max(curve, key=lambda c: (c[2], -c[3]))[0],
-        "final_position_error_m": final[3],
-        "final_success_rate_perturbed": perturbed["success_rate"],
-        "final_position_error_m_perturbed": perturbed["position_error_m"],
-        "perturbations": learner.result.get("perturbations", {}),
-        "final_crash_rate": final[4],
-        "final_distance_p10_p90_m": clock["final_spread"],
-        "settings": {k: list(v) if isinstance(v, tuple) else v for k, v in settings.items()},
-        "curve": curve,
-    }
+    perturbed = tasks.summary(Q, evaluate_policy(task, learner.to_policy(), EVAL_EPISODES, EVAL_SEED, training(Q)))
+    # PPO keeps no best policy: the final one is what the command writes
+    return seed_record("ppo", seed, learner.result["steps"], {k: list(v) if isinstance(v, tuple) else v for k, v in settings.items()}, clock, curve,
+                       perturbed, learner.result["train_s"], learner.result.get("perturbations", {}))
 
 
 def foundation_policy_reference(episodes=EVAL_EPISODES):
