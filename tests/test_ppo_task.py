@@ -144,3 +144,11 @@ def test_a_run_that_names_no_algorithm_takes_the_tasks_suggestion(argv, algo):
 
     args = _train_args(*argv)
     assert (args.algo or train.suggested_algo(args)) == algo
+
+
+def test_options_of_two_algorithms_without_algo_are_refused_naming_algo(tmp_path):
+    """--envs (PPO's) beside --action-delay (TD3's latency training) on the quadrotor, whose
+    suggestion is PPO: one line that says --algo decides, nothing written."""
+    proc = run_microrl("train", "quadrotor", "--envs", 8, "--action-delay", 2, "--out", tmp_path / "q.mrlp")
+    assert_refused(proc, "--envs is a ppo option", "without --algo")
+    assert list(tmp_path.iterdir()) == []

@@ -434,7 +434,8 @@ def suggested_algo(args):
 def check(args):
     """Everything checked before any work (settings, then where the results go), defaults
     filled in; returns the algorithm's registry entry. CommandError for the first problem."""
-    if args.algo is None:
+    chosen = args.algo is None  # not named: the task's suggestion, or TD3 (suggested_algo)
+    if chosen:
         args.algo = suggested_algo(args)
     name = args.algo.lower()
     if name not in ALGOS:
@@ -444,7 +445,8 @@ def check(args):
     for other, other_entry in ALGOS.items():
         for o in other_entry.options():
             if o.dest not in own and getattr(args, o.dest, None) is not None:
-                raise CommandError("%s is a %s option; it does not apply to --algo %s" % (o.flag, other, name))
+                raise CommandError("%s is a %s option; it does not apply to %s%s" % (o.flag, other, "--algo " + name if not chosen else name,
+                                   ", the algorithm this run takes without --algo; name one with --algo" if chosen else ""))
     args.algo = name
     args.found = None
     try:
