@@ -1,0 +1,151 @@
+"""`microrl import` of hostile files that need no import extra to be refused (issue 39): pickles
+that run code (a VecNormalize .pkl) are refused without running it, zip bombs (an SB3 .zip's
+'data', a torch .pt's storage) are refused by size before they are inflated, in little memory,
+and options that contradict each other are refused. tests/test_import.py has the cases that need
+torch, SB3 or onnx to make."""
+import json
+import os
+import pickle
+import struct
+import sys
+import zlib
+
+import pytest
+
+from helpers import assert_refused, repo_env, run_cpython
+from helpers import run_microrl as microrl
+
+GB = 1 << 30
+
+
+class _Runs:
+    """A pickle that, loaded, writes the file `marker` (with pickle.load: exec runs)."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (exec, ("open(%r, 'w').write('ran')" % self.marker,))
+
+
+def _sb3_data():
+    """An SB3 'data' as far as microrl reads it before torch: a TD3's policy class."""
+    return json.dumps({"policy_class": {":type:": "<class 'abc.ABCMeta'>", "__module__": "stable_baselines3.td3.policies"}})
+
+
+def _zeros_deflated(size):
+    """(raw deflate stream of `size` zero bytes, its CRC-32), fast: the stream of each 16 MiB of
+    zeros after a full flush is the same bytes, so it is made once and repeated."""
+    chunk = b"\0" * (1 << 24)
+    c = zlib.compressobj(9, zlib.DEFLATED, -15)
+    first = c.compress(chunk) + c.flush(zlib.Z_FULL_FLUSH)
+    again = c.compress(chunk) + c.flush(zlib.Z_FULL_FLUSH)
+    assert again == c.compress(chunk) + c.flush(zlib.Z_FULL_FLUSH)
+    n = size >> 24
+    crc = 0
+    for _ in range(n):
+        crc = zlib.crc32(chunk, crc)
+    return first + again * (n - 1) + c.flush(), crc
+
+
+def _zip(path, members):
+    """A zip archive written by hand: members [(name, stored bytes, method, crc, declared size)],
+    so that a member's header may declare less than it inflates to."""
+    out, central = bytearray(), bytearray()
+    for name, data, method, crc, size in members:
+        name = name.encode()
+        central += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, method, 0, 0x21, crc, len(data), size, len(name), 0, 0, 0, 0, 0, len(out)) + name
+        out += struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, method, 0, 0x21, crc, len(data), size, len(name), 0) + name + data
+    end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(members), len(members), len(central), len(out), 0)
+    with open(path, "wb") as f:
+        f.write(bytes(out + central + end))
+
+
+def _stored(name, data):
+    return (name, data, 0, zlib.crc32(data), len(data))
+
+
+def _peak(*argv):
+    """`microrl ARGV` in a subprocess that reports its own peak memory: (proc, peak bytes)."""
+    code = ("import resource, runpy, sys\nsys.argv = ['microrl'] + sys.argv[1:]\ntry:\n    runpy.run_module('microrl_host.cli', run_name='__main__')\n"
+            "except SystemExit as e:\n    code = e.code\nprint(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)\nsys.exit(code)\n")
+    proc = run_cpython(["-c", code] + [str(a) for a in argv], timeout=300)
+    return proc, int(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("lies", [False, True], ids=["declared", "header-lies"])
+def test_sb3_zip_whose_data_inflates_to_1_gb_is_refused_in_little_memory(tmp_path, lies):
+    """A 1 MB zip whose 'data' inflates to 1 GB (issue 39: 2.3 GB of memory before the refusal).
+    Its header declares the 1 GB (refused unread), or lies with 1 kB (refused as the stream
+    goes past what the header says: Python's zipfile stops there and the CRC fails)."""
+    stream, crc = _zeros_deflated(GB)
+    assert len(stream) < 1.1e6
+    bomb = tmp_path / "bomb.zip"
+    _zip(bomb, [("data", stream, 8, crc, 1024 if lies else GB), _stored("policy.pth", b"x" * 10)])
+    proc, peak = _peak("import", bomb, "--out", tmp_path / "x.mrlp")
+    assert_refused(proc, "bomb.zip", "fails its CRC check" if lies else "a zip bomb")
+    assert peak < 200 << 20, peak  # the 1 GB never in memory (the CLI itself takes some 60 MB)
+    assert not list(tmp_path.glob("*.mrlp"))
+
+
+def test_torch_checkpoint_whose_storage_inflates_past_the_limit_is_refused_before_torch_reads_it(tmp_path):
+    """A .pt is a zip: a storage member that inflates to 512 MiB (torch reads deflated members
+    too) is refused by its size, before torch.load, with or without torch installed."""
+    stream, crc = _zeros_deflated(GB // 2)
+    pt = tmp_path / "actor.pt"
+    _zip(pt, [_stored("archive/data.pkl", pickle.dumps({})), ("archive/data/0", stream, 8, crc, GB // 2), _stored("archive/version", b"3\n")])
+    proc, peak = _peak("import", pt, "--out", tmp_path / "x.mrlp")
+    assert_refused(proc, "actor.pt", "more than microrl import reads (256 MiB)")
+    assert peak < 200 << 20, peak
+
+
+def test_vecnormalize_pickle_that_runs_code_is_refused_without_running_it(tmp_path):
+    """A VecNormalize .pkl whose pickle runs code (issue 39: exit 0, the code ran): refused by
+    the allow-list unpickler, the code never runs; before torch is needed. The pickle does run
+    code under pickle.load (checked here), so the refusal is what keeps it from running."""
+    marker = tmp_path / "ran"
+    pkl = tmp_path / "vec.pkl"
+    pkl.write_bytes(pickle.dumps({"obs_rms": _Runs(marker)}))
+    model = tmp_path / "model.zip"
+    _zip(model, [_stored("data", _sb3_data().encode()), _stored("policy.pth", b"x")])
+    assert_refused(microrl("import", model, "--vecnormalize", pkl, "--out", tmp_path / "x.mrlp"), "vec.pkl", "builtins.exec", "--trust-pickle")
+    assert not marker.exists()
+    pickle.loads(pkl.read_bytes())  # what SB3's VecNormalize.load does with it
+    assert marker.exists()
+
+
+def test_deep_sb3_data_says_so_with_and_without_the_import_extra(tmp_path):
+    """'data' is read before torch is needed: a zip whose 'data' is no SB3 JSON gets the same
+    one line on a machine without the extra (torch and SB3 made unimportable here)."""
+    model = tmp_path / "model.zip"
+    _zip(model, [_stored("data", ("[" * 100000 + "]" * 100000).encode()), _stored("policy.pth", b"x")])
+    blocker = tmp_path / "blocker"
+    for name in ("torch", "stable_baselines3"):
+        (blocker / name).mkdir(parents=True)
+        (blocker / name / "__init__.py").write_text("raise ImportError('not installed (test)')\n")
+    env = repo_env()
+    env["PYTHONPATH"] = os.pathsep.join([str(blocker), env["PYTHONPATH"]])
+    import subprocess
+
+    for e in (None, env):
+        proc = subprocess.run([sys.executable, "-m", "microrl_host.cli", "import", str(model), "--out", str(tmp_path / "x.mrlp")],
+                              capture_output=True, text=True, env=e or repo_env(), timeout=300)
+        assert_refused(proc, "without readable 'data'")
+
+
+def test_references_more_than_the_check_and_action_bounds_that_do_not_apply_are_refused(tmp_path):
+    """issue 39 item 9: --references 500 --check 10 stored 10; --action-low/--action-high were
+    ignored where the source does not use them, even low above high."""
+    onnx_file = tmp_path / "net.onnx"
+    onnx_file.write_bytes(b"not read")
+    out = tmp_path / "x.mrlp"
+    assert_refused(microrl("import", onnx_file, "--references", 500, "--check", 10, "--out", out), "--references 500 is more than --check 10")
+    assert_refused(microrl("import", onnx_file, "--action-low", "-1", "--action-high", "1", "--out", out), "--scale-actions or --clip-actions")
+    assert_refused(microrl("import", onnx_file, "--clip-actions", "--action-low", "1", "--action-high", "-1", "--out", out),
+                   "each low bound must be below its high bound")
+    assert_refused(microrl("import", onnx_file, "--clip-actions", "--action-low", "1", "--action-high", "1", "--out", out),
+                   "each low bound must be below its high bound")
+    model = tmp_path / "model.zip"
+    _zip(model, [_stored("data", _sb3_data().encode()), _stored("policy.pth", b"x")])
+    assert_refused(microrl("import", model, "--action-low", "-1", "--action-high", "1", "--out", out), "--action-low", "not for sb3 sources")
+    assert not out.exists()
