@@ -301,8 +301,8 @@ def test_missing_extra_is_one_line_naming_it(tmp_path):
     src = tmp_path / "model.zip"
     import zipfile
 
-    with zipfile.ZipFile(str(src), "w") as z:
-        z.writestr("data", "{}")
+    with zipfile.ZipFile(str(src), "w") as z:  # a 'data' naming a TD3 (one that names nothing is refused before the extra is needed)
+        z.writestr("data", json.dumps({"policy_class": {"__module__": "stable_baselines3.td3.policies"}}))
         z.writestr("policy.pth", b"")
     import subprocess
 
@@ -371,6 +371,143 @@ def test_damaged_and_unsupported_sources(tmp_path):
     _user_error(_cli("import", path, "--vecnormalize", vn, "--out", tmp_path / "new" / "x.mrlp", "--tolerance", "1e-12"),
                 "differ from the framework's", "not written")
     assert not (tmp_path / "new").exists() and not list(tmp_path.rglob("*.mrlp"))
+
+
+# ---- hostile sources (issue 39): code in pickles, networks no policy file holds, weights that are no weights ----
+
+class _Runs:
+    """A pickle that, loaded, writes the file `marker`."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (exec, ("open(%r, 'w').write('ran')" % self.marker,))
+
+
+def _with_data_entry(src, dst, key, value):
+    """A copy of the SB3 zip src with its 'data' entry key serialized as the pickle of value."""
+    import base64
+    import pickle
+    import zipfile
+
+    with zipfile.ZipFile(src) as z, zipfile.ZipFile(dst, "w") as o:
+        for name in z.namelist():
+            raw = z.read(name)
+            if name == "data":
+                data = json.loads(raw)
+                data[key] = {":type:": "<class 'function'>", ":serialized:": base64.b64encode(pickle.dumps(value)).decode()}
+                raw = json.dumps(data)
+            o.writestr(name, raw)
+
+
+def test_sb3_zip_whose_data_runs_code_runs_none_of_it(tmp_path):
+    """issue 39: an SB3 zip whose 'data' holds a pickled lr_schedule that runs code imported with
+    exit 0 and ran it. The schedule is now left unread (the import still works, and says so);
+    a space that runs code is refused; with --trust-pickle SB3 loads it as it does (the code runs:
+    the test's pickle is a real one)."""
+    _, _, path, vn = _sb3_model(str(tmp_path), "td3", True)
+    marker = tmp_path / "ran"
+    _with_data_entry(path, tmp_path / "lr.zip", "lr_schedule", _Runs(marker))
+    report = _cli_json("import", tmp_path / "lr.zip", "--vecnormalize", vn, "--out", tmp_path / "lr.mrlp")
+    assert report["max_difference"] <= 1e-5 and any("lr_schedule" in n and "left unread" in n for n in report["notes"]), report
+    assert not marker.exists()
+    _with_data_entry(path, tmp_path / "space.zip", "observation_space", _Runs(marker))
+    _user_error(_cli("import", tmp_path / "space.zip", "--out", tmp_path / "space.mrlp"), "'observation_space'", "builtins.exec", "--trust-pickle")
+    assert not marker.exists() and not (tmp_path / "space.mrlp").exists()
+    _cli_json("import", tmp_path / "lr.zip", "--out", tmp_path / "trusted.mrlp", "--trust-pickle")
+    assert marker.exists()
+
+
+def _td3_state_dict(widths, dtype=torch.float32):
+    names = ["fc%d" % (i + 1) for i in range(len(widths) - 2)] + ["fc_mu"]
+    sd = {}
+    for name, (a, b) in zip(names, zip(widths[:-1], widths[1:])):
+        sd[name + ".weight"], sd[name + ".bias"] = torch.zeros(b, a, dtype=dtype), torch.zeros(b, dtype=dtype)
+    return sd
+
+
+def _stride0():
+    """fc1 a 300,000 x 300,000 view of one number (stride 0): 360 GB of float32 if read out."""
+    sd = _td3_state_dict([3, 4, 1])
+    sd["fc1.weight"], sd["fc1.bias"] = torch.zeros(1, 1).expand(300000, 300000), torch.zeros(1).expand(300000)
+    sd["fc_mu.weight"] = torch.zeros(1, 1).expand(1, 300000)
+    return sd
+
+
+@pytest.mark.parametrize("case, words", [
+    ("zero-width", ["a layer of zero width"]),
+    ("70000-wide", ["70,000 units wide", "at most 65,535"]),
+    ("3000-layers", ["more than 255 layers"]),
+    ("stride-0", ["fc1.weight has 90,000,000,000 values", "16,777,216"]),
+    ("int64", ["fc1.weight is a tensor of int64", "not of real floating-point"]),
+    ("complex64", ["fc1.weight is a tensor of complex64", "not of real floating-point"]),
+])
+def test_state_dicts_no_policy_file_holds_are_one_line(tmp_path, case, words):
+    """issue 39 item 5: each was a traceback (exit 1), or, for integer and complex zero weights, accepted."""
+    sd = {"zero-width": lambda: _td3_state_dict([3, 0, 1]), "70000-wide": lambda: _td3_state_dict([3, 70000, 1]),
+          "3000-layers": lambda: _td3_state_dict([3] + [4] * 3000 + [1]), "stride-0": _stride0,
+          "int64": lambda: _td3_state_dict([3, 4, 1], torch.int64), "complex64": lambda: _td3_state_dict([3, 4, 1], torch.complex64)}[case]()
+    src = tmp_path / "actor.pt"
+    torch.save(sd, str(src))
+    _user_error(_cli("import", src, "--out", tmp_path / "actor.mrlp"), "actor.pt", *words)
+    assert not (tmp_path / "actor.mrlp").exists()
+
+
+def test_onnx_files_no_policy_file_holds_are_one_line(tmp_path):
+    """issue 39 item 5: an initializer 70,000 wide, one with dims but no data (tracebacks), one
+    claiming 9e10 values, integer weights."""
+    onnx = pytest.importorskip("onnx", reason="the import extra is not installed: pip install 'microrl[import]'")
+    pytest.importorskip("onnxruntime", reason="the import extra is not installed: pip install 'microrl[import]'")
+    from onnx import TensorProto, helper, numpy_helper
+
+    def save(name, inits, nodes):
+        g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("obs", TensorProto.FLOAT, [None, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+        onnx.save(helper.make_model(g), str(tmp_path / name))
+        return tmp_path / name
+
+    def declared(dims, raw=b""):
+        t = TensorProto(name="W", data_type=TensorProto.FLOAT, dims=dims)
+        if raw:
+            t.raw_data = raw
+        return t
+
+    one = [helper.make_node("MatMul", ["obs", "W"], ["y"])]
+    wide = save("wide.onnx", [numpy_helper.from_array(np.zeros((3, 70000), np.float32), "W"), numpy_helper.from_array(np.zeros((70000, 1), np.float32), "W2")],
+                [helper.make_node("MatMul", ["obs", "W"], ["h"]), helper.make_node("MatMul", ["h", "W2"], ["y"])])
+    _user_error(_cli("import", wide, "--out", tmp_path / "x.mrlp"), "wide.onnx", "70,000 units wide")
+    _user_error(_cli("import", save("nodata.onnx", [declared([3, 4])], one), "--out", tmp_path / "x.mrlp"), "initializer W does not hold the values its dims [3, 4] say")
+    _user_error(_cli("import", save("huge.onnx", [declared([300000, 300000], b"\0" * 16)], one), "--out", tmp_path / "x.mrlp"), "90,000,000,000 values")
+    _user_error(_cli("import", save("int.onnx", [numpy_helper.from_array(np.zeros((3, 4), np.int64), "W")], one), "--out", tmp_path / "x.mrlp"),
+                "a constant of int64, not of real floating-point values")
+    outside = declared([3, 4])
+    outside.data_location = TensorProto.EXTERNAL
+    outside.external_data.add(key="location", value="../secret.bin")
+    (tmp_path / "secret.bin").write_bytes(b"\0" * 48)
+    (tmp_path / "sub").mkdir()
+    save("sub/outside.onnx", [outside], one)  # a file beside the folder, not in it
+    _user_error(_cli("import", tmp_path / "sub" / "outside.onnx", "--out", tmp_path / "x.mrlp"), "'../secret.bin', not a file in the .onnx's folder")
+    assert not (tmp_path / "x.mrlp").exists()
+
+
+def test_cleanrl_td3_action_bounds(tmp_path):
+    """issue 39 item 9: --action-low/--action-high were ignored for the td3 layout, even low > high.
+    With the actor's action_scale/action_bias buffers they are refused (the buffers are its Box);
+    without them they scale its tanh as CleanRL's buffers would."""
+    torch.manual_seed(3)
+    actor = TD3Actor(3, 2, LOW, HIGH)
+    torch.save(actor.state_dict(), str(tmp_path / "actor.pt"))
+    _user_error(_cli("import", tmp_path / "actor.pt", "--action-low=-2,0", "--action-high=2,1", "--out", tmp_path / "a.mrlp"),
+                "action_scale and action_bias", "buffers")
+    _user_error(_cli("import", tmp_path / "actor.pt", "--action-low", "1", "--action-high", "-1", "--out", tmp_path / "a.mrlp"), "each low bound must be below")
+    bare = {k: v for k, v in actor.state_dict().items() if not k.startswith("action_")}
+    torch.save(bare, str(tmp_path / "bare.pt"))
+    report = _cli_json("import", tmp_path / "bare.pt", "--action-low=-2,0", "--action-high=2,1", "--out", tmp_path / "bare.mrlp")
+    assert "act_scale" in report["blocks"] and report["max_difference"] <= 1e-5, report
+    obs = np.random.default_rng(3).normal(size=(100, 3)) * 3.0
+    assert _relative(_file_actions(tmp_path / "bare.mrlp", obs), _torch_actions(actor, obs)) <= 1e-5  # the buffers' Box, from the options
+    assert not (tmp_path / "a.mrlp").exists()
 
 
 # ---- the file on MicroPython and on a board ----

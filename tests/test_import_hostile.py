@@ -6,14 +6,15 @@ torch, SB3 or onnx to make."""
 import json
 import os
 import pickle
-import struct
 import sys
-import zlib
 
 import pytest
 
-from helpers import assert_refused, repo_env, run_cpython
+from helpers import ROOT, assert_refused, repo_env, run_cpython
 from helpers import run_microrl as microrl
+
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import bad_command_lines as sweep  # noqa: E402  (its zip bomb and hand-written zips, shared)
 
 GB = 1 << 30
 
@@ -33,38 +34,6 @@ def _sb3_data():
     return json.dumps({"policy_class": {":type:": "<class 'abc.ABCMeta'>", "__module__": "stable_baselines3.td3.policies"}})
 
 
-def _zeros_deflated(size):
-    """(raw deflate stream of `size` zero bytes, its CRC-32), fast: the stream of each 16 MiB of
-    zeros after a full flush is the same bytes, so it is made once and repeated."""
-    chunk = b"\0" * (1 << 24)
-    c = zlib.compressobj(9, zlib.DEFLATED, -15)
-    first = c.compress(chunk) + c.flush(zlib.Z_FULL_FLUSH)
-    again = c.compress(chunk) + c.flush(zlib.Z_FULL_FLUSH)
-    assert again == c.compress(chunk) + c.flush(zlib.Z_FULL_FLUSH)
-    n = size >> 24
-    crc = 0
-    for _ in range(n):
-        crc = zlib.crc32(chunk, crc)
-    return first + again * (n - 1) + c.flush(), crc
-
-
-def _zip(path, members):
-    """A zip archive written by hand: members [(name, stored bytes, method, crc, declared size)],
-    so that a member's header may declare less than it inflates to."""
-    out, central = bytearray(), bytearray()
-    for name, data, method, crc, size in members:
-        name = name.encode()
-        central += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, method, 0, 0x21, crc, len(data), size, len(name), 0, 0, 0, 0, 0, len(out)) + name
-        out += struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, method, 0, 0x21, crc, len(data), size, len(name), 0) + name + data
-    end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(members), len(members), len(central), len(out), 0)
-    with open(path, "wb") as f:
-        f.write(bytes(out + central + end))
-
-
-def _stored(name, data):
-    return (name, data, 0, zlib.crc32(data), len(data))
-
-
 def _peak(*argv):
     """`microrl ARGV` in a subprocess that reports its own peak memory: (proc, peak bytes)."""
     code = ("import resource, runpy, sys\nsys.argv = ['microrl'] + sys.argv[1:]\ntry:\n    runpy.run_module('microrl_host.cli', run_name='__main__')\n"
@@ -78,10 +47,10 @@ def test_sb3_zip_whose_data_inflates_to_1_gb_is_refused_in_little_memory(tmp_pat
     """A 1 MB zip whose 'data' inflates to 1 GB (issue 39: 2.3 GB of memory before the refusal).
     Its header declares the 1 GB (refused unread), or lies with 1 kB (refused as the stream
     goes past what the header says: Python's zipfile stops there and the CRC fails)."""
-    stream, crc = _zeros_deflated(GB)
+    stream, crc = sweep.zeros_deflated(GB)
     assert len(stream) < 1.1e6
     bomb = tmp_path / "bomb.zip"
-    _zip(bomb, [("data", stream, 8, crc, 1024 if lies else GB), _stored("policy.pth", b"x" * 10)])
+    sweep.write_zip(bomb, [("data", stream, 8, crc, 1024 if lies else GB), ("policy.pth", b"x" * 10)])
     proc, peak = _peak("import", bomb, "--out", tmp_path / "x.mrlp")
     assert_refused(proc, "bomb.zip", "fails its CRC check" if lies else "a zip bomb")
     assert peak < 200 << 20, peak  # the 1 GB never in memory (the CLI itself takes some 60 MB)
@@ -91,9 +60,9 @@ def test_sb3_zip_whose_data_inflates_to_1_gb_is_refused_in_little_memory(tmp_pat
 def test_torch_checkpoint_whose_storage_inflates_past_the_limit_is_refused_before_torch_reads_it(tmp_path):
     """A .pt is a zip: a storage member that inflates to 512 MiB (torch reads deflated members
     too) is refused by its size, before torch.load, with or without torch installed."""
-    stream, crc = _zeros_deflated(GB // 2)
+    stream, crc = sweep.zeros_deflated(GB // 2)
     pt = tmp_path / "actor.pt"
-    _zip(pt, [_stored("archive/data.pkl", pickle.dumps({})), ("archive/data/0", stream, 8, crc, GB // 2), _stored("archive/version", b"3\n")])
+    sweep.write_zip(pt, [("archive/data.pkl", pickle.dumps({})), ("archive/data/0", stream, 8, crc, GB // 2), ("archive/version", b"3\n")])
     proc, peak = _peak("import", pt, "--out", tmp_path / "x.mrlp")
     assert_refused(proc, "actor.pt", "more than microrl import reads (256 MiB)")
     assert peak < 200 << 20, peak
@@ -107,7 +76,7 @@ def test_vecnormalize_pickle_that_runs_code_is_refused_without_running_it(tmp_pa
     pkl = tmp_path / "vec.pkl"
     pkl.write_bytes(pickle.dumps({"obs_rms": _Runs(marker)}))
     model = tmp_path / "model.zip"
-    _zip(model, [_stored("data", _sb3_data().encode()), _stored("policy.pth", b"x")])
+    sweep.write_zip(model, [("data", _sb3_data().encode()), ("policy.pth", b"x")])
     assert_refused(microrl("import", model, "--vecnormalize", pkl, "--out", tmp_path / "x.mrlp"), "vec.pkl", "builtins.exec", "--trust-pickle")
     assert not marker.exists()
     pickle.loads(pkl.read_bytes())  # what SB3's VecNormalize.load does with it
@@ -118,7 +87,7 @@ def test_deep_sb3_data_says_so_with_and_without_the_import_extra(tmp_path):
     """'data' is read before torch is needed: a zip whose 'data' is no SB3 JSON gets the same
     one line on a machine without the extra (torch and SB3 made unimportable here)."""
     model = tmp_path / "model.zip"
-    _zip(model, [_stored("data", ("[" * 100000 + "]" * 100000).encode()), _stored("policy.pth", b"x")])
+    sweep.write_zip(model, [("data", ("[" * 100000 + "]" * 100000).encode()), ("policy.pth", b"x")])
     blocker = tmp_path / "blocker"
     for name in ("torch", "stable_baselines3"):
         (blocker / name).mkdir(parents=True)
@@ -146,6 +115,6 @@ def test_references_more_than_the_check_and_action_bounds_that_do_not_apply_are_
     assert_refused(microrl("import", onnx_file, "--clip-actions", "--action-low", "1", "--action-high", "1", "--out", out),
                    "each low bound must be below its high bound")
     model = tmp_path / "model.zip"
-    _zip(model, [_stored("data", _sb3_data().encode()), _stored("policy.pth", b"x")])
+    sweep.write_zip(model, [("data", _sb3_data().encode()), ("policy.pth", b"x")])
     assert_refused(microrl("import", model, "--action-low", "-1", "--action-high", "1", "--out", out), "--action-low", "not for sb3 sources")
     assert not out.exists()

@@ -182,16 +182,19 @@ def _convert(args, source, out):
         sd = cleanrl.read_state_dict(source)
         layout = args.layout or cleanrl.detect_layout(sd, source)
         names = cleanrl.layer_names(sd, layout, source)
-        box = _action_box(args, sd[names[-1] + ".weight"].shape[0], act_space)
-        if layout != "ppo" and args.action_low is not None and "action_scale" in sd:
-            # the actor scales its tanh by its own buffers: a second Box would be ignored or contradict them
-            raise CommandError("--action-low/--action-high: the %s layout's actor scales its tanh output by its action_scale and action_bias "
-                               "buffers (%s has them), which give its action Box; the options are for the ppo layout, a %s actor "
-                               "without those buffers, and ONNX" % (layout, source, layout))
-        if layout != "ppo" and (args.action_low is None or "action_scale" in sd):
-            box = None  # --env's Box: used only where the actor has no buffers and the options were not given
-        if layout != "ppo" and box is not None and not np.all(np.isfinite(box[0]) & np.isfinite(box[1])):
-            raise CommandError("--action-low/--action-high: the %s layout scales its tanh output to the Box, which needs finite bounds" % layout)
+        n_out = sd[names[-1] + ".weight"].shape[0]
+        if layout == "ppo":
+            box = _action_box(args, n_out, act_space)  # ClipAction's Box: the options' or --env's
+        elif args.action_low is not None:
+            if "action_scale" in sd:  # the actor scales its tanh by its own buffers: a second Box would be ignored or contradict them
+                raise CommandError("--action-low/--action-high: the %s layout's actor scales its tanh output by its action_scale and action_bias "
+                                   "buffers (%s has them), which give its action Box; the options are for the ppo layout, a %s actor "
+                                   "without those buffers, and ONNX" % (layout, source, layout))
+            box = _action_box(args, n_out, None)
+            if not np.all(np.isfinite(box[0]) & np.isfinite(box[1])):
+                raise CommandError("--action-low/--action-high: the %s layout scales its tanh output to the Box, which needs finite bounds" % layout)
+        else:
+            box = None  # the buffers, or the tanh output as it is
         imported = cleanrl.load(source, layout, args.activation, box, stats)
     else:
         from ..importers import onnx_graph

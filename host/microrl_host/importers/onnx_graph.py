@@ -38,6 +38,38 @@ def _array(t, what, path):
         raise ImportRefused("%s: its %s does not hold the values its dims %s say (%s)" % (path, what, list(t.dims), brief(e))) from None
 
 
+def _external_data(model, path):
+    """Load the initializers' values kept beside the .onnx (torch.onnx.export writes NAME.onnx.data)
+    after checking where they are and how big: files in the .onnx's folder only (no absolute
+    path, no '..', no link out of it), each tensor within the limits."""
+    import os
+
+    from onnx import TensorProto
+    from onnx.external_data_helper import load_external_data_for_model
+
+    external = [t for t in model.graph.initializer if t.data_location == TensorProto.EXTERNAL]
+    if not external:
+        return
+    folder = os.path.realpath(os.path.dirname(os.path.abspath(path)))
+    files = set()
+    for t in external:
+        where = {e.key: e.value for e in t.external_data}
+        location = where.get("location", "")
+        full = os.path.realpath(os.path.join(folder, location))
+        if not location or os.path.isabs(location) or os.path.commonpath([folder, full]) != folder or not os.path.isfile(full):
+            raise ImportRefused("%s: its initializer %s keeps its values in %r, not a file in the .onnx's folder" % (path, t.name, location))
+        if any(d < 0 for d in t.dims):
+            raise ImportRefused("%s: its initializer %s has negative dims %s" % (path, t.name, list(t.dims)))
+        check_values(int(np.prod([int(d) for d in t.dims], dtype=object)), "%s: its initializer %s" % (path, t.name))
+        files.add(full)
+    for f in files:
+        check_size(f, "the external data file %s" % os.path.basename(f))
+    try:
+        load_external_data_for_model(model, folder)
+    except Exception as e:
+        raise ImportRefused("%s: its initializers' external data cannot be read (%s)" % (path, brief(e))) from None
+
+
 def _real(c, where):
     """A constant used as a weight, a bias, a scaling or a bound: real floating point."""
     c = np.asarray(c)
@@ -59,6 +91,7 @@ def load(path, output=None, obs_stats=None, action_box=None, scale_actions=False
     except Exception as e:
         raise ImportRefused("%s: not an ONNX model onnx.load reads (%s)" % (path, brief(e))) from None
     g = model.graph
+    _external_data(model, path)
     consts = {t.name: _array(t, "initializer %s" % t.name, path) for t in g.initializer}
     for node in g.node:
         if node.op_type == "Constant":
