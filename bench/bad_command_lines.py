@@ -560,7 +560,9 @@ def import_hostile_fixtures(folder):
     write_zip(p("sb3_bomb.zip"), [("data", stream, 8, crc, 512 << 20), ("policy.pth", b"x")])
     write_zip(p("sb3_bomb_lying.zip"), [("data", stream, 8, crc, 1000), ("policy.pth", b"x")])
     write_zip(p("pt_bomb.pt"), [("archive/data.pkl", pickle.dumps({})), ("archive/data/0", stream, 8, crc, 512 << 20)])
-    values.update(sb3_td3_data=p("sb3_td3_data.zip"), sb3_bomb=p("sb3_bomb.zip"), sb3_bomb_lying=p("sb3_bomb_lying.zip"), pt_bomb=p("pt_bomb.pt"))
+    write_zip(p("npz_bomb.npz"), [("mean.npy", stream, 8, crc, 512 << 20)])
+    values.update(sb3_td3_data=p("sb3_td3_data.zip"), sb3_bomb=p("sb3_bomb.zip"), sb3_bomb_lying=p("sb3_bomb_lying.zip"), pt_bomb=p("pt_bomb.pt"),
+                  npz_bomb=p("npz_bomb.npz"))
     if _importable("torch"):
         import torch
 
@@ -611,7 +613,7 @@ def import_hostile_cases():
                                                                          ["--action-low", "-1", "--action-high", "1"], ["--action-low", "1", "--action-high", "-1"])]
     out += [["import", "{onnx_garbage}", "--out", "{out}"] + v for v in (["--action-low", "-1", "--action-high", "1"], ["--clip-actions", "--action-low", "1", "--action-high", "1"],
                                                                          ["--scale-actions", "--action-low", "0,1", "--action-high", "0,2"], ["--trust-pickle"])]
-    out += [["import", "{pt_garbage}", "--out", "{out}", "--trust-pickle"]]
+    out += [["import", "{pt_garbage}", "--out", "{out}", "--trust-pickle"], ["import", "{onnx_garbage}", "--out", "{out}", "--obs-stats", "{npz_bomb}"]]
     if _importable("torch"):
         out += [["import", "{pt_%s}" % n, "--out", "{out}"] for n in ("zero_width", "wide", "deep", "stride0", "int", "complex")]
         out += [["import", "{pt_buffers}", "--out", "{out}", "--action-low", "-1", "--action-high", "1"],

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import microrl
-from helpers import MICROPYTHON, needs_micropython, repo_env, run_cpython, run_micropython_code
+from helpers import MICROPYTHON, ROOT, needs_micropython, repo_env, run_cpython, run_micropython_code
 
 torch = pytest.importorskip("torch", reason="the import extra is not installed: pip install torch==2.13.0, then pip install 'microrl[import]'")
 sb3 = pytest.importorskip("stable_baselines3", reason="the import extra is not installed: pip install 'microrl[import]'")
@@ -419,75 +419,42 @@ def test_sb3_zip_whose_data_runs_code_runs_none_of_it(tmp_path):
     assert marker.exists()
 
 
-def _td3_state_dict(widths, dtype=torch.float32):
-    names = ["fc%d" % (i + 1) for i in range(len(widths) - 2)] + ["fc_mu"]
-    sd = {}
-    for name, (a, b) in zip(names, zip(widths[:-1], widths[1:])):
-        sd[name + ".weight"], sd[name + ".bias"] = torch.zeros(b, a, dtype=dtype), torch.zeros(b, dtype=dtype)
-    return sd
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    """bench/bad_command_lines.py's hostile import sources (made here with torch and onnx)."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import bad_command_lines as sweep
 
-
-def _stride0():
-    """fc1 a 300,000 x 300,000 view of one number (stride 0): 360 GB of float32 if read out."""
-    sd = _td3_state_dict([3, 4, 1])
-    sd["fc1.weight"], sd["fc1.bias"] = torch.zeros(1, 1).expand(300000, 300000), torch.zeros(1).expand(300000)
-    sd["fc_mu.weight"] = torch.zeros(1, 1).expand(1, 300000)
-    return sd
+    return sweep.import_hostile_fixtures(str(tmp_path_factory.mktemp("hostile")))
 
 
 @pytest.mark.parametrize("case, words", [
-    ("zero-width", ["a layer of zero width"]),
-    ("70000-wide", ["70,000 units wide", "at most 65,535"]),
-    ("3000-layers", ["more than 255 layers"]),
-    ("stride-0", ["fc1.weight has 90,000,000,000 values", "16,777,216"]),
-    ("int64", ["fc1.weight is a tensor of int64", "not of real floating-point"]),
-    ("complex64", ["fc1.weight is a tensor of complex64", "not of real floating-point"]),
+    ("zero_width", ["a layer of zero width"]),
+    ("wide", ["70,000 units wide", "at most 65,535"]),
+    ("deep", ["more than 255 layers"]),
+    ("stride0", ["fc1.weight has 90,000,000,000 values", "16,777,216"]),  # a 300,000 x 300,000 view of one number: 360 GB if read out
+    ("int", ["fc1.weight is a tensor of int64", "not of real floating-point"]),
+    ("complex", ["fc1.weight is a tensor of complex64", "not of real floating-point"]),
 ])
-def test_state_dicts_no_policy_file_holds_are_one_line(tmp_path, case, words):
+def test_state_dicts_no_policy_file_holds_are_one_line(tmp_path, hostile, case, words):
     """issue 39 item 5: each was a traceback (exit 1), or, for integer and complex zero weights, accepted."""
-    sd = {"zero-width": lambda: _td3_state_dict([3, 0, 1]), "70000-wide": lambda: _td3_state_dict([3, 70000, 1]),
-          "3000-layers": lambda: _td3_state_dict([3] + [4] * 3000 + [1]), "stride-0": _stride0,
-          "int64": lambda: _td3_state_dict([3, 4, 1], torch.int64), "complex64": lambda: _td3_state_dict([3, 4, 1], torch.complex64)}[case]()
-    src = tmp_path / "actor.pt"
-    torch.save(sd, str(src))
-    _user_error(_cli("import", src, "--out", tmp_path / "actor.mrlp"), "actor.pt", *words)
+    _user_error(_cli("import", hostile["pt_" + case], "--out", tmp_path / "actor.mrlp"), "pt_%s.pt" % case, *words)
     assert not (tmp_path / "actor.mrlp").exists()
 
 
-def test_onnx_files_no_policy_file_holds_are_one_line(tmp_path):
-    """issue 39 item 5: an initializer 70,000 wide, one with dims but no data (tracebacks), one
-    claiming 9e10 values, integer weights."""
-    onnx = pytest.importorskip("onnx", reason="the import extra is not installed: pip install 'microrl[import]'")
+@pytest.mark.parametrize("case, words", [
+    ("wide", ["70,000 units wide"]),
+    ("nodata", ["initializer W does not hold the values its dims [3, 4] say"]),
+    ("huge", ["90,000,000,000 values"]),
+    ("int", ["a constant of int64, not of real floating-point values"]),
+    ("external", ["'../../../etc/passwd', not a file in the .onnx's folder"]),
+])
+def test_onnx_files_no_policy_file_holds_are_one_line(tmp_path, hostile, case, words):
+    """issue 39 item 5: an initializer 70,000 wide and one with dims but no data were tracebacks;
+    one claiming 9e10 values, integer weights, and values in a file outside the .onnx's folder."""
+    pytest.importorskip("onnx", reason="the import extra is not installed: pip install 'microrl[import]'")
     pytest.importorskip("onnxruntime", reason="the import extra is not installed: pip install 'microrl[import]'")
-    from onnx import TensorProto, helper, numpy_helper
-
-    def save(name, inits, nodes):
-        g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("obs", TensorProto.FLOAT, [None, 3])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
-        onnx.save(helper.make_model(g), str(tmp_path / name))
-        return tmp_path / name
-
-    def declared(dims, raw=b""):
-        t = TensorProto(name="W", data_type=TensorProto.FLOAT, dims=dims)
-        if raw:
-            t.raw_data = raw
-        return t
-
-    one = [helper.make_node("MatMul", ["obs", "W"], ["y"])]
-    wide = save("wide.onnx", [numpy_helper.from_array(np.zeros((3, 70000), np.float32), "W"), numpy_helper.from_array(np.zeros((70000, 1), np.float32), "W2")],
-                [helper.make_node("MatMul", ["obs", "W"], ["h"]), helper.make_node("MatMul", ["h", "W2"], ["y"])])
-    _user_error(_cli("import", wide, "--out", tmp_path / "x.mrlp"), "wide.onnx", "70,000 units wide")
-    _user_error(_cli("import", save("nodata.onnx", [declared([3, 4])], one), "--out", tmp_path / "x.mrlp"), "initializer W does not hold the values its dims [3, 4] say")
-    _user_error(_cli("import", save("huge.onnx", [declared([300000, 300000], b"\0" * 16)], one), "--out", tmp_path / "x.mrlp"), "90,000,000,000 values")
-    _user_error(_cli("import", save("int.onnx", [numpy_helper.from_array(np.zeros((3, 4), np.int64), "W")], one), "--out", tmp_path / "x.mrlp"),
-                "a constant of int64, not of real floating-point values")
-    outside = declared([3, 4])
-    outside.data_location = TensorProto.EXTERNAL
-    outside.external_data.add(key="location", value="../secret.bin")
-    (tmp_path / "secret.bin").write_bytes(b"\0" * 48)
-    (tmp_path / "sub").mkdir()
-    save("sub/outside.onnx", [outside], one)  # a file beside the folder, not in it
-    _user_error(_cli("import", tmp_path / "sub" / "outside.onnx", "--out", tmp_path / "x.mrlp"), "'../secret.bin', not a file in the .onnx's folder")
+    _user_error(_cli("import", hostile["onnx_" + case], "--out", tmp_path / "x.mrlp"), "onnx_%s.onnx" % case, *words)
     assert not (tmp_path / "x.mrlp").exists()
 
 

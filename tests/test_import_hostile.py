@@ -68,6 +68,16 @@ def test_torch_checkpoint_whose_storage_inflates_past_the_limit_is_refused_befor
     assert peak < 200 << 20, peak
 
 
+def test_obs_stats_npz_bomb_is_refused_before_numpy_inflates_it(tmp_path):
+    """--obs-stats takes a .npz, a zip: one whose member inflates to 1 GB is refused by size."""
+    stream, crc = sweep.zeros_deflated(GB)
+    sweep.write_zip(tmp_path / "stats.npz", [("mean.npy", stream, 8, crc, GB)])
+    (tmp_path / "net.onnx").write_bytes(b"not read")
+    proc, peak = _peak("import", tmp_path / "net.onnx", "--obs-stats", tmp_path / "stats.npz", "--out", tmp_path / "x.mrlp")
+    assert_refused(proc, "--obs-stats", "stats.npz", "a zip bomb")
+    assert peak < 200 << 20, peak
+
+
 def test_vecnormalize_pickle_that_runs_code_is_refused_without_running_it(tmp_path):
     """A VecNormalize .pkl whose pickle runs code (issue 39: exit 0, the code ran): refused by
     the allow-list unpickler, the code never runs; before torch is needed. The pickle does run

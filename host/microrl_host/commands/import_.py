@@ -108,7 +108,14 @@ def _ordered(low, high, args):
 def _obs_stats(path):
     import numpy as np
 
+    from ..importers import ImportRefused
+    from ..importers.limits import check_source
+
     check_input(path, "--obs-stats file (a .npz of 'mean' and 'var')")
+    try:
+        check_source(path, "the --obs-stats file")  # a .npz is a zip: a bomb is refused before numpy inflates it
+    except ImportRefused as e:
+        raise CommandError("--obs-stats %s" % e) from None
     try:
         with np.load(path) as z:
             data = {k: np.asarray(z[k], np.float64) for k in z.files}
