@@ -35,9 +35,14 @@ def _sb3_data():
 
 
 def _peak(*argv):
-    """`microrl ARGV` in a subprocess that reports its own peak memory: (proc, peak bytes)."""
+    """`microrl ARGV` in a subprocess that reports its own peak memory: (proc, peak bytes). Linux's
+    VmHWM, the high-water mark of this process's own memory (getrusage's ru_maxrss carries the
+    parent's across fork and exec: a pytest process that loaded SB3 would count); elsewhere
+    ru_maxrss."""
     code = ("import resource, runpy, sys\nsys.argv = ['microrl'] + sys.argv[1:]\ntry:\n    runpy.run_module('microrl_host.cli', run_name='__main__')\n"
-            "except SystemExit as e:\n    code = e.code\nprint(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)\nsys.exit(code)\n")
+            "except SystemExit as e:\n    code = e.code\ntry:\n    peak = [int(l.split()[1]) * 1024 for l in open('/proc/self/status') if l.startswith('VmHWM:')][0]\n"
+            "except (OSError, IndexError):\n    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == 'darwin' else 1024)\n"
+            "print(peak)\nsys.exit(code)\n")
     proc = run_cpython(["-c", code] + [str(a) for a in argv], timeout=300)
     return proc, int(proc.stdout.strip().splitlines()[-1])
 
