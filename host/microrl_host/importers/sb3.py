@@ -19,9 +19,9 @@ import numpy as np
 
 from microrl.refusals import count
 
+from . import safe_pickle
 from .chain import Chain
 from .errors import ImportRefused, brief, need
-from . import safe_pickle
 from .imported import Imported
 from .limits import MAX_DATA_BYTES, check_shape, check_size, check_values, read_member
 from .torch_modules import linear, walk
