@@ -142,3 +142,17 @@ def test_recorded_xtensa_counts_are_the_harness_counts():
     relu = [line for line in out.splitlines() if "forward (relu" in line][0]
     assert "%d instructions" % _entry("xtensawin", "forward", "float32", "tanh")["instructions"] in tanh
     assert "%d instructions" % _entry("xtensawin", "forward", "float32", "relu")["instructions"] in relu
+
+
+def test_an_esp32_s2_at_hand_gets_no_kernels_and_the_plain_package(policy):
+    """What board_info reports of an ESP32-S2 (xtensawin without an FPU): no kernels in the plan
+    (deploy gives it none) and the `microrl` package, with the board's own heap, filesystem and clock."""
+    from microrl_host.board import native, plan
+
+    path, pol = policy
+    mpy = 6 | 3 << 8 | native.MPY_ARCHS.index("xtensawin") << 10
+    info = {"version": (1, 29, 0), "platform": "esp32", "machine": "ESP32S2 module with ESP32S2", "mpy": mpy, "arch": "xtensawin",
+            "mem_free": 100000, "fs_free": 1 << 20}
+    r = plan.plan_board(plan.board_target(info, 240000000), pol, path)
+    assert r["flash"]["kernels"] == 0 and r["kernels"] is None and r["mip_package"] == "microrl"
+    assert r["clock_mhz"] == 240 and r["heap"]["free"] == 100000 and r["flash"]["free"] == 1 << 20

@@ -128,13 +128,14 @@ def _sizes(paths):
     return {p: os.path.getsize(p) for p in paths}
 
 
-def flash_files(arch, board_mpy, mpy, use_native, board_tasks, policy_path):
-    """{part: bytes} of what deploy copies: core (with the tasks), kernels, policy."""
+def flash_files(arch, board_mpy, mpy, use_native, board_tasks, policy_path, version=None):
+    """{part: bytes} of what deploy copies: core (with the tasks), kernels, policy; and the
+    kernels' path. version: the board's MicroPython version (for mpy-cross's advice)."""
     sources = board_sources(board_tasks)
     if mpy:
         with tempfile.TemporaryDirectory() as tmp:
             info = {"mpy_version": native.mpy_version(board_mpy) if board_mpy else mpy_cross_version(), "arch": arch,
-                    "version": ("the board's",)}
+                    "version": version or ("of the board's MicroPython",)}
             core = sum(os.path.getsize(p) for p in compile_mpy(sources, info, tmp).values())
     else:
         core = sum(os.path.getsize(p) for p in sources.values())
@@ -154,7 +155,8 @@ def plan_board(target, policy=None, policy_path=None, mpy=False, use_native=True
 
     data = data or load_data()
     arch = target["arch"]
-    files, kernels_path = flash_files(arch, target.get("board_mpy"), mpy, use_native and not (target.get("no_fpu_kernels")), board_tasks, policy_path)
+    files, kernels_path = flash_files(arch, target.get("board_mpy"), mpy, use_native and not target.get("no_fpu_kernels"), board_tasks, policy_path,
+                                      target.get("version"))
     flash_total = sum(files.values())
     word = target["word_bits"]
     heap_data = data.get("heap", {})
@@ -217,7 +219,7 @@ def board_target(info, clock_hz=None):
         if t.paper and t.name.upper().replace("-", "") in (info.get("machine") or "").upper().replace("-", "") and t.arch == arch:
             paper = t.paper
     return {"name": "the board at hand: MicroPython %s on %s%s" % (".".join(map(str, info["version"])), info["platform"], " (%s)" % info["machine"] if info.get("machine") else ""),
-            "arch": arch, "board_mpy": info["mpy"], "clock_mhz": clock_hz / 1e6 if clock_hz else None, "heap_free": info["mem_free"],
+            "arch": arch, "board_mpy": info["mpy"], "version": tuple(info["version"]), "clock_mhz": clock_hz / 1e6 if clock_hz else None, "heap_free": info["mem_free"],
             "fs_free": info["fs_free"] if info["fs_free"] >= 0 else None, "word_bits": 64 if arch in ("x64",) else 32,
             "fpu": None, "paper": paper, "nominal": False, "no_fpu_kernels": native.is_esp32s2(info.get("machine"))}
 
