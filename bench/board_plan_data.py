@@ -1,13 +1,14 @@
 """The figures `microrl deploy --plan` estimates with, measured here and written to
 host/microrl_host/board/plan_data.json (its "counts" and "heap"; the other entries are kept):
 
-- counts: instructions of the native kernels on an emulated core, per call sequence: a
+- counts: instructions of the native kernels on each emulated core whose tools are here, per call sequence: a
   13-64-64-4 forward (float tanh and relu, int16 relu), Adam over its parameters, and one TD3
   training step of the device core (pendulum, 64-64 relu, batch 100: every kernel call that
   agent.step() makes after warm-up, recorded on CPython and replayed on the emulated core,
   averaged over two steps for the delayed actor update). Xtensa (windowed, FPU) by
-  native_modules/microrl_kernels/xtensa/harness.py under qemu's de233_fpu core (-icount);
-  other architectures where someone adds their counts (same keys, their own "source").
+  native_modules/microrl_kernels/xtensa/harness.py under qemu's de233_fpu core (-icount), RV32IMC
+  by native_modules/microrl_kernels/riscv/harness_rv.py under qemu's virt board (instret); other
+  architectures where someone adds their counts (same keys, their own "source").
 - heap: what the device core and a policy take on the unix port's heap (64-bit objects; plan
   halves the object part for a 32-bit board, as microrl.memory does): import microrl and load a
   first policy, then a second; the policy's own part is 4 bytes a parameter (int16: 2 a weight, 4
@@ -169,20 +170,39 @@ def replay_calls(job, calls, rng):
     return len(calls)
 
 
-def counts():
+RV32_CORE = "qemu-system-riscv32 -M virt (RV32 with compressed instructions; kernels.c compiled -march=rv32imc: soft float, as on an ESP32-C3)"
+
+
+def _runners():
+    """{arch: (core, source, build(workdir), run(job, elf))} of the emulated cores whose tools are here."""
+    import harness
+
+    sys.path.insert(0, os.path.join(ROOT, "native_modules", "microrl_kernels", "riscv"))
+    import harness_rv
+
+    found = {}
+    if not harness.missing_tools():
+        found["xtensawin"] = (XTENSA_CORE, "native_modules/microrl_kernels/xtensa/harness.py under %s, qemu -icount" % XTENSA_CORE,
+                              harness.build, lambda job, elf: job.run(elf, timeout=1800))
+    if not harness_rv.missing_tools():
+        found["rv32imc"] = (RV32_CORE, "native_modules/microrl_kernels/riscv/harness_rv.py under %s, qemu -icount, instret" % RV32_CORE,
+                            harness_rv.build, lambda job, elf: harness_rv.run(job, elf, timeout=1800))
+    return found
+
+
+def make_job(calls):
+    """The counted sequence: the 13-64-64-4 forwards (tanh twice, as harness.bench runs them, then
+    relu), Adam over its parameters, the int16 relu forward, then the recorded TD3 calls.
+    Returns (job, number of parameters)."""
     import harness
     import numpy as np
 
-    if harness.missing_tools():
-        raise SystemExit("the Xtensa tools are missing: %s" % harness.missing_tools())
     rng = np.random.default_rng(0)
     job = harness.Job()
-    sizes = [13, 64, 64, 4]
-    # the forwards: float tanh and relu, int16 relu (harness.bench's job, as one sequence per name)
     x = job.array(rng.standard_normal((1, 13)))
     layers = [(job.array(rng.standard_normal((o, i)) / np.sqrt(i)), job.array(rng.standard_normal(o) * 0.1), job.zeros(1, o), i, o)
-              for i, o in zip(sizes[:-1], sizes[1:])]
-    for act in (2, 2, 1):  # tanh twice, as harness.bench does, relu
+              for i, o in zip(REFERENCE[:-1], REFERENCE[1:])]
+    for act in (2, 2, 1):
         inp = x
         for k, (W, b, y, i, o) in enumerate(layers):
             job.dense(W, b, inp, y, None, 1, o, i, 0 if k == len(layers) - 1 else act)
@@ -191,35 +211,45 @@ def counts():
     job.adam(job.array(rng.standard_normal(n_params)), job.array(rng.standard_normal(n_params)), job.zeros(n_params), job.zeros(n_params),
              n_params, 1e-3, 0.9, 0.999, 1e-8, 1)
     T = job.array(np.zeros(513), np.int16)
-    xq = job.array(np.clip(rng.standard_normal(13) * 16384, -32767, 32767), np.int16)
-    inp = xq
+    inp = job.array(np.clip(rng.standard_normal(13) * 16384, -32767, 32767), np.int16)
     for k, (_, _, _, i, o) in enumerate(layers):
         Wq = job.array(np.clip(rng.standard_normal((o, i)) / np.sqrt(i) * 16384, -32767, 32767), np.int16)
         bq = job.array(rng.standard_normal(o) * 0.1 * (1 << 28), np.int32)
         yq = job.zeros(o, dtype=np.int16)
         job.dense_int16(Wq, bq, inp, yq, i, o, 0 if k == len(layers) - 1 else 1, 14, 14, 0, T, T)
         inp = yq
-    calls, agent = td3_calls(2)
-    first_td3 = 13
     replay_calls(job, calls, rng)
-    with tempfile.TemporaryDirectory() as tmp:
-        result = job.run(harness.build(tmp), timeout=1800)
-    ins = result.instructions
-    td3 = sum(ins[first_td3:first_td3 + len(calls)]) / 2
+    return job, n_params
+
+
+REFERENCE = [13, 64, 64, 4]
+FIRST_TD3 = 13  # the job's first TD3 call (9 dense, 1 Adam, 3 int16 dense before it)
+
+
+def counts():
     from microrl.layout import actor_critic_sizes
 
+    runners = _runners()
+    if not runners:
+        raise SystemExit("no emulated core's tools here: the Xtensa tools (docs/native.md) or riscv64-unknown-elf-gcc and qemu-system-riscv32")
+    calls, agent = td3_calls(2)
     actor, critic = actor_critic_sizes(agent.obs_dim, agent.act_dim, list(agent.config.hidden))
-    source = "native_modules/microrl_kernels/xtensa/harness.py under %s, qemu -icount" % XTENSA_CORE
-    common = {"arch": "xtensawin", "core": XTENSA_CORE, "source": source, "command": "python bench/board_plan_data.py counts",
-              "date": datetime.date.today().isoformat()}
-    rows = [
-        dict(common, what="forward", network=sizes, hidden_activation="tanh", precision="float32", rows=1, instructions=round(sum(ins[3:6]))),
-        dict(common, what="forward", network=sizes, hidden_activation="relu", precision="float32", rows=1, instructions=round(sum(ins[6:9]))),
-        dict(common, what="forward", network=sizes, hidden_activation="relu", precision="int16", rows=1, instructions=round(sum(ins[10:13]))),
-        dict(common, what="adam", network=sizes, parameters=n_params, instructions=round(ins[9])),
-        dict(common, what="td3_step", network=list(actor), critic=list(critic), hidden_activation="relu", precision="float32", batch=agent.config.batch,
-             kernel_calls=len(calls) / 2, instructions=round(td3)),
-    ]
+    rows = []
+    for arch, (core, source, build, run) in runners.items():
+        job, n_params = make_job(calls)
+        with tempfile.TemporaryDirectory() as tmp:
+            ins = run(job, build(tmp)).instructions
+        td3 = sum(ins[FIRST_TD3:FIRST_TD3 + len(calls)]) / 2
+        common = {"arch": arch, "core": core, "source": source, "command": "python bench/board_plan_data.py counts",
+                  "date": datetime.date.today().isoformat()}
+        rows += [
+            dict(common, what="forward", network=REFERENCE, hidden_activation="tanh", precision="float32", rows=1, instructions=round(sum(ins[3:6]))),
+            dict(common, what="forward", network=REFERENCE, hidden_activation="relu", precision="float32", rows=1, instructions=round(sum(ins[6:9]))),
+            dict(common, what="forward", network=REFERENCE, hidden_activation="relu", precision="int16", rows=1, instructions=round(sum(ins[10:13]))),
+            dict(common, what="adam", network=REFERENCE, parameters=n_params, instructions=round(ins[9])),
+            dict(common, what="td3_step", network=list(actor), critic=list(critic), hidden_activation="relu", precision="float32",
+                 batch=agent.config.batch, kernel_calls=len(calls) / 2, instructions=round(td3)),
+        ]
     return rows
 
 
@@ -233,7 +263,8 @@ def main(argv):
         print("heap:", json.dumps(data["heap"]))
     if "counts" in parts:
         rows = counts()
-        data["counts"] = [c for c in data["counts"] if c["arch"] != "xtensawin"] + rows
+        counted = {r["arch"] for r in rows}
+        data["counts"] = [c for c in data["counts"] if c["arch"] not in counted] + rows
         for r in rows:
             print("%s %s %s: %d instructions" % (r["arch"], r["what"], "-".join(map(str, r["network"])), r["instructions"]))
     with open(path, "w") as f:

@@ -156,3 +156,51 @@ def test_an_esp32_s2_at_hand_gets_no_kernels_and_the_plain_package(policy):
     r = plan.plan_board(plan.board_target(info, 240000000), pol, path)
     assert r["flash"]["kernels"] == 0 and r["kernels"] is None and r["mip_package"] == "microrl"
     assert r["clock_mhz"] == 240 and r["heap"]["free"] == 100000 and r["flash"]["free"] == 1 << 20
+
+
+def test_riscv_harness_computes_as_numpy_and_counts_as_recorded():
+    """The kernels compiled for rv32imc on qemu's RISC-V core (native_modules/microrl_kernels/riscv/):
+    the 13-64-64-4 forwards compute what numpy does, and take the instructions plan_data.json has."""
+    import sys
+
+    import numpy as np
+
+    from helpers import ROOT
+
+    for sub in (("bench",), ("native_modules", "microrl_kernels", "riscv"), ("native_modules", "microrl_kernels", "xtensa")):
+        sys.path.insert(0, os.path.join(ROOT, *sub))
+    try:
+        import board_plan_data
+        import harness_rv
+    finally:
+        del sys.path[:3]
+    if harness_rv.missing_tools():
+        pytest.skip("the RISC-V tools are missing: %s" % harness_rv.missing_tools())
+    import tempfile
+
+    job, _ = board_plan_data.make_job([])
+    with tempfile.TemporaryDirectory() as tmp:
+        result = harness_rv.run(job, harness_rv.build(tmp))
+    ins = result.instructions
+    assert round(sum(ins[6:9])) == _entry("rv32imc", "forward", "float32", "relu")["instructions"]
+    assert round(sum(ins[3:6])) == _entry("rv32imc", "forward", "float32", "tanh")["instructions"]
+    assert round(sum(ins[10:13])) == _entry("rv32imc", "forward", "int16", "relu")["instructions"]
+    # the relu forward's result (the job's ops 6-8: dense calls on the arrays the job holds), against numpy
+    words = job.words
+    ops, w = [], 0
+    while w < len(words):
+        n = {1: 9, 2: 12, 3: 10, 4: 4, 5: 3, 9: 12}[words[w]]
+        ops.append(words[w:w + 1 + n])
+        w += 1 + n
+
+    def arr(offset, shape):
+        return np.frombuffer(bytes(job.data[offset:offset + 4 * int(np.prod(shape))]), np.float32).reshape(shape)
+
+    x = arr(ops[6][3], (1, 13))
+    for op in ops[6:9]:
+        _, W, b, _, y, _, _, n_out, n_in, act = op
+        want = x @ arr(W, (n_out, n_in)).T + arr(b, (n_out,))
+        want = np.maximum(want, 0) if act == 1 else want
+        got = result[(y, (1, n_out), np.dtype("<f4"))]
+        assert np.allclose(got, want, rtol=1e-5, atol=1e-5)
+        x = want.astype(np.float32)

@@ -182,6 +182,8 @@ def plan_board(target, policy=None, policy_path=None, mpy=False, use_native=True
     if policy is not None:
         report["policy"] = {"describe": policy.describe(), "bytes": files["policy"], "parameters": policy.n_params}
         report["policy_step"] = step_time(data, arch, target["clock_mhz"], list(policy.sizes), "int16" if kind == "int16" else "float32", _hidden_activation(policy))
+        # the same network exported to int16 (microrl export --int16): integer kernels, no FPU needed
+        report["policy_step_int16"] = step_time(data, arch, target["clock_mhz"], list(policy.sizes), "int16", _hidden_activation(policy)) if kind == "float" else None
         hidden = list(policy.sizes[1:-1])
         from microrl.td3 import TD3Config
 

@@ -88,6 +88,9 @@ def _print(r):
                 r["policy"]["describe"], format(step["instructions"], ","), ", at least %.0f µs" % step["us"] if step["us"] else "", step["from"], step["source"]))
         else:
             print("  policy step: unknown (no instruction counts recorded for %s: board/plan_data.json)" % r["arch"])
+        q = r.get("policy_step_int16")
+        if q:
+            print("  the same policy as int16 (microrl export --int16): %s instructions%s" % (format(q["instructions"], ","), ", at least %.0f µs" % q["us"] if q["us"] else ""))
         t = r.get("training", {})
         if "bytes" in t:
             print("  training on the board (TD3, %s hidden, batch %d, replay %d rows): %s of heap: %s; the largest replay that fits: %d rows" % (
