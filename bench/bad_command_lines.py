@@ -186,6 +186,9 @@ def cases():
     add("deploy", ["deploy"], [["--port", p] for p in ("{missing}", "{text}", "{folder}", "{fifo}", "")] + [[]]
         + [["--port", "{missing}", "--policy", p] for p in BAD_INPUTS + ["{policy_deep_run}"]]
         + [["--port", "{missing}"] + v for v in floats("--timeout", "-1", ["0"])])
+    add("deploy", ["deploy", "--plan", "--board", "esp32"], [["--policy", p] for p in BAD_INPUTS] + [["--port", "{missing}"], ["--board", "nosuch"]])
+    add("deploy", ["deploy", "--port", "{missing}"], [["--board", "esp32"]])
+    add("mip", ["mip"], [["--out", d] for d in BAD_FOLDERS] + [[], ["--out", "{run}/index", "--arch", "nosuch"]])
     add("bench", ["bench", "serial"], [["--port", "{missing}", "--policy", p] for p in BAD_INPUTS]
         + [["--port", p, "--policy", "{policy}"] for p in ("{missing}", "{text}", "{folder}", "{fifo}", "")]
         + [["--port", "{missing}", "--policy", "{policy}"] + v for v in ints("-n", 1) + ints("--warmup", 0) + ints("--seed", 0, extra=[str(2**32)])
@@ -626,7 +629,7 @@ def import_hostile_cases():
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--only", help="subcommands to run, comma-separated (train, train-ppo, eval, export, render, plot, sweep, demo, train-on-board, deploy, bench, board, import, info, cli)")
+    ap.add_argument("--only", help="subcommands to run, comma-separated (train, train-ppo, eval, export, render, plot, sweep, demo, train-on-board, deploy, mip, bench, board, import, info, cli)")
     ap.add_argument("--workers", type=int, default=2, help="command lines run at once (default 2)")
     ap.add_argument("--timeout", type=float, default=30.0, help="seconds after which a line counts as accepted and is stopped (default 30)")
     ap.add_argument("--list", action="store_true", help="print the command lines and stop")
