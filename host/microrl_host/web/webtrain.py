@@ -7,6 +7,7 @@ import time
 import js
 import microrl.train
 from microrl.policy import load
+from microrl.refusals import count
 from microrl.rng import Rng
 from microrl.task import Env, policy_perturbations
 from microrl.tasks import cartpole, pendulum, quadrotor
@@ -120,7 +121,7 @@ def fly(path, seed=12345):
         if (t.OBS_DIM, t.ACT_DIM) == (obs_dim, act_dim):
             task = t
     if task is None:
-        _report("error", message="no built-in task takes %d observations and gives %d actions" % (obs_dim, act_dim))
+        _report("error", message="no built-in task takes %s and gives %s" % (count(obs_dim, "observation"), count(act_dim, "action")))
         return
     # policy_env's choices, in the recording Env
     shown = ShownEnv(task, perturbations=policy_perturbations(policy), pending_actions=bool(policy.pending))
