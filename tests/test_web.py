@@ -133,6 +133,18 @@ def test_the_command_refuses_what_it_cannot_do(tmp_path):
     assert not (tmp_path / "none").exists()
 
 
+def test_the_command_refuses_a_port_in_use():
+    import socket
+
+    _runtime()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        port = s.getsockname()[1]
+        proc = run_microrl("web", "--no-browser", "--port", port, timeout=60)
+    assert_refused(proc, "--port %d" % port, "cannot listen")
+
+
 @pytest.mark.parametrize("task_name", ["cartpole", "quadrotor"])
 def test_a_dropped_policy_of_another_task_flies_there(page, task_name):
     """Any policy of a built-in task's shape is drawn (an untrained one here: any episode will do)."""
