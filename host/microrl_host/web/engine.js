@@ -32,6 +32,7 @@ export async function startEngine({ loadMicroPython, runtimeUrl, files, kernels,
     url: runtimeUrl, heapsize: heapsize || 32 * 1024 * 1024, stdout, stderr,
   });
   for (const [path, text] of Object.entries(files)) {
+    if (path === "microrl_kernels.py" && !kernels) continue;  // plain: no native module to find
     const full = "/lib/" + path;
     mp.FS.mkdirTree(full.slice(0, full.lastIndexOf("/")));
     mp.FS.writeFile(full, text);
@@ -42,8 +43,6 @@ export async function startEngine({ loadMicroPython, runtimeUrl, files, kernels,
     const { instance } = await WebAssembly.instantiate(kernels, { env: { memory } });
     globalThis.microrlKernels = Object.assign({ source_hash: kernelsHash || "" }, instance.exports);
     backend = "native";
-  } else {
-    delete files["microrl_kernels.py"];
   }
   mp.runPython("import sys\nsys.path.insert(0, '/lib')\nimport microrl.backend\nmicrorl.backend.use(" + JSON.stringify(backend) + ")");
   return { mp, backend };
