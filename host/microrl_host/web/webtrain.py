@@ -23,20 +23,20 @@ def _report(kind, **fields):
 
 
 def quadrotor_picture(P, s):
-    """The quadrotor seen from the side (x right, z up): its two arms through the rotors, as
-    rotated by its attitude, within [-1, 1] for positions within +-1 m."""
+    """The quadrotor seen from the side (x right, z up): its arms to the four rotors, as rotated by
+    its attitude, and the target (a cross at the origin), within [-1, 1] for positions within +-2 m."""
     q = quadrotor
     x, z = s[q.POSITION], s[q.POSITION + 2]
     w, qx, qy, qz = s[q.ORIENTATION], s[q.ORIENTATION + 1], s[q.ORIENTATION + 2], s[q.ORIENTATION + 3]
-    shapes = [("line", -1.0, -0.95, 1.0, -0.95, 0.01), ("disc", 0.0, 0.0, 0.02)]
-    k = 0.5  # m to picture units, arms drawn 4x long to be seen
+    shapes = [("line", -0.05, 0.0, 0.05, 0.0, 0.01), ("line", 0.0, -0.05, 0.0, 0.05, 0.01)]  # the target: a cross
+    k = 0.5  # m to picture units; the arms drawn 10 times their length, to be seen
     for i in range(4):
-        rx, ry = 4 * P[q.ROTOR_X + i], 4 * P[q.ROTOR_Y + i]
+        rx, ry = 10 * P[q.ROTOR_X + i], 10 * P[q.ROTOR_Y + i]
         # x and z rows of the rotation matrix of (w, qx, qy, qz), applied to (rx, ry, 0)
         ax = (1 - 2 * (qy * qy + qz * qz)) * rx + 2 * (qx * qy - w * qz) * ry
         az = 2 * (qx * qz - w * qy) * rx + 2 * (qy * qz + w * qx) * ry
-        shapes.append(("line", k * x, k * z, k * (x + ax), k * (z + az), 0.02))
-        shapes.append(("disc", k * (x + ax), k * (z + az), 0.03))
+        shapes.append(("line", k * x, k * z, k * (x + ax), k * (z + az), 0.025))
+        shapes.append(("disc", k * (x + ax), k * (z + az), 0.035))
     return shapes
 
 
