@@ -164,3 +164,17 @@ def test_a_dropped_policy_of_another_task_flies_there(page, task_name):
     browser.run("microrlFly(arguments[0])", base64.b64encode(to_bytes(policy)).decode())
     flown = browser.wait("microrlState.flown || (microrlState.error && {error: microrlState.error})", 300)
     assert flown.get("task") == task_name and 1 <= flown["steps"] <= task.EPISODE_STEPS, flown
+
+
+def test_package_data_covers_every_file_the_page_serves():
+    import fnmatch
+    import re
+
+    text = open(os.path.join(ROOT, "pyproject.toml")).read()
+    block = text.split("[tool.setuptools.package-data]", 1)[1].split("\n[", 1)[0]
+    rule = re.search(r'^"microrl_host"\s*=\s*\[(.*?)\]', block, re.M | re.S)
+    assert rule, "pyproject.toml: no package-data for microrl_host (the page in web/)"
+    patterns = re.findall(r'"([^"]+)"', rule.group(1))
+    for name in webpage.PAGE_FILES + webpage.PAGE_PYTHON:
+        assert os.path.isfile(os.path.join(webpage.WEB_DIR, name)), name
+        assert any(fnmatch.fnmatch("web/" + name, p) for p in patterns), "web/%s is not in microrl_host's package data" % name

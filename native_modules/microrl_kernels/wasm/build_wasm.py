@@ -1,4 +1,5 @@
-"""Build microrl_kernels.wasm: the float kernels of kernels.c for the browser page (microrl web),
+"""Build microrl_kernels.wasm: the float kernels of kernels.c for the browser page (microrl web;
+the device core's native backend: dense forward and backward, Adam, Polyak, copy),
 with Debian's clang-16 and lld-16 (apt-get install clang-16 lld-16), and its manifest.
 
     python3 native_modules/microrl_kernels/wasm/build_wasm.py [--out DIR]
@@ -36,7 +37,7 @@ MANIFEST = "microrl_kernels.json"
 # f32.sqrt is correctly rounded, as x64's sqrtss: MRL_HW_SQRTF.
 CFLAGS = ["--target=wasm32", "-std=c99", "-O2", "-msimd128", "-nostdlib", "-ffreestanding", "-fno-math-errno", "-ffp-contract=off",
           "-DMRL_HW_SQRTF=1"]
-EXPORTS = ("mrl_dense_f", "mrl_dense_backward_f", "mrl_adam_f", "mrl_polyak_f", "mrl_copy_f", "mrl_dense_int16")
+EXPORTS = ("mrl_dense_f", "mrl_dense_backward_f", "mrl_adam_f", "mrl_polyak_f", "mrl_copy_f")
 LDFLAGS = ["--no-entry", "--import-memory", "--strip-all", "--gc-sections"] + ["--export=" + e for e in EXPORTS]
 
 
