@@ -134,6 +134,7 @@ function start() {
     batch: numberParam("batch", null), warmup: numberParam("warmup", null),
   };
   Object.assign(state, { episodes: [], evaluations: [], finals: [], done: null, run: options });
+  player.queue = [];  // a previous run's trained policy stops looping
   $("train").disabled = true;
   $("status").textContent = "training…";
   drawCurve();
