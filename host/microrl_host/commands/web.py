@@ -33,7 +33,7 @@ def run(args):
     try:
         server = webpage.serve(args.port, runtime)
     except OSError as e:
-        raise CommandError("--port %d: cannot listen on 127.0.0.1:%d (%s)" % (args.port, args.port, e.strerror or e)) from None
+        raise CommandError("--port %d: cannot listen on 127.0.0.1:%d (%s); choose another port, or 0 for any free one" % (args.port, args.port, e.strerror or e)) from None
     url = "http://127.0.0.1:%d/" % server.server_address[1]
     print("microrl web: serving %s (Ctrl-C stops it)" % url, flush=True)
     if not args.no_browser:
