@@ -2,7 +2,8 @@
 elsewhere, the same seeds: in headless Chromium (MicroPython-webassembly, our wasm kernels), on
 CPython (numpy kernels) and by `microrl train-on-board` on the virtual board (the unix port, the
 native kernels, the sizes chosen for its heap). Per route and seed: wall time for the steps, steps
-per second, the final policy's return (10 episodes). For the browser also the page's first paint
+per second, CPU seconds (what the machine's load does not stretch: the browser's processes, or
+CPython's), the final policy's return (10 episodes). For the browser also the page's first paint
 and start-up, and the plain-Python route in the browser (no wasm kernels: too slow for a whole
 run, so timed over a few updates and extrapolated, marked as such).
 
@@ -46,18 +47,22 @@ def browser_runs(seeds, steps, plain_updates, log):
         with headless.Browser(paths) as b:
             for seed in range(seeds):
                 t0 = time.monotonic()
-                b.open(url + "?autostart=1&steps=%d&seed=%d&eval_every=%d&eval_episodes=%d" % (steps, seed, EVAL_EVERY, EVAL_EPISODES))
+                b.open(url + "?steps=%d&seed=%d&eval_every=%d&eval_episodes=%d" % (steps, seed, EVAL_EVERY, EVAL_EPISODES))
                 b.wait("window.microrlState && microrlState.ready", 120)
+                cpu0 = b.cpu_seconds()
+                b.run("document.getElementById('train').click()")
                 done = b.wait("microrlState.done || (microrlState.error && {error: microrlState.error})", 3600, poll=1)
+                cpu = b.cpu_seconds() - cpu0 if cpu0 is not None else None
                 if "error" in done:
                     sys.exit("the page failed: %s" % done["error"])
                 state = b.run("return {firstPaint: microrlState.firstPaint, bootMs: microrlState.bootMs, backend: microrlState.backend}")
                 assert {k: tuple(v) if isinstance(v, list) else v for k, v in done["settings"].items()} == PAGE_SETTINGS, done["settings"]
                 r = {"seed": seed, "seconds": done["ms"] / 1000, "steps_per_second": steps / (done["ms"] / 1000), "eval_return": done["evaluations"][-1][1],
-                     "first_paint_ms": state["firstPaint"], "start_ms": state["bootMs"], "backend": state["backend"], "page_seconds": time.monotonic() - t0}
+                     "first_paint_ms": state["firstPaint"], "start_ms": state["bootMs"], "backend": state["backend"], "page_seconds": time.monotonic() - t0,
+                     "cpu_seconds": cpu}
                 out["runs"].append(r)
-                log("browser seed %d: %.1f s, %.0f steps/s, return %.0f; first paint %.0f ms, MicroPython and kernels ready in %.0f ms" % (
-                    seed, r["seconds"], r["steps_per_second"], r["eval_return"], r["first_paint_ms"], r["start_ms"]))
+                log("browser seed %d: %.1f s (%.1f CPU-s), %.0f steps/s, return %.0f; first paint %.0f ms, MicroPython and kernels ready in %.0f ms" % (
+                    seed, r["seconds"], cpu or 0, r["steps_per_second"], r["eval_return"], r["first_paint_ms"], r["start_ms"]))
             if plain_updates:
                 # plain kernels: the warm-up (1,000 steps, no updates), then plain_updates updates; no evaluation
                 warmup = 1000
@@ -83,22 +88,28 @@ def cpython_runs(seeds, steps, log):
 
     out = {"runs": [], "backend": "numpy"}
     for seed in range(seeds):
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), time.process_time()
         _, evaluations = train_pendulum(steps=steps, seed=seed, eval_every=EVAL_EVERY, eval_episodes=EVAL_EPISODES, **PAGE_SETTINGS)
         seconds = time.perf_counter() - t0
-        r = {"seed": seed, "seconds": seconds, "steps_per_second": steps / seconds, "eval_return": evaluations[-1][1]}
+        r = {"seed": seed, "seconds": seconds, "steps_per_second": steps / seconds, "eval_return": evaluations[-1][1], "cpu_seconds": time.process_time() - cpu0}
         out["runs"].append(r)
-        log("CPython seed %d: %.1f s, %.0f steps/s, return %.0f" % (seed, seconds, r["steps_per_second"], r["eval_return"]))
+        log("CPython seed %d: %.1f s (%.1f CPU-s), %.0f steps/s, return %.0f" % (seed, seconds, r["cpu_seconds"], r["steps_per_second"], r["eval_return"]))
     return out
 
 
 def board_runs(seeds, steps, heap, log):
     import board_train
 
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     res = board_train.run_heap(heap, seeds, steps, board_train.native_module(), 0, log)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     runs = [{"seed": r["seed"], "seconds": r["seconds"], "steps_per_second": steps / r["seconds"], "eval_return": r["eval_return"],
              "hidden": r["hidden"], "batch": r["batch"], "replay": r["replay"], "backend": r["backend"]} for r in res["runs"]]
-    return {"heap": heap, "runs": runs}
+    # the boards' processes (ended and waited for when run_heap returns): their CPU time, per seed
+    board_cpu = (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) / max(1, len(runs))
+    return {"heap": heap, "runs": runs, "board_cpu_seconds_per_seed": board_cpu}
 
 
 def summary(route):
@@ -106,7 +117,9 @@ def summary(route):
     if not runs:
         return {}
     med = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
+    cpu = [r["cpu_seconds"] for r in runs if r.get("cpu_seconds") is not None]
     return {"median_seconds": med([r["seconds"] for r in runs]), "median_steps_per_second": med([r["steps_per_second"] for r in runs]),
+            "median_cpu_seconds": med(cpu) if cpu else None,
             "returns": [round(r["eval_return"], 1) for r in runs], "solved": sum(r["eval_return"] >= THRESHOLD for r in runs)}
 
 
@@ -142,8 +155,9 @@ def main(argv=None):
     for name in ("browser", "cpython", "board"):
         if name in report:
             s = report[name]["summary"]
-            print("%-8s median %.1f s, %.0f steps/s, returns %s (%d of %d at %.0f or better)" % (
-                name, s["median_seconds"], s["median_steps_per_second"], s["returns"], s["solved"], len(report[name]["runs"]), THRESHOLD))
+            cpu = s["median_cpu_seconds"] if name != "board" else report[name]["board_cpu_seconds_per_seed"]
+            print("%-8s median %.1f s (%.1f CPU-s), %.0f steps/s, returns %s (%d of %d at %.0f or better)" % (
+                name, s["median_seconds"], cpu or 0, s["median_steps_per_second"], s["returns"], s["solved"], len(report[name]["runs"]), THRESHOLD))
 
 
 if __name__ == "__main__":

@@ -46,7 +46,10 @@ function tick(now) {
   }
   if (player.frames) {
     const k = Math.min(player.frames.length - 1, Math.floor((now - player.start) / 1000 / player.dt));
-    drawShapes($("scene"), player.frames[k], player.caption);
+    if (player.frames[k] !== player.shown) {  // a new frame only: the training needs the CPU more
+      player.shown = player.frames[k];
+      drawShapes($("scene"), player.shown, player.caption);
+    }
   }
   requestAnimationFrame(tick);
 }
