@@ -86,6 +86,9 @@ def evaluated(clock, curve, step, rows):
     clock["final_spread"] = [float(np.percentile(flown, 10)), float(np.percentile(flown, 90))] if len(flown) else None
     if clock["first_90"] is None and s["success_rate"] >= TARGET:
         clock["first_90"] = (step, clock["train"])
+    # progress on stderr (the driver passes it through): a long run shows where it is
+    print("  step %d, %.1f s of training: %.0f%% success, %.3f m, crashes %.0f%%" % (step, clock["train"], 100 * s["success_rate"], s["position_error_m"], 100 * s["crash_rate"]),
+          file=sys.stderr, flush=True)
 
 
 def seed_record(algo, seed, steps, settings, clock, curve, perturbed, train_s_run, perturbations):
@@ -483,9 +486,9 @@ def zoo_seed(binary, seed):
 def _child(args):
     env = dict(os.environ, **ONE_THREAD)
     cmd = [sys.executable, os.path.abspath(__file__)] + args
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT)  # stderr: passed through (progress, errors)
     if proc.returncode != 0:
-        raise RuntimeError("%s failed:\n%s" % (" ".join(cmd), proc.stderr[-3000:]))
+        raise RuntimeError("%s failed (its error above)" % " ".join(cmd))
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
