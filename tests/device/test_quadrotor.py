@@ -147,7 +147,7 @@ def test_observation_is_position_rotation_velocities_rotors():
     env = quadrotor_env(Rng(7))
     obs = env.reset()
     s = env.s
-    assert len(obs) == Q.OBS_DIM == 22 + 4 * Q.HISTORY_STEPS + Q.INTEGRAL_DIM
+    assert len(obs) == Q.OBS_DIM == 22
     F = 1e-6  # the observation buffer is float32
     R = [[obs[3 + 3 * r + c] for c in range(3)] for r in range(3)]
     # orthonormal, and its last column is the body z axis the thrust acts along (derivative())
@@ -185,45 +185,3 @@ def test_motor_estimate_follows_the_simulated_rotors():
         for i in range(4):
             worst = max(worst, abs(est[i] - env.s[13 + i]))
     assert worst < 0.01
-
-
-def test_observation_ends_with_the_last_commands():
-    # the action history: HISTORY_STEPS commands after the rotor speeds, the most recent first,
-    # clipped to [-1, 1]; at the start the commands that hold the start's rotor speeds (L2F's)
-    n = Q.HISTORY_STEPS
-    F = 1e-6  # the observation buffer is float32
-    env = quadrotor_env(Rng(3))
-    obs = env.reset()
-    assert len(obs) == Q.OBS_DIM == 22 + 4 * n + Q.INTEGRAL_DIM
-    for k in range(4 * n):
-        assert_close(obs[22 + k], obs[18 + k % 4], F, F, "history at the start")
-    sent = []
-    for t in range(n + 2):
-        a = [0.1 * t - 0.5, 0.3, -2.0, 1.5]
-        sent.insert(0, [min(1.0, max(-1.0, x)) for x in a])
-        obs, r, terminated, truncated = env.step(a)
-    for j in range(n):
-        for i in range(4):
-            assert_close(obs[22 + 4 * j + i], sent[j][i], F, F, "command %d steps back" % j)
-
-
-def test_observation_ends_with_the_integral_of_the_position_error():
-    # INTEGRAL_DIM values after the history: the position error summed over the episode's steps
-    # (x DT, m s), each clipped at +-INTEGRAL_LIMIT, observed over INTEGRAL_LIMIT; 0 at the start
-    first = 22 + 4 * Q.HISTORY_STEPS
-    n = Q.INTEGRAL_DIM
-    F = 1e-6  # the observation buffer is float32
-    env = quadrotor_env(Rng(5))
-    obs = env.reset()
-    assert len(obs) == Q.OBS_DIM == first + n
-    for i in range(n):
-        assert obs[first + i] == 0.0
-    total = [0.0, 0.0, 0.0]
-    for t in range(60):
-        obs, r, terminated, truncated = env.step([Q.hover_action(env.P) + 0.05] * 4)  # climbs: z's integral reaches its clip
-        for i in range(3):
-            v = total[i] + env.P[Q.TIME_STEP] * env.s[i]
-            total[i] = min(Q.INTEGRAL_LIMIT, max(-Q.INTEGRAL_LIMIT, v))
-    for i in range(n):
-        assert_close(obs[first + i], total[i] / Q.INTEGRAL_LIMIT, F, F, "integral, axis %d" % i)
-    assert n == 0 or abs(total[2]) > 0.0

@@ -10,8 +10,8 @@
 #      sim-to-real perturbations (the runner redraws the randomised ones each episode: RANDOMISED)
 #   s  state (STATE_DIM): the simulated craft (PHYSICS_DIM: position, orientation quaternion
 #      (w, x, y, z), linear velocity (world frame), angular velocity (body frame), rotor speeds
-#      (normalised, RPM_MIN..RPM_MAX)), the step count, an RK4 step's work space, the rotor
-#      setpoints and the last HISTORY_STEPS commands (what the policy observes of its own past)
+#      (normalised, RPM_MIN..RPM_MAX)), the step count, an RK4 step's work space and the rotor
+#      setpoints
 from math import acos, cos, exp, pi, sin, sqrt
 
 from ..compat import const, zeros
@@ -131,18 +131,7 @@ STEP = const(17)  # steps into the episode
 WORK = const(18)  # an RK4 step's work space: k1, k2, k3, k4 and one intermediate state
 WORK_DIM = const(85)
 SETPOINT = const(103)  # the four rotor speed setpoints of the step
-# the policy's last commands, observed after the rotor speeds: an action history, as L2F's
-# actors have (32 steps; RLtools' zoo 16, its tiny L2F 2): with it a policy can integrate its
-# own error, e.g. hold the target against a constant force where a memoryless one hovers off it
-HISTORY_STEPS = const(0)
-HISTORY = const(107)  # HISTORY_STEPS x 4 commands clipped to [-1, 1], the most recent first
-# the integral of the position error over the episode (m s), clipped at +-INTEGRAL_LIMIT per
-# axis, observed after the history over INTEGRAL_LIMIT: what a policy needs to cancel a
-# constant force (the training disturbance) on the target rather than beside it
-INTEGRAL_DIM = const(3)
-INTEGRAL = const(107 + 4 * HISTORY_STEPS)
-INTEGRAL_LIMIT = 0.5
-STATE_DIM = const(107 + 4 * HISTORY_STEPS + INTEGRAL_DIM)
+STATE_DIM = const(107)
 RESET_DRAWS = const(17)  # uniforms in [0, 1) that initial_state() consumes
 STEP_DRAWS = const(0)
 
@@ -151,7 +140,7 @@ STEP_DRAWS = const(0)
 # entries of s carry the craft (the rest: the step count, RK4's work space, the setpoints)
 MODEL_DIM = PHYSICS_DIM
 
-OBS_DIM = const(22 + 4 * HISTORY_STEPS + INTEGRAL_DIM)  # position error, rotation matrix, linear and angular velocity, rotor speeds, last commands
+OBS_DIM = const(22)  # position error, rotation matrix, linear and angular velocity, rotor speeds
 ACT_DIM = const(4)  # motor commands in [-1, 1]
 ACTION_LOW = (-1.0, -1.0, -1.0, -1.0)
 ACTION_HIGH = (1.0, 1.0, 1.0, 1.0)
@@ -159,7 +148,7 @@ EPISODE_STEPS = const(500)  # 5 s at 100 Hz
 DT = CRAZYFLIE[TIME_STEP]
 # bounds of the 16-bit replay rows (values beyond are clipped): position (terminates beyond
 # 0.6 m), rotation matrix, velocities, rotor speeds; rewards lie in about [-6, 2] at the limits
-OBS_HIGH = (1.0,) * 3 + (1.0,) * 9 + (5.0,) * 3 + (30.0,) * 3 + (1.0,) * 4 + (1.0,) * (4 * HISTORY_STEPS) + (1.0,) * INTEGRAL_DIM
+OBS_HIGH = (1.0,) * 3 + (1.0,) * 9 + (5.0,) * 3 + (30.0,) * 3 + (1.0,) * 4
 REWARD_BOUND = 10.0
 
 # what "it flies" means in microrl eval: from a start within +-0.5 m and 30 deg of tilt, at rest,
@@ -183,7 +172,7 @@ RANDOMISED = ((MASS, 1, VARY_MASS, 0), (J_XX, 3, VARY_INERTIA, 0), (THRUST_C0, 3
               (FORCE, 3, DISTURBANCE_FORCE, 1), (TORQUE, 3, DISTURBANCE_TORQUE, 1))
 PERTURBATIONS = {"observation_noise": 1.0, "disturbance_force": 0.01324, "disturbance_torque": 0.0000265,
                  "vary_mass": 0.1, "vary_inertia": 0.1, "vary_thrust": 0.1, "vary_motor": 0.1}
-OBS_NOISE = (0.001,) * 12 + (0.002,) * 6 + (0.0,) * 4 + (0.0,) * (4 * HISTORY_STEPS) + (0.0,) * INTEGRAL_DIM
+OBS_NOISE = (0.001,) * 12 + (0.002,) * 6 + (0.0,) * 4
 
 # how the host trains it, where a user gives no other setting: as L2F's TD3 does
 # (learning-to-fly src/config/config.h) batch 256 and 15,000 steps before the first update, but
@@ -419,21 +408,6 @@ def observe(P, s, obs):
     span = P[RPM_MAX] - lo
     for i in range(4):
         obs[18 + i] = 2.0 * (s[13 + i] - lo) / span - 1.0
-    for i in range(4 * HISTORY_STEPS):
-        obs[22 + i] = s[HISTORY + i]
-    for i in range(INTEGRAL_DIM):
-        obs[22 + 4 * HISTORY_STEPS + i] = s[INTEGRAL + i] / INTEGRAL_LIMIT
-
-
-def remember(s, a):
-    """Shift the command history in s by one step and put commands a[0:4] (clipped to [-1, 1])
-    first."""
-    for i in range(4 * HISTORY_STEPS - 1, 3, -1):
-        s[HISTORY + i] = s[HISTORY + i - 4]
-    if HISTORY_STEPS > 0:
-        for i in range(4):
-            c = a[i]
-            s[HISTORY + i] = 1.0 if c > 1.0 else (-1.0 if c < -1.0 else c)
 
 
 def state_from_observation(P, obs, s):
@@ -490,10 +464,6 @@ def state_from_observation(P, obs, s):
     for i in range(4):
         r = lo + (obs[18 + i] + 1.0) * 0.5 * (hi - lo)
         s[13 + i] = lo if r < lo else (hi if r > hi else r)
-    for i in range(4 * HISTORY_STEPS + INTEGRAL_DIM):  # beyond MODEL_DIM: carried, not differentiated
-        s[HISTORY + i] = obs[22 + i]
-    for i in range(INTEGRAL_DIM):
-        s[INTEGRAL + i] *= INTEGRAL_LIMIT
 
 
 def motor_estimate(P, rpm, sp):
@@ -531,22 +501,12 @@ def reset(P, s, u, obs):
     curriculum() or evaluation())."""
     initial_state(P, s, u, P[INIT_POSITION], P[INIT_ANGLE], P[INIT_VELOCITY], P[INIT_ANGULAR_VELOCITY], P[INIT_GUIDANCE], P[INIT_RPM_LOW], P[INIT_RPM_HIGH])
     s[STEP] = 0.0
-    lo = P[RPM_MIN]
-    span = P[RPM_MAX] - lo
-    for i in range(4 * HISTORY_STEPS):  # as L2F starts it: the commands that hold the start's rotor speeds
-        s[HISTORY + i] = 2.0 * (s[13 + i % 4] - lo) / span - 1.0
-    for i in range(INTEGRAL_DIM):
-        s[INTEGRAL + i] = 0.0
     observe(P, s, obs)
 
 
 def step(P, s, a, u, obs):
     """Motor commands a[0:4] in [-1, 1] for one step: (reward, terminated, truncated)."""
     r, done = advance(P, s, a)
-    remember(s, a)
-    for i in range(INTEGRAL_DIM):
-        v = s[INTEGRAL + i] + P[TIME_STEP] * s[i]
-        s[INTEGRAL + i] = INTEGRAL_LIMIT if v > INTEGRAL_LIMIT else (-INTEGRAL_LIMIT if v < -INTEGRAL_LIMIT else v)
     s[STEP] += 1.0
     observe(P, s, obs)
     return r, done, (not done) and s[STEP] >= EPISODE_STEPS
