@@ -525,7 +525,11 @@ def main():
         print("--set applies to TD3 and SAC settings; PPO takes the task's TRAINING_PPO", file=sys.stderr)
         return 2
     if a.one:
-        print(json.dumps(run_seed_ppo(int(a.one[1]), steps) if a.one[0] == "ppo" else run_seed(a.one[0], int(a.one[1]), steps, settings)))
+        r = run_seed_ppo(int(a.one[1]), steps) if a.one[0] == "ppo" else run_seed(a.one[0], int(a.one[1]), steps, settings)
+        print("  seed %d: final %.0f%% nominal, %.0f%% perturbed, %.3f / %.3f m; 90%% after %s steps, %s s; %.1f s of training"
+              % (r["seed"], 100 * r["final_success_rate"], 100 * r["final_success_rate_perturbed"], r["final_position_error_m"], r["final_position_error_m_perturbed"],
+                 r["steps_to_90"], r["seconds_to_90"], r["train_s"]), file=sys.stderr, flush=True)
+        print(json.dumps(r))
         return 0
     if a.foundation:
         print(json.dumps(foundation_policy_reference()))
