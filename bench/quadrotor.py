@@ -242,17 +242,24 @@ def foundation_policy_reference(episodes=EVAL_EPISODES):
 # ------------------------------------------------------------------ L2F's own trainer
 
 
+def run_trainer(binary, seed, prefix):
+    """Run a peer's trainer (binary SEED, one thread) in a new scratch folder: (folder, the
+    finished process, its wall time)."""
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix=prefix)
+    env = dict(os.environ, **ONE_THREAD)
+    t0 = time.perf_counter()
+    proc = subprocess.run([binary, str(seed)], capture_output=True, text=True, env=env, cwd=folder)
+    return folder, proc, time.perf_counter() - t0
+
+
 def l2f_train(binary, seed):
     """Run L2F's trainer (binary SEED) in a scratch folder: its training time as it prints it,
     the wall time, and its final actor's layers [(weights out x in, biases)], or why not."""
     import re
-    import tempfile
 
-    folder = tempfile.mkdtemp(prefix="l2f-")
-    env = dict(os.environ, **ONE_THREAD)
-    t0 = time.perf_counter()
-    proc = subprocess.run([binary, str(seed)], capture_output=True, text=True, env=env, cwd=folder)
-    wall = time.perf_counter() - t0
+    folder, proc, wall = run_trainer(binary, seed, "l2f-")
     took = re.search(r"Training took: ([0-9.eE+-]+)s", proc.stdout)
     saved = re.search(r'Saving checkpoint at: "?([^"\n]+\.h)"?', proc.stdout)
     record = {"seed": seed, "wall_s": wall, "train_s": float(took.group(1)) if took else None, "returncode": proc.returncode}
@@ -360,19 +367,14 @@ def zoo_train(binary, seed):
     task, and its final actor (the checkpoint.tar of its last step), or why not."""
     import glob
     import re
-    import tempfile
 
-    folder = tempfile.mkdtemp(prefix="rltools-zoo-")
-    env = dict(os.environ, **ONE_THREAD)
-    t0 = time.perf_counter()
-    proc = subprocess.run([binary, str(seed)], capture_output=True, text=True, env=env, cwd=folder)
-    wall = time.perf_counter() - t0
+    folder, proc, wall = run_trainer(binary, seed, "rltools-zoo-")
     took = re.search(r"Time: ([0-9.eE+-]+)s", proc.stdout)
     own = re.findall(r"Step: (\d+)/(\d+) Mean return: ([-0-9.eE+]+) Mean episode length: ([0-9.eE+-]+)", proc.stdout)
     record = {"seed": seed, "wall_s": wall, "train_s": float(took.group(1)) if took else None, "returncode": proc.returncode}
     if own:
         step, limit, ret, length = own[-1]
-        # its own evaluation (100 episodes of its task, 250 steps at 50 Hz), the last one it prints
+        # its own evaluation (100 episodes of its task, up to 500 steps at 50 Hz), the last one it prints
         record["own_last_evaluation"] = {"step": int(step), "of": int(limit), "mean_return": float(ret), "mean_episode_length": float(length)}
     if proc.returncode != 0:
         record["why"] = "the trainer failed (%d): %s" % (proc.returncode, (proc.stderr or proc.stdout)[-500:])
@@ -564,7 +566,7 @@ def main():
             if not a.json:
                 z = zoo_runs[-1]
                 print("RLtools zoo L2F SAC seed %d: %s" % (seed, z["why"] if "why" in z else
-                      "%.1f s wall (its timer %.1f s); its last evaluation on its own task: mean episode length %.0f of 250; its final actor on our task flies %.0f%% nominal "
+                      "%.1f s wall (its timer %.1f s); its last evaluation on its own task: mean episode length %.0f of 500; its final actor on our task flies %.0f%% nominal "
                       "(crashes %.0f%%, final distance %.3f m), %.0f%% perturbed"
                       % (z["wall_s"], z["train_s"], z["own_last_evaluation"]["mean_episode_length"], 100 * z["success_rate"], 100 * z["crash_rate"],
                          z["position_error_m"], 100 * z["success_rate_perturbed"])), flush=True)
