@@ -68,6 +68,11 @@ def run_sim(args):
     for option, value in (("--heap", args.heap), ("--flash", args.flash)):
         if value is not None and not value.strip():  # not the default in disguise
             raise CommandError("%s: give a size: bytes, or a number with K or M (e.g. 160K)" % option)
+    from ..board.virtual import folder_problem
+
+    problem = folder_problem(args.folder)  # first: a system folder is refused as one, whatever else is wrong with it
+    if problem:
+        raise CommandError("--folder " + problem)
     check_output(args.folder, "--folder", folder=True)
     folder = os.path.abspath(args.folder)
     try:
