@@ -70,6 +70,7 @@ def run_sim(args):
             raise CommandError("%s: give a size: bytes, or a number with K or M (e.g. 160K)" % option)
     from ..board.virtual import folder_problem
 
+    confine = confinement_option(args)
     problem = folder_problem(args.folder)  # first: a system folder is refused as one, whatever else is wrong with it
     if problem:
         raise CommandError("--folder " + problem)
@@ -77,7 +78,7 @@ def run_sim(args):
     folder = os.path.abspath(args.folder)
     try:
         board = VirtualBoard(folder, heap=DEFAULT_HEAP if args.heap is None else args.heap, log=lambda m: print(m, file=sys.stderr, flush=True),
-                             flash=args.flash, confine=confinement_option(args))
+                             flash=args.flash, confine=confine)
         board.start()
     except BoardError as e:
         raise CommandError(str(e)) from None
