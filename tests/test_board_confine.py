@@ -310,3 +310,14 @@ def test_the_flash_bounds_what_the_board_writes(tmp_path):
     with VirtualBoard(str(folder), flash="64K") as b:  # the image survived: the next start mounts it
         r = mpremote(b.port, "exec", "import os; print(os.listdir('/flash'))")
     assert "big" in r.stdout, r.stdout + r.stderr
+
+
+def test_unconfined_is_one_choice_of_its_own():
+    """--unconfined is what the user types for no confinement (board sim and demo); with a
+    --confine mode too it is refused, and `--confine none` is no longer a way to it."""
+    for args in (["board", "sim", "--folder", "fs-never-made"], ["demo", "--steps", "100", "--out", "never.mrlp"]):
+        r = cli(*args, "--unconfined", "--confine", "landlock", timeout=120)
+        assert r.returncode == 2 and "--unconfined and --confine landlock: give one of them" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        r = cli(*args, "--confine", "none", timeout=120)
+        assert r.returncode == 2 and "invalid choice: 'none'" in r.stderr, r.stderr
+    assert not os.path.exists(os.path.join(ROOT, "fs-never-made")) and not os.path.exists(os.path.join(ROOT, "never.mrlp"))

@@ -41,7 +41,7 @@ INSIDE_ROOT = "/board"  # where bwrap puts the folder
 SANDBOX_UID = 65534  # nobody
 MAX_FILE = 64 << 20  # the largest file the board may write without --flash (the largest --flash)
 ELF_INTERPRETER = "/lib64/ld-linux-x86-64.so.2"  # x86-64's (the only one seccomp.py knows): programs name it
-ADDRESS_SPACE = 1 << 30  # on top of the heap: CPython and the port's own code and stacks
+ADDRESS_SPACE = 2 << 30  # the heap (--heap: at most 1 GB), CPython, the port's own code and stacks
 
 PR_CAPBSET_DROP = 24
 PR_SET_NO_NEW_PRIVS = 38
@@ -141,7 +141,7 @@ def set_limits(flash_bytes):
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     biggest = flash_bytes or MAX_FILE
     for limit, value in ((resource.RLIMIT_NPROC, 0), (resource.RLIMIT_FSIZE, biggest), (resource.RLIMIT_CORE, 0),
-                         (resource.RLIMIT_AS, ADDRESS_SPACE + (1 << 30)), (resource.RLIMIT_NOFILE, 64)):
+                         (resource.RLIMIT_AS, ADDRESS_SPACE), (resource.RLIMIT_NOFILE, 64)):
         resource.setrlimit(limit, (value, value))
 
 
@@ -169,10 +169,12 @@ def _mapped_files():
             parts = line.split(None, 5)
             if len(parts) == 6 and parts[5].startswith("/") and os.path.isfile(parts[5].strip()):
                 found.add(parts[5].strip())
-    for folder in {os.path.dirname(p) for p in found}:
-        with os.scandir(folder) as entries:
-            names = [e.path for e in entries if e.is_symlink() and ".so" in e.name]
-        found.update(p for p in names if os.path.realpath(p) in found)
+    for path in list(found):  # libffi.so.8.1.2: libffi.so.8.1, libffi.so.8 (its soname) and libffi.so, where they link to it
+        link = path
+        while link.rsplit(".", 1)[-1].isdigit():
+            link = link.rsplit(".", 1)[0]
+            if os.path.islink(link) and os.path.realpath(link) == path:
+                found.add(link)
     return sorted(found)
 
 
