@@ -8,9 +8,9 @@ of MODES (docs/virtual-board.md says what holds in each):
 
 - "bwrap": Debian's bubblewrap (the sandbox Flatpak uses) starts it in user, mount, pid, network,
   ipc, uts and cgroup namespaces of its own, as uid 65534 with no capabilities, in a new session,
-  killed with its parent. Its only filesystem: the folder at /board (read-write; with a flash
-  image, that one file alone) and, read-only, the Python and libraries the port is made of, which
-  the Landlock layer below then hides from it too.
+  killed with its parent. Its only filesystem: the folder at its own path (read-write; with a
+  flash image, that one file alone) and, read-only, the Python and libraries the port is made
+  of, which the Landlock layer below then hides from it too.
 - "landlock": Linux's Landlock alone (any user, no namespaces): files beneath the folder only
   (with a flash image, that one file); TCP (ABI 4), abstract unix sockets and signals to other
   processes (ABI 6) refused; every capability dropped. Names and metadata (stat) of host files
@@ -18,7 +18,7 @@ of MODES (docs/virtual-board.md says what holds in each):
 - "none": nothing (only with the user's --unconfined): code on the board reaches what the user can.
 
 In both confined modes the process then also gets, before the port runs: Landlock beneath the
-board's folder (inside bwrap: /board), no capabilities and no_new_privs, the seccomp filter of
+board's folder, no capabilities and no_new_privs, the seccomp filter of
 seccomp.py (no new processes, sockets, chmod/chown, links, mounts, namespaces, ptrace,
 open_by_handle_at, io_uring, execve, signals but to itself, ...), and rlimits: no new processes,
 no file larger than the flash (or MAX_FILE), a bounded address space, no core dumps.
@@ -37,7 +37,6 @@ import sys
 MODES = ("bwrap", "landlock", "none")
 EXIT_CONFINE_FAILED = 110  # the launcher could not confine as asked: the board does not start
 HERE = os.path.dirname(os.path.abspath(__file__))
-INSIDE_ROOT = "/board"  # where bwrap puts the folder
 SANDBOX_UID = 65534  # nobody
 MAX_FILE = 64 << 20  # the largest file the board may write without --flash (the largest --flash)
 ELF_INTERPRETER = "/lib64/ld-linux-x86-64.so.2"  # x86-64's (the only one seccomp.py knows): programs name it
@@ -213,6 +212,9 @@ def bwrap_command(folder, flash_bytes, args, seccomp_fd):
             cmd += ["--setenv", name, os.environ[name]]
     python = os.path.realpath(sys.executable)
     binds = _mapped_files() + [python, ELF_INTERPRETER, stdlib, os.path.join(HERE, "confine.py"), os.path.join(HERE, "seccomp.py")]
+    for path in binds + [module]:  # the folder goes in at its own path (as under Landlock: the same paths, the same heap)
+        if (path + "/").startswith(folder + "/") or (folder + "/").startswith(path + "/"):
+            raise ConfineError(22, "the folder %s holds (or is in) %s, which the board's Python is made of" % (folder, path))
     made = set()
     for path in binds:
         if os.path.exists(path):
@@ -222,11 +224,11 @@ def bwrap_command(folder, flash_bytes, args, seccomp_fd):
             cmd += ["--tmpfs", os.path.join(stdlib, sub)]
     cmd += ["--ro-bind", module, module]
     if flash_bytes:
-        cmd += ["--bind", os.path.join(folder, "flash.img"), INSIDE_ROOT + "/flash.img"]
+        cmd += ["--dir", folder, "--bind", os.path.join(folder, "flash.img"), os.path.join(folder, "flash.img")]
     else:
-        cmd += ["--bind", folder, INSIDE_ROOT]
-    cmd += ["--remount-ro", "/", "--chdir", INSIDE_ROOT, "--seccomp", str(seccomp_fd), "--",
-            python, "-I", "-S", os.path.join(HERE, "confine.py"), "--inside", os.path.dirname(module), str(flash_bytes)] + args
+        cmd += ["--bind", folder, folder]
+    cmd += ["--remount-ro", "/", "--chdir", folder, "--seccomp", str(seccomp_fd), "--",
+            python, "-I", "-S", os.path.join(HERE, "confine.py"), "--inside", os.path.dirname(module), folder, str(flash_bytes)] + args
     return cmd
 
 
@@ -242,12 +244,12 @@ def run_bwrap(folder, flash_bytes, args):
     os.execv(cmd[0], cmd)
 
 
-def inside(module_dir, flash_bytes, args):
+def inside(module_dir, folder, flash_bytes, args):
     """In the sandbox: the port loaded, then this process confined for good, then the port run."""
     sys.path.insert(0, module_dir)
     from micropython_run import run_main
 
-    confine_self(INSIDE_ROOT, flash_bytes)
+    confine_self(folder, flash_bytes)
     return run_main(["micropython"] + args)
 
 
@@ -257,7 +259,7 @@ def main(argv):
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     try:
         if argv[:1] == ["--inside"]:
-            return inside(argv[1], int(argv[2]), argv[3:])
+            return inside(argv[1], argv[2], int(argv[3]), argv[4:])
         folder, mode, flash_bytes, args = argv[0], argv[1], int(argv[2]), argv[3:]
         if mode == "bwrap":
             run_bwrap(folder, flash_bytes, args)  # returns only if it could not start bwrap

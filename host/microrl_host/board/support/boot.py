@@ -1,8 +1,8 @@
 # Run by the virtual board's MicroPython each time it starts (virtual.py passes this text with
 # -c, after the lines that set ROOT and FLASH_BLOCKS, and without the flash part when there is
 # no flash: compiled code takes heap), then the REPL:
-# - ROOT: the board folder's path in the process (the host's, or /board inside bwrap): the
-#   host's root is unmounted and the folder mounted at `/` in its place, so that `/` on the board
+# - ROOT: the board folder's path (the same in the process, inside bwrap too): the process's
+#   root is unmounted and the folder mounted at `/` in its place, so that `/` on the board
 #   is its folder as on a board.
 # - `machine` gets what boards have and the unix port lacks (reset, unique_id, freq).
 # - FLASH_BLOCKS: the filesystem is a littlefs image (flash.img in the folder, made erased by
