@@ -8,9 +8,11 @@ of MODES (docs/virtual-board.md says what holds in each):
 
 - "bwrap": Debian's bubblewrap (the sandbox Flatpak uses) starts it in user, mount, pid, network,
   ipc, uts and cgroup namespaces of its own, as uid 65534 with no capabilities, in a new session,
-  killed with its parent. Its only filesystem: the folder at its own path (read-write; with a
-  flash image, that one file alone) and, read-only, the Python and libraries the port is made
-  of, which the Landlock layer below then hides from it too.
+  killed with its parent. bwrap's filesystem holds, read-only, the Python and libraries the port
+  is made of, and the folder (read-write; with a flash image, that one file alone) at /board;
+  the launcher inside loads the port, then makes /board its root (chroot, the one capability it
+  is given for that, in its own user namespace) before it drops every capability: the folder is
+  the board's whole filesystem, `/` to the kernel as to MicroPython.
 - "landlock": Linux's Landlock alone (any user, no namespaces): files beneath the folder only
   (with a flash image, that one file); TCP (ABI 4), abstract unix sockets and signals to other
   processes (ABI 6) refused; every capability dropped. Names and metadata (stat) of host files
@@ -40,6 +42,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SANDBOX_UID = 65534  # nobody
 MAX_FILE = 64 << 20  # the largest file the board may write without --flash (the largest --flash)
 ELF_INTERPRETER = "/lib64/ld-linux-x86-64.so.2"  # x86-64's (the only one seccomp.py knows): programs name it
+INSIDE = "/board"  # where bwrap mounts the folder; the launcher then makes it its root (chroot)
 ADDRESS_SPACE = 2 << 30  # the heap (--heap: at most 1 GB), CPython, the port's own code and stacks
 
 PR_CAPBSET_DROP = 24
@@ -144,11 +147,11 @@ def set_limits(flash_bytes):
         resource.setrlimit(limit, (value, value))
 
 
-def confine_self(root, flash_bytes):
+def confine_self(root, flash_bytes, seccomp=None):
     """This process, for good: Landlock beneath root (or its flash image alone), no
     capabilities, rlimits, the seccomp filter (signals to this process only, no execve)."""
     libc = _libc()
-    seccomp = _load_seccomp()  # loaded while the file can still be read
+    seccomp = seccomp or _load_seccomp()  # loaded while the file can still be read
     drop_privileges(libc)
     if flash_bytes:
         landlock(os.path.join(root, "flash.img"), IMAGE_RIGHTS, libc)
@@ -206,15 +209,12 @@ def bwrap_command(folder, flash_bytes, args, seccomp_fd):
     stdlib = os.path.dirname(os.__file__)
     module = os.path.realpath(micropython_run.__file__)
     cmd = [bwrap, "--unshare-all", "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--hostname", "board",
-           "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv"]
+           "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--cap-add", "CAP_SYS_CHROOT", "--clearenv"]
     for name in ("MICROPYPATH", "LD_LIBRARY_PATH"):
         if name in os.environ:
             cmd += ["--setenv", name, os.environ[name]]
     python = os.path.realpath(sys.executable)
     binds = _mapped_files() + [python, ELF_INTERPRETER, stdlib, os.path.join(HERE, "confine.py"), os.path.join(HERE, "seccomp.py")]
-    for path in binds + [module]:  # the folder goes in at its own path (as under Landlock: the same paths, the same heap)
-        if (path + "/").startswith(folder + "/") or (folder + "/").startswith(path + "/"):
-            raise ConfineError(22, "the folder %s holds (or is in) %s, which the board's Python is made of" % (folder, path))
     made = set()
     for path in binds:
         if os.path.exists(path):
@@ -224,11 +224,11 @@ def bwrap_command(folder, flash_bytes, args, seccomp_fd):
             cmd += ["--tmpfs", os.path.join(stdlib, sub)]
     cmd += ["--ro-bind", module, module]
     if flash_bytes:
-        cmd += ["--dir", folder, "--bind", os.path.join(folder, "flash.img"), os.path.join(folder, "flash.img")]
+        cmd += ["--dir", INSIDE, "--bind", os.path.join(folder, "flash.img"), INSIDE + "/flash.img"]
     else:
-        cmd += ["--bind", folder, folder]
-    cmd += ["--remount-ro", "/", "--chdir", folder, "--seccomp", str(seccomp_fd), "--",
-            python, "-I", "-S", os.path.join(HERE, "confine.py"), "--inside", os.path.dirname(module), folder, str(flash_bytes)] + args
+        cmd += ["--bind", folder, INSIDE]
+    cmd += ["--remount-ro", "/", "--chdir", INSIDE, "--seccomp", str(seccomp_fd), "--",
+            python, "-I", "-S", os.path.join(HERE, "confine.py"), "--inside", os.path.dirname(module), str(flash_bytes)] + args
     return cmd
 
 
@@ -236,7 +236,7 @@ def run_bwrap(folder, flash_bytes, args):
     """Replace this process with bwrap (its outer process keeps this pid)."""
     seccomp = _load_seccomp()
     read, write = os.pipe()
-    prog = seccomp.program()  # bwrap's own, as it starts the launcher inside; the launcher adds the rest
+    prog = seccomp.program(allowed=("chroot",))  # bwrap's own, as it starts the launcher inside; the launcher adds the rest
     os.write(write, prog)  # a few hundred bytes: the pipe holds them
     os.close(write)
     os.set_inheritable(read, True)
@@ -244,12 +244,16 @@ def run_bwrap(folder, flash_bytes, args):
     os.execv(cmd[0], cmd)
 
 
-def inside(module_dir, folder, flash_bytes, args):
-    """In the sandbox: the port loaded, then this process confined for good, then the port run."""
+def inside(module_dir, flash_bytes, args):
+    """In the sandbox: the port loaded, the folder made the root, then this process confined
+    for good, then the port run."""
     sys.path.insert(0, module_dir)
     from micropython_run import run_main
 
-    confine_self(folder, flash_bytes)
+    seccomp = _load_seccomp()  # before the chroot hides it
+    os.chroot(INSIDE)
+    os.chdir("/")
+    confine_self("/", flash_bytes, seccomp)
     return run_main(["micropython"] + args)
 
 
@@ -259,7 +263,7 @@ def main(argv):
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     try:
         if argv[:1] == ["--inside"]:
-            return inside(argv[1], argv[2], int(argv[3]), argv[4:])
+            return inside(argv[1], int(argv[2]), argv[3:])
         folder, mode, flash_bytes, args = argv[0], argv[1], int(argv[2]), argv[3:]
         if mode == "bwrap":
             run_bwrap(folder, flash_bytes, args)  # returns only if it could not start bwrap

@@ -375,7 +375,7 @@ class VirtualBoard:
     def boot_code(self):
         """What the process runs as it starts (support/boot.py): the folder mounted at `/` (or the
         flash image at /flash, and nothing else), `machine`."""
-        root = self.folder  # its path in the process too: bwrap puts it at the same place
+        root = None if self.confinement == "bwrap" else self.folder  # under bwrap the folder is the process's root already
         with open(os.path.join(SUPPORT, "boot.py")) as f:
             code = f.read()
         if not self.flash_blocks:

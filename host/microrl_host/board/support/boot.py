@@ -1,9 +1,10 @@
 # Run by the virtual board's MicroPython each time it starts (virtual.py passes this text with
 # -c, after the lines that set ROOT and FLASH_BLOCKS, and without the flash part when there is
 # no flash: compiled code takes heap), then the REPL:
-# - ROOT: the board folder's path (the same in the process, inside bwrap too): the process's
-#   root is unmounted and the folder mounted at `/` in its place, so that `/` on the board
-#   is its folder as on a board.
+# - ROOT: the board folder's host path when the kernel did not make it the process's `/`
+#   already (confine.py's "landlock" and "none"; under "bwrap" it is the process's root): the
+#   host's root is unmounted and the folder mounted at `/` in its place, so that `/` on the
+#   board is its folder as on a board.
 # - `machine` gets what boards have and the unix port lacks (reset, unique_id, freq).
 # - FLASH_BLOCKS: the filesystem is a littlefs image (flash.img in the folder, made erased by
 #   the host) of that many 512-byte blocks, mounted at /flash as on a board, so a full
@@ -11,13 +12,14 @@
 #   board's whole filesystem (the kernel lets the process write that one file and no other).
 import sys
 
-import os
-import vfs
+if ROOT:
+    import os
+    import vfs
 
-vfs.umount("/")
-vfs.mount(vfs.VfsPosix(ROOT), "/")
-os.chdir("/")
-del os, vfs
+    vfs.umount("/")
+    vfs.mount(vfs.VfsPosix(ROOT), "/")
+    os.chdir("/")
+    del os, vfs
 
 
 class _Machine:
