@@ -142,3 +142,105 @@ def test_a_checkpoint_whose_meta_is_not_an_object_is_refused_in_one_line(tmp_pat
     proc = microrl("train", "pendulum", "--steps", 2000, "--resume", "--out", tmp_path / "p.mrlp", "--run-dir", run, timeout=120)
     assert_refused(proc, "is damaged or not a microrl checkpoint")
     assert not (tmp_path / "p.mrlp").exists()
+
+
+# ---------------------------------------------------------------- one run folder, one writer (issue 39, items 6 and 7)
+def _contents(folder):
+    return {p.name: p.read_bytes() for p in folder.iterdir()} if folder.exists() else None
+
+
+def test_a_run_folder_another_process_writes_is_refused_and_nothing_is_written(tmp_path):
+    """Two `microrl train` into one run folder both ran to exit 0 (glued progress.csv rows, one
+    run's run.json beside the other's policy), and a --resume while another process trained the
+    folder was accepted. The folder's lock (runlog.runlock, an flock held for the run's life) is
+    held here by this process: every train and sweep into the folder is refused naming its pid."""
+    from microrl_host.runlog import filelock, probe, runlock
+
+    run, out = tmp_path / "run", tmp_path / "p.mrlp"
+    run.mkdir()
+    (run / "checkpoint.npz").write_bytes(b"the other run's checkpoint")
+    with runlock(str(run)):
+        assert probe(str(run)) == os.getpid()
+        before = _contents(run)
+        for extra in ([], ["--resume"], ["--overwrite"]):
+            proc = microrl("train", "pendulum", "--steps", 300, "--out", out, "--run-dir", run, *extra)
+            assert_refused(proc, "--run-dir %s: another run (pid %d) is writing this run folder" % (run, os.getpid()))
+        proc = microrl("sweep", "pendulum", "--algo", "td3", "--seeds", "0-1", "--steps", 300, "--run-dir", run, "--quiet")
+        assert_refused(proc, "--run-dir %s: another sweep (pid %d) is writing this folder" % (run, os.getpid()))
+        assert _contents(run) == before and not out.exists()
+    assert probe(str(run)) is None and sorted(os.listdir(run)) == ["checkpoint.npz"]  # the lock file goes with the lock
+    # a policy file another run writes (--out): refused too, the new run folder not made
+    with filelock(str(out)):
+        proc = microrl("train", "pendulum", "--steps", 300, "--out", out, "--run-dir", tmp_path / "other")
+        assert_refused(proc, "--out %s: another run (pid %d) is writing this policy file" % (out, os.getpid()))
+    assert sorted(os.listdir(tmp_path)) == ["run"]
+
+
+def test_a_running_train_holds_its_folder_until_it_is_killed(tmp_path):
+    """The issue's case as it happens: a second train, or a --resume, started while a train runs
+    in the folder is refused naming the running one's pid; a SIGKILL releases the lock (the kernel
+    drops it with the process), so the folder is never left locked."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from helpers import repo_env
+    from microrl_host.runlog import probe, runlock
+
+    run, out = tmp_path / "run", tmp_path / "p.mrlp"
+    first = subprocess.Popen([sys.executable, "-m", "microrl_host.cli", "train", "pendulum", "--steps", "200000", "--checkpoint-every", "500",
+                              "--eval-every", "0", "--out", str(out), "--run-dir", str(run), "--quiet"],
+                             env=repo_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 240
+        while not (run / "checkpoint.npz").exists():
+            assert first.poll() is None and time.monotonic() < deadline, first.communicate()
+            time.sleep(0.2)
+        assert probe(str(run)) == first.pid
+        for extra in ([], ["--resume"]):
+            proc = microrl("train", "pendulum", "--steps", 200000, "--out", tmp_path / "q.mrlp", "--run-dir", run, *extra)
+            assert_refused(proc, "another run (pid %d) is writing this run folder" % first.pid)
+        first.send_signal(signal.SIGKILL)
+        first.wait(60)
+        assert probe(str(run)) is None
+        with runlock(str(run)):  # free for the next writer
+            pass
+        assert not (tmp_path / "q.mrlp").exists()
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+
+
+@pytest.mark.parametrize("name", ["checkpoint.npz", "progress.csv", "run.json", "run.lock", "../run/./run.json"])
+def test_out_on_the_run_folders_own_files_is_refused(tmp_path, name):
+    """`--out r/checkpoint.npz --run-dir r` wrote the policy over the checkpoint (then --resume
+    blamed a damaged file); progress.csv and run.json too. Compared as real paths: a '..', a
+    link to the folder, a hard link to one of its files."""
+    run = tmp_path / "run"
+    proc = microrl("train", "pendulum", "--steps", 300, "--out", run / name, "--run-dir", run)
+    assert_refused(proc, "--out %s is the run folder's %s, which the run writes" % (run / name, os.path.basename(name)))
+    assert not run.exists()
+
+
+def test_out_through_links_onto_the_run_folders_files_is_refused(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "checkpoint.npz").write_bytes(b"a checkpoint")
+    os.symlink(run, tmp_path / "alias")
+    os.link(run / "checkpoint.npz", tmp_path / "hard.npz")
+    for out in (tmp_path / "alias" / "progress.csv", tmp_path / "hard.npz"):
+        proc = microrl("train", "pendulum", "--steps", 300, "--out", out, "--run-dir", run, "--overwrite")
+        assert_refused(proc, "--out %s is the run folder's" % out)
+    assert (run / "checkpoint.npz").read_bytes() == b"a checkpoint" and sorted(os.listdir(run)) == ["checkpoint.npz"]
+
+
+def test_tensorboard_on_the_run_folders_files_or_around_out_is_refused(tmp_path):
+    """`--tensorboard r/run.json` wrote the run's files, then ended in NotADirectoryError."""
+    run = tmp_path / "run"
+    proc = microrl("train", "pendulum", "--steps", 300, "--out", tmp_path / "p.mrlp", "--run-dir", run, "--tensorboard", run / "run.json")
+    assert_refused(proc, "--tensorboard %s is the run folder's run.json" % (run / "run.json"))
+    proc = microrl("train", "pendulum", "--steps", 300, "--out", tmp_path / "tb" / "p.mrlp", "--run-dir", run, "--tensorboard", tmp_path / "tb")
+    assert_refused(proc, "is in the TensorBoard folder")
+    assert sorted(os.listdir(tmp_path)) == []

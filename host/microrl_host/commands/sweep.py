@@ -14,7 +14,7 @@ import time
 from microrl.refusals import count
 
 from .. import atomic
-from ..runlog import previous_run
+from ..runlog import RunLocked, previous_run, probe, runlock
 from . import CommandError
 from .options import FOLDER_HELP, MAX_SEED, STEPS, check_output, whole
 
@@ -243,6 +243,21 @@ def run(args):
             print(" ".join(shlex.quote(a) for a in ["microrl", "train"] + job["argv"] + ["--run-dir", job["run_dir"]]))
         return 0
     check_output(root, "--run-dir", folder=True)
+    if probe(root) is not None:
+        raise _locked(root, probe(root))
+    try:
+        with runlock(root):  # one sweep writes a sweep's folder at a time (each run locks its own folder too)
+            return _sweep(args, jobs, root)
+    except RunLocked as e:
+        raise _locked(root, e.pid) from None
+
+
+def _locked(root, pid):
+    return CommandError("--run-dir %s: another sweep (%s) is writing this folder; wait for it to end, or give another --run-dir"
+                        % (root, "pid %d" % pid if pid else "its pid not yet written"))
+
+
+def _sweep(args, jobs, root):
     for job in jobs:  # as `microrl train` refuses it, before any run starts
         held = previous_run(job["run_dir"])
         if held:
