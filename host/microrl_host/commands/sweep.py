@@ -221,8 +221,6 @@ def _last_eval(run_dir):
 
 
 def run(args):
-    from .progress import Progress
-
     jobs = make_jobs(args)
     if len(jobs) > MAX_JOBS:
         raise CommandError("the sweep has %d runs; at most %d" % (len(jobs), MAX_JOBS))
@@ -258,6 +256,8 @@ def _locked(root, pid):
 
 
 def _sweep(args, jobs, root):
+    from .progress import Progress
+
     for job in jobs:  # as `microrl train` refuses it, before any run starts
         held = previous_run(job["run_dir"])
         if held:
