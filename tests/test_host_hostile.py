@@ -306,3 +306,49 @@ def test_an_observation_that_overflows_the_network_is_refused_on_every_backend(b
     assert lines[0] == "ValueError observation[0] = -3.4e+38 is too far out for this policy: layer 1 of 3 overflows float32 (infinite or NaN values)", lines
     assert lines[1] == "ValueError observation[0] = 3.4e+38 is too far out for this policy: layer 2 of 3 overflows float32 (infinite or NaN values)", lines
     assert lines[2] == "[-2.0]" and lines[3].startswith("[-1.99987"), lines  # (far out but within float32 everywhere: the saturated action)
+
+
+# ---------------------------------------------------------------- environment variables and newer options (issue 39, item 9)
+@pytest.mark.parametrize("backend,words", [("bogus", "unknown backend 'bogus'; choose one of native, ulab, numpy, plain"),
+                                           ("PLAIN", "unknown backend 'PLAIN'"),
+                                           ("native", "that backend does not load in this Python (No module named 'microrl_kernels')"),
+                                           ("ulab", "that backend does not load in this Python")])
+def test_a_backend_the_environment_names_that_cannot_load_is_one_line(tmp_path, backend, words):
+    """MICRORL_BACKEND=bogus or PLAIN: ValueError tracebacks (eval, export); native or ulab on
+    CPython: ModuleNotFoundError tracebacks."""
+    from helpers import PENDULUM_POLICY, run_cpython
+
+    for args in (["eval", PENDULUM_POLICY, "--episodes", "1"], ["info"], ["export", PENDULUM_POLICY, "--int16", "--out", str(tmp_path / "q.mrlq")]):
+        proc = run_cpython(["-m", "microrl_host.cli"] + args, MICRORL_BACKEND=backend)
+        if backend == "ulab" and "ulab" in proc.stderr and proc.returncode == 0:  # pragma: no cover - a CPython with ulab
+            continue
+        assert_refused(proc, "MICRORL_BACKEND=%s: " % backend, words)
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("threads", ["0", "-3", "5", "two"])
+def test_threads_from_the_environment_other_than_1_or_2_are_refused(tmp_path, threads):
+    """MICRORL_THREADS=0 or -3 ran as 1 without a word."""
+    from helpers import run_cpython
+
+    proc = run_cpython(["-m", "microrl_host.cli", "train", "pendulum", "--steps", "300", "--out", str(tmp_path / "p.mrlp")], MICRORL_THREADS=threads)
+    assert_refused(proc, "MICRORL_THREADS=%s: give 1 or 2" % threads)
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_latency_file_whose_round_trip_has_400_digits_is_refused(tmp_path):
+    """`--latency-from` with p50_us a whole number of 400 digits: OverflowError in train and eval."""
+    bench = tmp_path / "bench.json"
+    bench.write_text('{"p50_us": %s}' % ("9" * 400))
+    from helpers import PENDULUM_POLICY
+
+    for args in (["train", "pendulum", "--steps", 300, "--out", tmp_path / "p.mrlp"], ["eval", PENDULUM_POLICY, "--task", "pendulum", "--episodes", 1]):
+        assert_refused(microrl(*args, "--latency-from", bench), "--latency-from %s: its round trip p50_us is a number of 400 digits" % bench)
+    assert sorted(os.listdir(tmp_path)) == ["bench.json"]
+
+
+def test_sweep_with_an_empty_ray_address_is_refused(tmp_path):
+    """`sweep --ray ''` ran the runs locally."""
+    proc = microrl("sweep", "pendulum", "--algo", "td3", "--seeds", "0", "--steps", 300, "--ray", "", "--run-dir", tmp_path / "s")
+    assert_refused(proc, "--ray takes the cluster's address")
+    assert os.listdir(tmp_path) == []

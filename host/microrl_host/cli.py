@@ -11,7 +11,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 from microrl.fileformat import PolicyFileError  # noqa: E402
 
 from .atomic import ENVIRONMENT_ERRORS, WriteError  # noqa: E402
-from .commands.options import Parser  # noqa: E402
+from .commands.options import Parser, check_environment  # noqa: E402
 from .commands import CommandError, bench, board, demo, deploy, eval, export, import_, info, plot, render, sweep, train, train_on_board  # noqa: E402
 
 COMMANDS = (bench, board, demo, deploy, eval, export, import_, info, plot, render, sweep, train, train_on_board)
@@ -41,6 +41,7 @@ def main(argv=None):
         parser.print_help()
         return 0
     try:
+        check_environment()
         return args.func(args) or 0
     except CommandError as e:
         print("microrl %s: error: %s" % (args.command, e), file=sys.stderr)

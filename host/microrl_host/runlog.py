@@ -173,8 +173,11 @@ def _acquire(fcntl, path, what):
         if same:
             break
         os.close(fd)  # its holder removed it between our open and our lock: open the new one
-    os.ftruncate(fd, 0)
-    os.write(fd, b"%d\n" % os.getpid())
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, b"%d\n" % os.getpid())
+    except OSError:  # a full disk: the lock holds all the same, its holder's pid unsaid
+        pass
     return fd
 
 

@@ -226,6 +226,8 @@ def run(args):
         raise CommandError("the sweep has %d runs; at most %d" % (len(jobs), MAX_JOBS))
     if TRAIN_COMMAND is DEFAULT_TRAIN_COMMAND:
         check_train_arguments(jobs)
+    if args.ray is not None and not args.ray.strip():
+        raise CommandError("--ray takes the cluster's address ('auto', 'ray://HOST:10001', or 'local' to start Ray here); without --ray the runs are local processes")
     if args.ray:
         import importlib.util
 
