@@ -127,4 +127,4 @@ def test_a_full_disk_names_the_file_that_was_not_written(full_disk, tmp_path):
     proc = run_cpython(["-m", "microrl_host.cli", "train", "pendulum", "--steps", "300", "--out", str(tmp_path / "p.mrlp"), "--run-dir", str(tmp_path / "run2"),
                         "--quiet", "--tensorboard", str(board)])
     _one_line(proc, "No space left on device (%s, the TensorBoard logs)" % board)
-    assert sorted(os.listdir(full_disk)) == ["filler", "tb"]  # (tb: its empty event file) no temporary, no lock left
+    assert sorted(os.listdir(full_disk)) == ["filler", "tb"] and os.listdir(board) == []  # no temporary, no lock, no empty event file left

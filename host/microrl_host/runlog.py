@@ -51,7 +51,7 @@ class RunLocked(Exception):
 
     def __init__(self, what, pid):
         self.what, self.pid = what, pid
-        super().__init__("another run (%s) is writing %s" % ("pid %d" % pid if pid else "its pid not yet written", what))
+        super().__init__("another run%s is writing %s" % (" (pid %d)" % pid if pid else "", what))
 
 
 # a lock found taken is tried again for this long: a process that only looks (probe()) holds it
@@ -114,21 +114,14 @@ def hold(path, what):
     """Hold an exclusive flock on the file at path (made if missing, holding our pid while held,
     removed at the end) for the with block; RunLocked(what, pid) when another process holds it.
     Makes the folder that holds path if missing (one level: checked by the caller), and removes
-    it again on a refusal."""
+    it again at the end if nothing else was written there (a refusal, a run that failed first)."""
     fcntl = _fcntl()
     folder = os.path.dirname(os.path.abspath(path))
     made = not os.path.isdir(folder)
     os.makedirs(folder, exist_ok=True)
+    fd = None
     try:
         fd = _acquire(fcntl, path, what) if fcntl is not None else None
-    except RunLocked:
-        if made:
-            try:
-                os.rmdir(folder)
-            except OSError:
-                pass
-        raise
-    try:
         yield
     finally:
         if fd is not None:
@@ -137,6 +130,11 @@ def hold(path, what):
             except OSError:
                 pass
             os.close(fd)
+        if made:
+            try:
+                os.rmdir(folder)  # (only when empty)
+            except OSError:
+                pass
 
 
 def _fcntl():

@@ -125,5 +125,11 @@ class TensorBoard(Callbacks):
                 except (OSError, AttributeError, ValueError):
                     pass
             events._closed = True
+            name = getattr(getattr(events, "_ev_writer", None), "_file_name", None)
+            try:
+                if name and os.path.getsize(name) == 0:  # this run's own event file, which nothing reached
+                    os.remove(name)
+            except OSError:
+                pass
         self.writer = None
         return OSError(e.errno, e.strerror, "%s, the TensorBoard logs" % self.folder)

@@ -253,8 +253,8 @@ def run(args):
 
 
 def _locked(root, pid):
-    return CommandError("--run-dir %s: another sweep (%s) is writing this folder; wait for it to end, or give another --run-dir"
-                        % (root, "pid %d" % pid if pid else "its pid not yet written"))
+    return CommandError("--run-dir %s: another sweep%s is writing this folder; wait for it to end, or give another --run-dir"
+                        % (root, " (pid %d)" % pid if pid else ""))
 
 
 def _sweep(args, jobs, root):

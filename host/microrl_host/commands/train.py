@@ -399,8 +399,8 @@ def run(args):
 
 def locked(option, kind, e):
     """The one line for a run folder or policy file another process is writing (RunLocked)."""
-    return CommandError("%s %s: another run (%s) is writing this %s; wait for it to end, or give another %s"
-                        % (option, e.what, "pid %d" % e.pid if e.pid else "its pid not yet written", kind, option))
+    return CommandError("%s %s: another run%s is writing this %s; wait for it to end, or give another %s"
+                        % (option, e.what, " (pid %d)" % e.pid if e.pid else "", kind, option))
 
 
 def _run(args, entry):
