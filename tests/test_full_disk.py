@@ -55,14 +55,19 @@ def _check_refusal(proc, run, out):
     assert [n for n in os.listdir(run) if n.endswith(".tmp")] == []
 
 
+def _tmpfs(folder, size, why):
+    """A tmpfs of size mounted at folder (made), or the test skipped (not root, no mount)."""
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("mounting a small tmpfs needs root" + why)
+    folder.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=" + size, "tmpfs", str(folder)], capture_output=True).returncode != 0:
+        pytest.skip("mount -t tmpfs failed here (a container without the capability)")
+    return folder
+
+
 @pytest.fixture
 def tiny_disk(tmp_path):
-    if os.geteuid() != 0 or shutil.which("mount") is None:
-        pytest.skip("mounting a small tmpfs needs root (the fsync variant below runs everywhere)")
-    mnt = tmp_path / "disk"
-    mnt.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=" + TMPFS_SIZE, "tmpfs", str(mnt)], capture_output=True).returncode != 0:
-        pytest.skip("mount -t tmpfs failed here (a container without the capability)")
+    mnt = _tmpfs(tmp_path / "disk", TMPFS_SIZE, " (the fsync variant below runs everywhere)")
     try:
         yield mnt
     finally:
@@ -86,12 +91,7 @@ def test_a_failing_checkpoint_write_keeps_the_old_one_and_resume_continues(tmp_p
 @pytest.fixture
 def full_disk(tmp_path):
     """A 64 KB tmpfs filled to the last byte (as root; skipped elsewhere)."""
-    if os.geteuid() != 0 or shutil.which("mount") is None:
-        pytest.skip("mounting a small tmpfs needs root")
-    mnt = tmp_path / "full"
-    mnt.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], capture_output=True).returncode != 0:
-        pytest.skip("mount -t tmpfs failed here (a container without the capability)")
+    mnt = _tmpfs(tmp_path / "full", "64k", "")
     try:
         with open(mnt / "filler", "wb", buffering=0) as f:
             try:
