@@ -489,9 +489,12 @@ class Fixtures:
 
 def snapshot(folder):
     """{relative path: (type, size, mtime, inode)} of everything under folder (links not followed;
-    size and mtime of regular files only)."""
+    size and mtime of regular files only), but the full disk's case folders (run_case checks
+    each case's own)."""
     out = {}
     for dirpath, dirnames, filenames in os.walk(folder):
+        if dirpath == folder and "full" in dirnames:
+            dirnames.remove("full")
         for name in dirnames + filenames:
             path = os.path.join(dirpath, name)
             st = os.lstat(path)
@@ -507,8 +510,14 @@ def run_case(argv, fixtures, workdir, timeout, env, extra=None):
     extra = extra or {}
     values = dict(fixtures.values, out=os.path.join(workdir, "out.mrlp"), out_q=os.path.join(workdir, "out.mrlq"),
                   out_gif=os.path.join(workdir, "out.gif"), out_png=os.path.join(workdir, "out.png"), run=os.path.join(workdir, "run"))
-    if any("{full}" in a for a in argv) and "full" not in values:
-        return {"argv": argv, "skipped": "a full disk is a tmpfs this bench mounts as root"}
+    full = None
+    if any("{full}" in a for a in argv):
+        if "full" not in values:
+            return {"argv": argv, "skipped": "a full disk is a tmpfs this bench mounts as root"}
+        # the case's own folder on the full disk (lines run two at a time): what it leaves there
+        # is its own, and counts as written
+        full = values["full"] = os.path.join(values["full"], os.path.basename(workdir))
+        os.mkdir(full)
     if extra.get("env"):
         env = dict(env, **extra["env"])
     args = [a.format(**values) for a in argv]
@@ -531,7 +540,9 @@ def run_case(argv, fixtures, workdir, timeout, env, extra=None):
         ran_on = True
     seconds = time.perf_counter() - t0
     lines = [line for line in stderr.splitlines() if line.strip()]
-    wrote = sorted(set(os.listdir(workdir)) - set(extra.get("keep", ())))
+    wrote = sorted(set(os.listdir(workdir)) - set(extra.get("keep", ()))) + (["full disk: " + n for n in sorted(os.listdir(full))] if full else [])
+    if full:
+        shutil.rmtree(full, ignore_errors=True)
     changed = sorted(k for k, v in snapshot(fixtures.folder).items() if before.get(k) != v) + sorted(k for k in before if not os.path.lexists(os.path.join(fixtures.folder, k)))
     result = {"argv": argv, "env": extra.get("env") or {}, "code": proc.returncode, "seconds": round(seconds, 2), "stderr": stderr[-2000:], "last_line": lines[-1] if lines else "",
               "traceback": "Traceback (most recent call last)" in stderr, "ran_on": ran_on, "wrong_exit": not ran_on and proc.returncode != 2,

@@ -17,7 +17,7 @@ from ..algos.results import summary_line
 from . import CommandError
 from ..tasks import TaskError
 from . import latency
-from ..runlog import CHECKPOINT, LOCK, RUN_FILES, RunLocked, filelock, previous_run, probe, run_folder_of, runlock
+from ..runlog import LOCK, RUN_FILES, RunLocked, filelock, previous_run, probe, run_folder_of, runlock
 from .options import EPISODES_OR_NONE, FOLDER_HELP, MAX_STEPS, OUTPUT_HELP, SEED, STEPS, check_memory, check_output, integer, number, parse_hidden, whole
 from .progress import ProgressBar
 
