@@ -221,6 +221,76 @@ def cases():
     add("info", ["info"], [["extra"], ["--nosuch"]])
     add("cli", [], [["nosuch"], ["--nosuch"], ["train", "--help-me"]])
     out.extend(("import", argv) for argv in import_hostile_cases())  # issue 39: see that block below
+    return out + environment_and_disk_cases()
+
+
+# =============================================================================================
+# Issue 39, item 9: environment variables, newer options, run folders another run holds, full
+# disks. A case here may carry (command, argv, {"env": {...}, "keep": [...]}): env added to the
+# command's environment; keep: names the command may leave in its folder (a run that stops on a
+# full disk keeps its checkpoint, and says so). {full} is a 64 KB tmpfs filled to the last byte
+# (as root; its cases are skipped elsewhere); {run_locked} a run folder and {out_locked} a policy
+# file whose locks this bench holds while it runs (runlog.runlock/filelock).
+BAD_BACKENDS = ["bogus", "PLAIN", "Plain", " plain", "numpy,plain", "native", "ulab"]
+BAD_THREADS = ["0", "-3", "5", "two", "1.5", " "]
+
+
+def environment_and_disk_cases():
+    out = []
+
+    def add(command, base, variants, env=None, keep=()):
+        for v in variants:
+            out.append((command, list(base) + list(v), {"env": dict(env or {}), "keep": list(keep)}))
+
+    train = ["train", "pendulum", "--steps", "300", "--out", "{out}", "--run-dir", "{run}"]
+    ppo = ["train", "inverted_pendulum", "--algo", "ppo", "--steps", "300", "--out", "{out}", "--run-dir", "{run}"]
+    sweep = ["sweep", "pendulum", "--algo", "td3", "--seeds", "0", "--steps", "300"]
+    # MICRORL_BACKEND naming no backend, or one CPython cannot load, with every command
+    every = [("eval", ["eval", "{policy}", "--episodes", "1"]), ("info", ["info"]), ("export", ["export", "{policy}", "--int16", "--out", "{out_q}"]),
+             ("train", train), ("train-ppo", ppo), ("render", ["render", "{policy}", "--out", "{out_gif}"]), ("plot", ["plot", "{run_good}", "--out", "{out_png}"]),
+             ("sweep", sweep + ["--run-dir", "{run}"]), ("deploy", ["deploy", "--port", "{missing}", "--policy", "{policy}"]),
+             ("bench", ["bench", "serial", "--port", "{missing}", "--policy", "{policy}"]),
+             ("train-on-board", ["train-on-board", "--port", "{missing}", "--steps", "10", "--out", "{out}"]), ("demo", ["demo", "--out", "{out}"]),
+             ("import", ["import", "{sb3_badcrc}", "--out", "{out}"])]
+    for backend in BAD_BACKENDS:
+        for command, argv in every:
+            add(command, argv, [[]], env={"MICRORL_BACKEND": backend})
+    # MICRORL_THREADS other than 1 or 2
+    for threads in BAD_THREADS:
+        add("train", train, [[]], env={"MICRORL_THREADS": threads})
+        add("train-ppo", ppo, [[]], env={"MICRORL_THREADS": threads})
+        add("sweep", sweep, [["--run-dir", "{run}"]], env={"MICRORL_THREADS": threads})
+    # --latency-from with a round trip too large for a float
+    for bench in ("{bench_400_digits}", "{bench_minus_400_digits}", "{bench_400_digits_fraction}"):
+        add("train", train, [["--latency-from", bench]])
+        add("eval", ["eval", "{policy}", "--task", "pendulum", "--episodes", "1"], [["--latency-from", bench]])
+    # --out and --tensorboard on the run's own files
+    on_run = ["{run}/checkpoint.npz", "{run}/progress.csv", "{run}/run.json", "{run}/run.lock", "{run}/./run.json", "{run}/../run/run.json"]
+    for base, command in ((["train", "pendulum", "--steps", "300", "--run-dir", "{run}"], "train"),
+                          (["train", "inverted_pendulum", "--algo", "ppo", "--steps", "300", "--run-dir", "{run}"], "train-ppo")):
+        add(command, base, [["--out", o] for o in on_run])
+    add("train", ["train", "pendulum", "--steps", "300", "--run-dir", "{run}"],
+        [["--out", "{out}", "--tensorboard", t] for t in ("{run}/run.json", "{run}/checkpoint.npz/tb", "{run}/progress.csv", "{out}")]
+        + [["--out", "{run}/tensorboard/p.mrlp", "--tensorboard"], ["--out", "{run_good}/progress.csv", "--run-dir", "{run_good}"]])
+    add("sweep", sweep + ["--run-dir", "{run}"], [["--ray", ""], ["--ray", " "]])
+    # a run folder or policy file another run writes
+    add("train", ["train", "pendulum", "--steps", "300", "--out", "{out}", "--run-dir", "{run_locked}"], [[], ["--resume"], ["--overwrite"]])
+    add("train-ppo", ["train", "inverted_pendulum", "--algo", "ppo", "--steps", "300", "--out", "{out}", "--run-dir", "{run_locked}"], [[], ["--resume"]])
+    add("sweep", sweep, [["--run-dir", "{run_locked}"]])
+    add("train", ["train", "pendulum", "--steps", "300", "--run-dir", "{run}"], [["--out", "{out_locked}"]])
+    # full disks: one line naming the file not written, nothing left behind
+    add("export", ["export", "{policy}"], [["--int16", "--out", "{full}/q.mrlq"], ["--int16", "--references", "0", "--out", "{full}/q.mrlq"]])
+    add("render", ["render", "{policy}"], [["--out", "{full}/x.gif"]])
+    add("plot", ["plot", "{run_good}"], [["--out", "{full}/x.png"]])
+    # (each line its own names on the full disk: lines run two at a time, and a second run writing
+    # the same policy file is refused as such; --quiet: a run that starts says nothing else)
+    add("train", ["train", "pendulum", "--steps", "300", "--quiet"], [["--out", "{full}/p1.mrlp", "--run-dir", "{full}/r1"], ["--out", "{full}/p2.mrlp"]])
+    add("train-ppo", ["train", "inverted_pendulum", "--algo", "ppo", "--steps", "300", "--quiet"], [["--out", "{full}/p3.mrlp", "--run-dir", "{full}/r3"]])
+    add("sweep", sweep, [["--run-dir", "{full}/s", "--quiet"]])
+    add("import", ["import", "{sb3_badcrc}"], [["--out", "{full}/i.mrlp"]])
+    # only the policy file's disk, or only the TensorBoard logs' disk, full: the run folder keeps its checkpoint
+    add("train", ["train", "pendulum", "--steps", "300", "--run-dir", "{run}", "--quiet"], [["--out", "{full}/p4.mrlp"]], keep=["run"])
+    add("train", train, [["--tensorboard", "{full}", "--quiet"]], keep=["run"])
     return out
 
 
@@ -351,6 +421,12 @@ class Fixtures:
             with open(os.path.join(p(name), "checkpoint.npz"), "wb") as f:
                 np.savez(f, __meta__=np.frombuffer(meta, np.uint8))
             self.values[name] = p(name)
+        for name, text in (("bench_400_digits", '{"p50_us": %s}' % ("9" * 400)), ("bench_minus_400_digits", '{"p50_us": -%s}' % ("9" * 400)),
+                           ("bench_400_digits_fraction", '{"p50_us": %s.5}' % ("9" * 400))):
+            with open(p(name + ".json"), "w") as f:
+                f.write(text)
+            self.values[name] = p(name + ".json")
+        self._hold_locks(p)
         held = os.path.join(p("run_deep_held"), "")  # a run folder holding a checkpoint, its run.json too deep
         os.mkdir(held)
         shutil.copy(p("deep.run/run.json"), held)
@@ -383,16 +459,51 @@ class Fixtures:
             f.write(raw)
         return path
 
+    def _hold_locks(self, p):
+        """A run folder (holding a checkpoint) and a policy file that "another run" writes: this
+        bench holds their locks while it runs; and, as root, a full disk."""
+        import contextlib
+
+        from microrl_host.runlog import filelock, runlock
+
+        self.held = contextlib.ExitStack()
+        os.mkdir(p("run_locked"))
+        with open(os.path.join(p("run_locked"), "checkpoint.npz"), "wb") as f:
+            f.write(b"PK")
+        self.held.enter_context(runlock(p("run_locked")))
+        self.held.enter_context(filelock(p("locked.mrlp")))
+        self.values.update(run_locked=p("run_locked"), out_locked=p("locked.mrlp"))
+        self.full = None
+        if IS_ROOT and shutil.which("mount"):
+            os.mkdir(p("full"))
+            if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", p("full")], capture_output=True).returncode == 0:
+                self.full = p("full")
+                with open(os.path.join(self.full, "filler"), "wb", buffering=0) as f:
+                    try:
+                        while True:
+                            f.write(b"\0" * 4096)
+                    except OSError:
+                        pass
+                self.values["full"] = self.full
+            else:
+                os.rmdir(p("full"))
+
     def close(self):
         for s in self.sockets:
             s.close()
+        self.held.close()
+        if self.full:
+            subprocess.run(["umount", self.full], check=False)
 
 
 def snapshot(folder):
     """{relative path: (type, size, mtime, inode)} of everything under folder (links not followed;
-    size and mtime of regular files only)."""
+    size and mtime of regular files only), but the full disk's case folders (run_case checks
+    each case's own)."""
     out = {}
     for dirpath, dirnames, filenames in os.walk(folder):
+        if dirpath == folder and "full" in dirnames:
+            dirnames.remove("full")
         for name in dirnames + filenames:
             path = os.path.join(dirpath, name)
             st = os.lstat(path)
@@ -402,10 +513,22 @@ def snapshot(folder):
     return out
 
 
-def run_case(argv, fixtures, workdir, timeout, env):
-    """Run one bad command line in an empty folder; returns a dict with its outcome."""
+def run_case(argv, fixtures, workdir, timeout, env, extra=None):
+    """Run one bad command line in an empty folder; returns a dict with its outcome. extra: the
+    case's {"env": more environment, "keep": names it may leave in its folder}."""
+    extra = extra or {}
     values = dict(fixtures.values, out=os.path.join(workdir, "out.mrlp"), out_q=os.path.join(workdir, "out.mrlq"),
-                  out_gif=os.path.join(workdir, "out.gif"), run=os.path.join(workdir, "run"))
+                  out_gif=os.path.join(workdir, "out.gif"), out_png=os.path.join(workdir, "out.png"), run=os.path.join(workdir, "run"))
+    full = None
+    if any("{full}" in a for a in argv):
+        if "full" not in values:
+            return {"argv": argv, "skipped": "a full disk is a tmpfs this bench mounts as root"}
+        # the case's own folder on the full disk (lines run two at a time): what it leaves there
+        # is its own, and counts as written
+        full = values["full"] = os.path.join(values["full"], os.path.basename(workdir))
+        os.mkdir(full)
+    if extra.get("env"):
+        env = dict(env, **extra["env"])
     args = [a.format(**values) for a in argv]
     cmd = [sys.executable, "-m", "microrl_host.cli"] + args
     unreadable = any("{unreadable" in a or "_unreadable_" in a for a in argv)
@@ -426,9 +549,11 @@ def run_case(argv, fixtures, workdir, timeout, env):
         ran_on = True
     seconds = time.perf_counter() - t0
     lines = [line for line in stderr.splitlines() if line.strip()]
-    wrote = sorted(set(os.listdir(workdir)))
+    wrote = sorted(set(os.listdir(workdir)) - set(extra.get("keep", ()))) + (["full disk: " + n for n in sorted(os.listdir(full))] if full else [])
+    if full:
+        shutil.rmtree(full, ignore_errors=True)
     changed = sorted(k for k, v in snapshot(fixtures.folder).items() if before.get(k) != v) + sorted(k for k in before if not os.path.lexists(os.path.join(fixtures.folder, k)))
-    result = {"argv": argv, "code": proc.returncode, "seconds": round(seconds, 2), "stderr": stderr[-2000:], "last_line": lines[-1] if lines else "",
+    result = {"argv": argv, "env": extra.get("env") or {}, "code": proc.returncode, "seconds": round(seconds, 2), "stderr": stderr[-2000:], "last_line": lines[-1] if lines else "",
               "traceback": "Traceback (most recent call last)" in stderr, "ran_on": ran_on, "wrong_exit": not ran_on and proc.returncode != 2,
               "not_one_line": not ran_on and len(lines) != 1, "wrote": wrote + ["fixtures: " + c for c in changed]}
     result["ok"] = not (result["traceback"] or result["ran_on"] or result["wrong_exit"] or result["not_one_line"] or result["wrote"])
@@ -448,10 +573,10 @@ def run_all(selected, timeout=30.0, workers=2, progress=None):
     fixtures = Fixtures(fixtures_dir)
     try:
         def one(i):
-            command, argv = selected[i]
+            command, argv = selected[i][:2]
             workdir = os.path.join(top, "case%04d" % i)
             os.mkdir(workdir)
-            r = run_case(argv, fixtures, workdir, timeout, env)
+            r = run_case(argv, fixtures, workdir, timeout, env, selected[i][2] if len(selected[i]) > 2 else None)
             r["command"] = command
             if progress:
                 progress(r)
@@ -488,8 +613,9 @@ def summary(results):
     return counts
 
 
-def show(argv):
-    return " ".join(a if a and " " not in a else repr(a) for a in argv)[:200]
+def show(argv, env=None):
+    prefix = "".join("%s=%r " % kv for kv in sorted((env or {}).items()))
+    return (prefix + " ".join(a if a and " " not in a else repr(a) for a in argv))[:200]
 
 
 
@@ -644,8 +770,8 @@ def main(argv=None):
         wanted = set(args.only.split(","))
         selected = [c for c in selected if c[0] in wanted]
     if args.list:
-        for command, a in selected:
-            print("microrl " + show(a))
+        for case in selected:
+            print(show(["microrl"] + case[1], case[2]["env"] if len(case) > 2 else None))
         return 0
     done = [0]
 
@@ -653,14 +779,14 @@ def main(argv=None):
         done[0] += 1
         if not args.json and not r.get("ok", True):
             why = ", ".join(k for k in ("traceback", "wrong_exit", "not_one_line", "ran_on") if r[k]) + (", wrote %s" % r["wrote"] if r["wrote"] else "")
-            print("[%d/%d] FAIL (%s; exit %s): microrl %s\n    %s" % (done[0], len(selected), why, r["code"], show(r["argv"]), r["last_line"][:300]), file=sys.stderr, flush=True)
+            print("[%d/%d] FAIL (%s; exit %s): %s\n    %s" % (done[0], len(selected), why, r["code"], show(["microrl"] + r["argv"], r.get("env")), r["last_line"][:300]), file=sys.stderr, flush=True)
 
     t0 = time.time()
     results = run_all(selected, args.timeout, args.workers, progress)
     counts = summary(results)
     counts.update(seconds=round(time.time() - t0, 1), load=os.getloadavg()[0], root=IS_ROOT, setpriv=bool(SETPRIV))
     if args.json:
-        print(json.dumps({"counts": counts, "failures": [{k: r[k] for k in ("command", "argv", "code", "traceback", "ran_on", "wrong_exit", "not_one_line", "wrote", "last_line")}
+        print(json.dumps({"counts": counts, "failures": [{k: r[k] for k in ("command", "argv", "env", "code", "traceback", "ran_on", "wrong_exit", "not_one_line", "wrote", "last_line")}
                                                          for r in results if "skipped" not in r and not r["ok"]]}))
     else:
         print("tried %(tried)d bad command lines (skipped %(skipped)d): traceback %(traceback)d, exit other than 2 %(wrong_exit)d, "

@@ -87,3 +87,26 @@ def trained_pendulum_policy():
         digest = hashlib.sha256(f.read()).hexdigest()
     assert digest == manifest["sha256"], "tests/data/pendulum_td3.mrlp does not match its manifest: run %s" % manifest["command"]
     return PENDULUM_POLICY
+
+
+def policy_with_bad_references(path, value, where="observation"):
+    """Write at path the trained pendulum policy with 4 reference vectors whose first
+    observation (where="observation": all its 3 numbers) or first action holds value, the CRC
+    made good again: a file only its reference section can tell is wrong (issue 39, 8)."""
+    import struct
+
+    import microrl
+    from microrl import policy as pf
+    from microrl.references import References
+
+    policy = microrl.load(trained_pendulum_policy())
+    observations = [[0.1 * k, 0.2, -0.3] for k in range(4)]
+    policy.references = References(observations, [list(policy(o)) for o in observations])
+    data = bytearray(pf.to_bytes(policy))
+    first = len(data) - 4 - 4 * 4 * (3 + 1)  # the first observation, after the section's count and tolerance
+    for i in range(3) if where == "observation" else (3,):
+        data[first + 4 * i : first + 4 * i + 4] = struct.pack("<f", value)
+    body = bytes(data[:-4])
+    with open(str(path), "wb") as f:
+        f.write(body + struct.pack("<I", pf.crc32(body) & 0xFFFFFFFF))
+    return str(path)

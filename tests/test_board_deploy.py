@@ -5,6 +5,7 @@ import os
 import pytest
 
 from boardkit import board, board_file, cli, cli_json, make_policy, mpremote, needs_board  # noqa: F401 (fixture)
+from helpers import policy_with_bad_references
 
 pytestmark = needs_board
 
@@ -246,11 +247,21 @@ def test_deploy_checks_the_files_reference_vectors_on_the_board(board, tmp_path)
         assert 0.0 <= report["policy_max_diff"] < 1e-5
         text = cli("deploy", "--port", board.port, "--policy", path).stdout
         assert "8 reference vectors on the board match" in text, text
-        # a reference the board cannot reproduce: named with the difference and the tolerance
+        # a reference the host does not reproduce either: refused before the board's working
+        # file is touched (issue 39, 8: a file whose references failed was copied over it, then
+        # refused), named with the difference and the tolerance
+        on_board = open(board_file(board, "policy.mrlp"), "rb").read()
         _with_references(path, seed=6, tamper=0.5)
         proc = cli("deploy", "--port", board.port, "--policy", path)
         assert proc.returncode == 2, proc.stderr
-        assert "reference actions by 0.5 " in proc.stderr and "reference 8 of 8, action[0]" in proc.stderr and "tolerance 0.0001" in proc.stderr, proc.stderr
+        assert "reference actions stored in the file by up to 0.5 " in proc.stderr and "reference 8 of 8, action[0]" in proc.stderr and "tolerance 0.0001" in proc.stderr, proc.stderr
         assert "Traceback" not in proc.stderr
+        # reference vectors holding NaN, or an observation the policy refuses (CRC-valid files)
+        for where, value in (("observation", float("nan")), ("action", float("nan")), ("observation", -3.4e38)):
+            bad = policy_with_bad_references(tmp_path / "bad.mrlp", value, where)
+            proc = cli("deploy", "--port", board.port, "--policy", bad)
+            assert proc.returncode == 2 and "its reference section's %s 1 of 4" % where in proc.stderr, proc.stderr
+            assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert open(board_file(board, "policy.mrlp"), "rb").read() == on_board
     finally:
         cli_json("deploy", "--port", board.port, "--policy", board.policy_path)  # back to the fixture's

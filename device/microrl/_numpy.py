@@ -2,7 +2,7 @@
 # made once at allocation; kernels write through out= so that a step allocates little.
 import numpy as np
 
-from ._plain import load_input  # noqa: F401  (a policy's input: Python over array('f'))
+from ._plain import load_input as _load_input
 from .activations import GELU, IDENTITY, RELU, SIGMOID, TANH
 
 try:
@@ -14,6 +14,15 @@ except ImportError:  # pragma: no cover
 
 _INV_SQRT2 = 0.7071067811865476
 _INV_SQRT_2PI = 0.3989422804014327
+
+
+def load_input(obs, x, n, mean, std, scale=1.0):
+    """_plain.load_input (a policy's input: Python over array('f')); a policy's check of its own
+    values in place (obs is x: the overflow guard) in numpy."""
+    if obs is x and mean is None:
+        ok = np.isfinite(np.frombuffer(x, dtype=_dtype(x), count=n))
+        return -1 if ok.all() else int(np.argmin(ok))
+    return _load_input(obs, x, n, mean, std, scale)
 
 
 def _dtype(buf):

@@ -89,11 +89,10 @@ def write_atomic(path, parts):
     or is a symbolic link; on any failure the temporary is removed and path is untouched."""
     import os
 
-    tmp = path + ".tmp"
     _refuse_non_file(path)
-    _refuse_non_file(tmp)
+    tmp, f = _temporary(os, path)
     try:
-        with open(tmp, "wb") as f:
+        with f:
             crc = 0
             for part in parts:
                 f.write(part)
@@ -106,13 +105,41 @@ def write_atomic(path, parts):
                 pass  # MicroPython: close() commits
         _refuse_non_file(path)  # again: something put there while writing is not replaced either
         replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         try:
             os.remove(tmp)
         except OSError:
             pass
+        if isinstance(e, OSError) and getattr(e, "filename", 0) is None and getattr(e, "strerror", None):
+            raise OSError(e.errno, e.strerror, path) from None  # a full disk: say which file was not written
         raise
     return path
+
+
+_made = [0]  # temporaries made by this process (their names' last part)
+
+
+def _temporary(os, path):
+    """(name, open file) of a new temporary beside path. CPython: a name of this process's own,
+    made with O_EXCL, so that two processes saving one path at once never write into one
+    temporary (the file renamed in place is one of them, whole). MicroPython: path.tmp, after
+    the check that it is no pipe or device (a board runs one program)."""
+    if not hasattr(os, "getpid") or not hasattr(os, "O_EXCL"):
+        tmp = path + ".tmp"
+        _refuse_non_file(tmp)
+        return tmp, open(tmp, "wb")
+    while True:
+        _made[0] += 1
+        tmp = "%s.%d-%d.tmp" % (path, os.getpid(), _made[0])
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+        except FileExistsError:
+            continue
+        except OSError as e:
+            if e.filename is None:
+                raise OSError(e.errno, e.strerror, path) from None
+            raise
+        return tmp, os.fdopen(fd, "wb")
 
 
 def _le_bytes(block):

@@ -16,6 +16,7 @@ from array import array
 from .activations import GELU, NAMES, code
 from .compat import clip, zeros
 from .fileformat import FIXED as _FIXED
+from .fileformat import FLOAT32_MAX, NEG_FLOAT32_MAX
 from .fileformat import ChecksumError, CorruptPolicyError, InvalidValueError, NotAPolicyError, PolicyFileError, TruncatedPolicyError, UnsupportedVersionError  # noqa: F401
 from .fileformat import check_header as _check_header
 from .fileformat import checksum_file as _checksum_file
@@ -72,15 +73,21 @@ class Policy:
         self._load_input = B.load_input
         self.input_buf = zeros(sizes[0])
         x = B.matrix(self.input_buf, 0, 1, sizes[0])
+        # every layer's outputs in one buffer, the last layer's (the raw network output) at its end
+        width = sum(sizes[1:])
+        self._values = zeros(width)
+        self._out_at = width - sizes[-1]
         self.layers = []
+        at = 0
         for l in range(L):
             wo, bo = offsets[l]
             n_out = sizes[l + 1]
-            self.output_buf = zeros(n_out)  # the last one stays: the raw network output
-            y = B.matrix(self.output_buf, 0, 1, n_out)
+            y = B.matrix(self._values, at, 1, n_out)
             z = B.matrix(zeros(n_out), 0, 1, n_out) if self.acts[l] == GELU else None
             self.layers.append((B.matrix(params, wo, n_out, sizes[l]), B.vector(params, bo, n_out), x, y, self.acts[l], z))
             x = y
+            at += n_out
+        self._width = width
         n_in, n_out = self.sizes[0], self.sizes[-1]
         self.obs_mean = _floats(obs_mean, n_in, "obs_mean")
         self.obs_std = _floats(obs_std, n_in, "obs_std")
@@ -119,7 +126,9 @@ class Policy:
 
     def __call__(self, obs, out=None):
         """The action for obs (n_in numbers). Refuses, with a ValueError naming the index, an
-        observation that is NaN, infinite or beyond float32's range once normalised."""
+        observation that is NaN, infinite or beyond float32's range once normalised, and one so
+        far out that a value inside the network (or an action) overflows float32: the same on
+        every backend."""
         x = self.input_buf
         n_in = self.sizes[0]
         if len(obs) != n_in:
@@ -134,20 +143,46 @@ class Policy:
         dense = self._dense
         for W, b, xin, yout, act, z in self.layers:
             dense(W, b, xin, yout, 1, act, z)
-        y = self.output_buf
+        # the overflow guard: every value inside the network finite, checked by the input's own
+        # check (in place, in C with the native module: no allocation). A finite observation far
+        # enough out (-3.4e38) overflows float32 inside the network, and backends that compute
+        # alike otherwise then differ (NaN in one, a finite number where a relu maps NaN to 0):
+        # so every backend refuses it.
+        i = self._load_input(self._values, self._values, self._width, None, None, 1.0)
+        if i >= 0:
+            self._overflow(obs, i)
+        lo, hi = NEG_FLOAT32_MAX, FLOAT32_MAX
+        y = self._values
+        at = self._out_at
         if out is None:
             out = self.out
         scale = self.act_scale
         if scale is None:
             for i in range(self.sizes[-1]):
-                out[i] = y[i]
+                out[i] = y[at + i]
         else:
             offset = self.act_offset
             for i in range(self.sizes[-1]):
-                out[i] = scale[i] * y[i] + offset[i]
+                v = scale[i] * y[at + i] + offset[i]
+                if not lo <= v <= hi:  # a finite output, scaled beyond float32
+                    self._overflow(obs, self._width)
+                out[i] = v
         if self.act_low is not None:  # clipped after the scaling (SB3's PPO clips its mean to the Box)
             clip(out, self.act_low, self.act_high, self.sizes[-1])
         return out
+
+    def _overflow(self, obs, at):
+        """Raise the ValueError for an observation whose forward pass leaves float32's range at
+        index `at` of the network's values (past them: in the action scaling)."""
+        from .refusals import overflowing_observation
+
+        layer = 0
+        for n in self.sizes[1:]:
+            if at < n:
+                break
+            at -= n
+            layer += 1
+        raise overflowing_observation(obs, layer, len(self.sizes) - 1)
 
     def describe(self):
         return "%s (%s), %d parameters" % ("-".join(str(s) for s in self.sizes), ", ".join(NAMES[a] for a in self.acts), self.n_params)

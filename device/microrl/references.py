@@ -128,7 +128,12 @@ def compare(policy, f, where, tolerance=None):
     for k in range(count):
         _read_into(f, obs, where)
         _read_into(f, ref, where)
-        policy(obs, out)
+        _finite(obs, "observation", k, count, where)
+        _finite(ref, "action", k, count, where)
+        try:
+            policy(obs, out)
+        except ValueError as e:  # an observation the policy refuses (too far out for its network)
+            raise CorruptPolicyError("%s: its reference section's observation %d of %d is refused by the policy: %s" % (where, k + 1, count, e)) from None
         for i in range(n_out):
             r = ref[i]
             d = abs(out[i] - r) / max(1.0, abs(r))
@@ -138,6 +143,15 @@ def compare(policy, f, where, tolerance=None):
                 worst = d
                 detail = (k, i, out[i], r)
     return worst, tolerance, count, detail
+
+
+def _finite(block, what, k, count, where):
+    """CorruptPolicyError naming the reference section when a stored value is NaN or infinite (a
+    file whose CRC holds: written so, not damaged since)."""
+    for i in range(len(block)):
+        v = block[i]
+        if v - v != 0.0:
+            raise CorruptPolicyError("%s: its reference section's %s %d of %d holds %r at [%d], not a finite number" % (where, what, k + 1, count, v, i))
 
 
 def check(policy, f, where, tolerance=None):
@@ -180,11 +194,15 @@ def read(policy, path):
     with open(path, "rb") as f:
         f.seek(_section(policy, f))
         count, tolerance = struct.unpack("<If", f.read(8))
+        if not 0.0 < tolerance < 1e30:
+            raise CorruptPolicyError("%s: its reference tolerance is %r, not a finite number above 0" % (path, tolerance))
         observations, actions = [], []
-        for _ in range(count):
+        for k in range(count):
             obs, act = zeros(n_in), zeros(n_out)
             _read_into(f, obs, path)
             _read_into(f, act, path)
+            _finite(obs, "observation", k, count, path)
+            _finite(act, "action", k, count, path)
             observations.append(obs)
             actions.append(act)
     return References(observations, actions, tolerance)

@@ -54,6 +54,17 @@ def non_finite_observation(obs, i):
     return ValueError("observation[%d] is %r: a policy takes finite numbers only (no NaN or infinity)" % (i, v))
 
 
+def overflowing_observation(obs, layer, layers):
+    """The ValueError for a finite observation whose forward pass leaves float32's range in layer
+    `layer` (0-based; layers: the network's, layers itself: the scaled actions)."""
+    i = 0
+    for k in range(len(obs)):
+        if abs(float(obs[k])) > abs(float(obs[i])):
+            i = k
+    where = "the action scaling" if layer >= layers else "layer %d of %d" % (layer + 1, layers)
+    return ValueError("observation[%d] = %r is too far out for this policy: %s overflows float32 (infinite or NaN values)" % (i, obs[i], where))
+
+
 def param_name(sizes, i):
     """'layer 2 weight [3, 1]' (W is [out, in]) or 'layer 2 bias [3]' for index i of the
     parameters in the network layout."""

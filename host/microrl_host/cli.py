@@ -11,7 +11,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 from microrl.fileformat import PolicyFileError  # noqa: E402
 
 from .atomic import ENVIRONMENT_ERRORS, WriteError  # noqa: E402
-from .commands.options import Parser  # noqa: E402
+from .commands.options import Parser, check_environment  # noqa: E402
 from .commands import CommandError, bench, board, demo, deploy, eval, export, import_, info, mip, plot, render, sweep, train, train_on_board, web  # noqa: E402
 
 COMMANDS = (bench, board, demo, deploy, eval, export, import_, info, mip, plot, render, sweep, train, train_on_board, web)
@@ -30,12 +30,18 @@ def build_parser():
 
 
 def main(argv=None):
+    import warnings
+
+    # numpy's overflow warnings in the numpy backend's kernels: a policy refuses an observation
+    # whose values overflow (policy.Policy's guard) in one line; numpy's would add four
+    warnings.filterwarnings("ignore", category=RuntimeWarning, module="microrl._numpy")
     parser = build_parser()
     args = parser.parse_args(argv)
     if getattr(args, "func", None) is None:
         parser.print_help()
         return 0
     try:
+        check_environment()
         return args.func(args) or 0
     except CommandError as e:
         print("microrl %s: error: %s" % (args.command, e), file=sys.stderr)

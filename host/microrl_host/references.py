@@ -10,6 +10,21 @@ COUNT = 8  # 8 vectors: 136 bytes for Pendulum's 3-1 policy, 1.1 KB for a 27-8 o
 MAX_REFERENCES = 1000  # the most a command writes: a handful checks a runtime as well
 
 
+def load_checked(path):
+    """microrl.load(path), and the file's reference vectors checked on this host when it has
+    some (as a board checks them): a PolicyFileError naming the reference section for one that
+    holds NaN, an observation the policy refuses, or actions this host does not compute. What a
+    command loads before it uses or copies a policy (deploy: before the board's file is touched)."""
+    import microrl
+    from microrl.references import check
+
+    policy = microrl.load(path)
+    if policy.reference_count:
+        with open(path, "rb") as f:
+            check(policy, f, path)
+    return policy
+
+
 def spread(observations, count=COUNT):
     """count rows of observations, evenly spaced over them (all of them when there are fewer),
     as float32-exact lists (what the file stores)."""

@@ -74,8 +74,11 @@ class TensorBoard(Callbacks):
         self.inner.on_progress(step, done, trainer, figures)
 
     def on_record(self, step, scalars):
-        for tag, value in scalars.items():
-            self.writer.add_scalar(tag, value, step)
+        try:
+            for tag, value in scalars.items():
+                self.writer.add_scalar(tag, value, step)
+        except OSError as e:
+            raise self._failed(e) from None
         self.last.update(scalars)
         self.last_step = step
         self.inner.on_record(step, scalars)
@@ -99,8 +102,34 @@ class TensorBoard(Callbacks):
     def on_end(self):
         try:
             if self.writer is not None:
-                if self.settings:
-                    self._hparams()
-                self.writer.close()
+                try:
+                    if self.settings:
+                        self._hparams()
+                    self.writer.close()
+                except OSError as e:
+                    raise self._failed(e) from None
         finally:
             self.inner.on_end()
+
+    def _failed(self, e):
+        """The OSError for a write of the logs that failed (a full disk), naming the folder, after
+        tensorboardX's writer is stopped and marked closed: its exit hook would try again and
+        print a traceback after the command's one line."""
+        for file_writer in list(getattr(self.writer, "all_writers", {}).values()) + [getattr(self.writer, "file_writer", None)]:
+            events = getattr(file_writer, "event_writer", None)
+            if events is None or getattr(events, "_closed", True):
+                continue
+            for stop in (lambda: events._worker.stop(), lambda: events._ev_writer.close(), lambda: events._event_queue.close()):
+                try:
+                    stop()
+                except (OSError, AttributeError, ValueError):
+                    pass
+            events._closed = True
+            name = getattr(getattr(events, "_ev_writer", None), "_file_name", None)
+            try:
+                if name and os.path.getsize(name) == 0:  # this run's own event file, which nothing reached
+                    os.remove(name)
+            except OSError:
+                pass
+        self.writer = None
+        return OSError(e.errno, e.strerror, "%s, the TensorBoard logs" % self.folder)

@@ -47,3 +47,20 @@ class SACConfig:
 def settings(config):
     """{name: value} of a configuration object."""
     return {k: getattr(config, k) for k in dir(config) if not k.startswith("_") and not callable(getattr(config, k))}
+
+
+def threads_from_environment():
+    """MICRORL_THREADS as TD3/SAC's thread count (1 or 2), or None when unset; ValueError for any
+    other value (0 and negative numbers were taken as 1, without a word)."""
+    import os
+
+    given = os.environ.get("MICRORL_THREADS")
+    if not given:
+        return None
+    try:
+        threads = int(given)
+    except ValueError:
+        threads = None
+    if threads not in (1, 2):
+        raise ValueError("MICRORL_THREADS=%s: give 1 or 2 (TD3/SAC's threads: 2 runs the second critic's half of each update on a second thread), or unset it" % given[:40])
+    return threads

@@ -293,11 +293,10 @@ def default_threads():
     worker spins while it waits, which only pays on a CPU of its own."""
     import os
 
-    given = os.environ.get("MICRORL_THREADS")
+    from .config import threads_from_environment
+
+    given = threads_from_environment()
     if given:
-        try:
-            return max(1, int(given))
-        except ValueError:
-            raise ValueError("MICRORL_THREADS=%r: give a whole number of threads (1 or 2)" % given)
+        return given
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return 2 if cpus >= 2 else 1

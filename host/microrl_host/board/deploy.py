@@ -441,8 +441,10 @@ def load_policy(path):
         raise DeployError("cannot read the policy %s: %s" % (path, e.strerror or e)) from None
     if os.path.isdir(path):
         raise DeployError("the policy %s is a folder: give the policy file (.mrlp or .mrlq)" % path)
+    from ..references import load_checked
+
     try:
-        return microrl.load(path)
+        return load_checked(path)  # its reference vectors too, before anything on the board is touched
     except microrl.PolicyFileError as e:
         raise DeployError(str(e)) from None
     except OSError as e:  # unreadable (permissions), or gone meanwhile

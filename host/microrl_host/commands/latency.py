@@ -51,6 +51,10 @@ def delay_from_bench(path, dt):
     p50 = result.get("p50_us") if isinstance(result, dict) else None
     if isinstance(p50, bool) or not isinstance(p50, (int, float)):
         raise CommandError("--latency-from %s: no round trip in it (p50_us); write it with: microrl bench serial PORT POLICY --json > %s" % (path, path))
+    try:
+        p50 = float(p50)
+    except OverflowError:  # a whole number of 400 digits
+        raise CommandError("--latency-from %s: its round trip p50_us is a number of %d digits, not a time a bench measures" % (path, len(str(abs(p50))))) from None
     if not (0.0 < p50 < float("inf")):
         raise CommandError("--latency-from %s: its round trip p50_us is %r, not a positive time (did the bench complete any request?)" % (path, p50))
     steps = int(math.ceil(p50 * 1e-6 / dt - 1e-9))

@@ -165,9 +165,11 @@ def load_policy(path, hint=""):
 
     from . import CommandError
 
+    from ..references import load_checked
+
     check_input(path, "policy file", hint)
     try:
-        return microrl.load(path)
+        return load_checked(path)  # its reference vectors too
     except microrl.PolicyFileError as e:
         raise CommandError(str(e)) from None
     except OSError as e:  # changed since check_input
@@ -231,3 +233,28 @@ def _bytes(n):
         if n >= size:
             return "%.1f %s" % (n / size, unit)
     return "%d bytes" % n
+
+
+def check_environment():
+    """CommandError for a MICRORL_* environment variable no command can use, before any work:
+    MICRORL_BACKEND naming no backend (or one this Python cannot load: native and ulab are
+    MicroPython's), MICRORL_THREADS other than 1 or 2."""
+    from . import CommandError
+
+    forced = os.environ.get("MICRORL_BACKEND")
+    if forced:
+        from microrl import backend
+
+        try:
+            backend.load(forced)
+        except ValueError as e:
+            raise CommandError("MICRORL_BACKEND=%s: %s, or unset it" % (_short(forced), e)) from None
+        except ImportError as e:
+            raise CommandError("MICRORL_BACKEND=%s: that backend does not load in this Python (%s); here numpy or plain do, "
+                               "or unset it (native and ulab run on MicroPython boards)" % (forced, e)) from None
+    from ..algos.config import threads_from_environment
+
+    try:
+        threads_from_environment()
+    except ValueError as e:
+        raise CommandError(str(e)) from None

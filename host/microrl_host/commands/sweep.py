@@ -14,7 +14,7 @@ import time
 from microrl.refusals import count
 
 from .. import atomic
-from ..runlog import previous_run
+from ..runlog import RunLocked, previous_run, probe, runlock
 from . import CommandError
 from .options import FOLDER_HELP, MAX_SEED, STEPS, check_output, whole
 
@@ -221,13 +221,13 @@ def _last_eval(run_dir):
 
 
 def run(args):
-    from .progress import Progress
-
     jobs = make_jobs(args)
     if len(jobs) > MAX_JOBS:
         raise CommandError("the sweep has %d runs; at most %d" % (len(jobs), MAX_JOBS))
     if TRAIN_COMMAND is DEFAULT_TRAIN_COMMAND:
         check_train_arguments(jobs)
+    if args.ray is not None and not args.ray.strip():
+        raise CommandError("--ray takes the cluster's address ('auto', 'ray://HOST:10001', or 'local' to start Ray here); without --ray the runs are local processes")
     if args.ray:
         import importlib.util
 
@@ -243,6 +243,23 @@ def run(args):
             print(" ".join(shlex.quote(a) for a in ["microrl", "train"] + job["argv"] + ["--run-dir", job["run_dir"]]))
         return 0
     check_output(root, "--run-dir", folder=True)
+    if probe(root) is not None:
+        raise _locked(root, probe(root))
+    try:
+        with runlock(root):  # one sweep writes a sweep's folder at a time (each run locks its own folder too)
+            return _sweep(args, jobs, root)
+    except RunLocked as e:
+        raise _locked(root, e.pid) from None
+
+
+def _locked(root, pid):
+    return CommandError("--run-dir %s: another sweep%s is writing this folder; wait for it to end, or give another --run-dir"
+                        % (root, " (pid %d)" % pid if pid else ""))
+
+
+def _sweep(args, jobs, root):
+    from .progress import Progress
+
     for job in jobs:  # as `microrl train` refuses it, before any run starts
         held = previous_run(job["run_dir"])
         if held:

@@ -4,6 +4,7 @@ The options here are the ones every algorithm shares; ALGOS below is the registr
 algorithm its own options (Option) and how the parsed arguments become its configuration and
 run. An option two algorithms both have (say --batch) is added once and applies to both."""
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -16,7 +17,7 @@ from ..algos.results import summary_line
 from . import CommandError
 from ..tasks import TaskError
 from . import latency
-from ..runlog import RUN_FILES, previous_run, run_folder_of
+from ..runlog import LOCK, RUN_FILES, RunLocked, filelock, previous_run, probe, run_folder_of, runlock
 from .options import EPISODES_OR_NONE, FOLDER_HELP, MAX_STEPS, OUTPUT_HELP, SEED, STEPS, check_memory, check_output, integer, number, parse_hidden, whole
 from .progress import ProgressBar
 
@@ -386,6 +387,23 @@ def register(sub):
 
 def run(args):
     entry = check(args)
+    with contextlib.ExitStack() as held:  # one writer per policy file and per run folder, for the run's life
+        for option, kind, lock in (("--out", "policy file", lambda: filelock(args.out)), ("--run-dir", "run folder", lambda: runlock(args.run_dir))):
+            try:
+                held.enter_context(lock())
+            except RunLocked as e:
+                raise locked(option, kind, e) from None
+        check_run_folder(args)  # again, under the lock: as the run folder is now, and stays
+        return _run(args, entry)
+
+
+def locked(option, kind, e):
+    """The one line for a run folder or policy file another process is writing (RunLocked)."""
+    return CommandError("%s %s: another run%s is writing this %s; wait for it to end, or give another %s"
+                        % (option, e.what, " (pid %d)" % e.pid if e.pid else "", kind, option))
+
+
+def _run(args, entry):
     if args.overwrite:
         for name in RUN_FILES:  # the earlier run's files: a checkpoint left behind would pair with the new run's log
             if os.path.isfile(os.path.join(args.run_dir, name)):
@@ -476,7 +494,7 @@ def check(args):
     if os.path.isdir(args.out):
         raise CommandError("--out %s is a folder; give a file name such as %s" % (args.out, os.path.join(args.out, "policy.mrlp")))
     entry.check(args)
-    if os.path.abspath(args.out) == os.path.abspath(args.run_dir):
+    if same_path(args.out, args.run_dir):
         raise CommandError("--out and --run-dir are both %s; the policy file needs another name than the run folder" % args.out)
     check_output(args.out, "--out")
     check_output(args.run_dir, "--run-dir", folder=True)
@@ -493,5 +511,46 @@ def check(args):
         except TensorBoardMissing as e:
             raise CommandError("--tensorboard: %s" % e) from None
         check_output(args.tensorboard, "--tensorboard", folder=True)
+    check_apart(args)
+    for option, kind, path, pid in (("--out", "policy file", args.out, probe(file=args.out)), ("--run-dir", "run folder", args.run_dir, probe(args.run_dir))):
+        if pid is not None:  # (looked at before anything is written; run() takes the locks)
+            raise locked(option, kind, RunLocked(path, pid))
     check_run_folder(args)
     return entry
+
+
+# the files a run writes in its folder that --out or --tensorboard must not replace (policy.mrlp
+# may be --out: PPO keeps its last policy there, and the run's final policy is that same file;
+# sweep's runs write theirs there)
+OWN_FILES = tuple(n for n in RUN_FILES if n != "policy.mrlp") + (LOCK,)
+
+
+def same_path(a, b):
+    """True when paths a and b name the same file or folder: the same real path (links and '..'
+    resolved), or the same file where both exist (a hard link)."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
+
+
+def inside(path, folder):
+    """True when path lies inside folder (real paths)."""
+    return os.path.realpath(path).startswith(os.path.join(os.path.realpath(folder), ""))
+
+
+def check_apart(args):
+    """CommandError when --out or --tensorboard would land on a file the run writes in its run
+    folder (its checkpoint, progress.csv, run.json, lock), or on each other: a run never
+    replaces its own files."""
+    own = [os.path.join(args.run_dir, n) for n in OWN_FILES]
+    board = getattr(args, "tensorboard", None)
+    for option, path in (("--out", args.out),) + ((("--tensorboard", board),) if board else ()):
+        for held in own:
+            if same_path(path, held) or inside(path, held):  # (inside: a folder made in its place)
+                raise CommandError("%s %s is the run folder's %s, which the run writes; give %s" % (
+                    option, path, os.path.basename(held), "the policy file another name" if option == "--out" else "another folder"))
+    if board and (same_path(args.out, board) or inside(args.out, board)):
+        raise CommandError("--out %s is in the TensorBoard folder %s, which the run writes; give the policy file another place" % (args.out, board))
