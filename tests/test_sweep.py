@@ -103,3 +103,17 @@ def test_folders_of_a_module_id_task_have_portable_names(tmp_path):
         assert parts[0] == "sweeps" and parts[1].startswith("mypkg.envs_swing-v0-td3-"), folder
         assert not any(c in folder for c in ':*?"<>|\\ '), folder
     assert sorted(os.path.basename(f) for f in folders) == ["exploration-noise=0.1_seed0", "exploration-noise=0.3_seed0"]
+
+
+def test_a_sweep_resolves_its_task_as_train_does(tmp_path):
+    """`microrl sweep quadrotor` said "unknown MuJoCo task 'quadrotor'" (issue 40): a sweep takes
+    every task train takes, and its algorithm is the task's suggestion unless --algo names one."""
+    proc = sweep("quadrotor", "--seeds", "0-1", "--steps", "1000", "--run-dir", str(tmp_path / "q"), "--quiet", timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    with open(tmp_path / "q" / "summary.json") as f:
+        summary = json.load(f)
+    assert summary["algo"] == "ppo" and [r["exit_code"] for r in summary["runs"]] == [0, 0]
+    proc = sweep("pendulum", "--seeds", "0", "--run-dir", str(tmp_path / "p"), "--dry-run")
+    assert proc.returncode == 0 and "--algo td3" in proc.stdout, proc.stderr
+    proc = sweep("hopper", "--seeds", "0", "--set", "envs=32", "--run-dir", str(tmp_path / "h"), "--dry-run")
+    assert proc.returncode == 0 and "--algo ppo" in proc.stdout, proc.stderr

@@ -31,6 +31,7 @@ from microrl.activations import IDENTITY
 from microrl.nn import MLP
 from microrl.refusals import count
 
+from .. import tasks
 from ..envs.gym import rollout_returns
 from ..nn.blas import one_blas_thread
 from ..references import attach as attach_references
@@ -459,31 +460,6 @@ def gae(rewards, values, dones, last_value, gamma, lam):
     return adv, adv + values
 
 
-def resolve_env(task):
-    """What PPO trains on: ("mujoco", gymnasium id) where a compiled MuJoCo family serves the task
-    ("ant", "Hopper-v5"), ("task", its name) for a task written against the task interface
-    ("quadrotor", a task file or module: compiled copies), else ("gym", a gymnasium id,
-    `module:Id` or Env with Box spaces). Raises TaskError for an unknown name."""
-    from ..envs.mujoco import UnknownTaskError, resolve_task, task_names
-    from ..tasks import GYM_EXAMPLES, TaskError, UnknownTask, resolve
-
-    if isinstance(task, str):
-        try:
-            return "mujoco", resolve_task(task)
-        except UnknownTaskError:
-            pass
-    found = resolve(task)
-    if found.module is None and found.gym_env is None and ":" not in found.gym_id:
-        import gymnasium
-
-        if found.gym_id not in gymnasium.envs.registry:
-            raise UnknownTask("unknown task %r: neither a MuJoCo task (%s, or a bare name such as 'ant') nor a registered gymnasium id (e.g. %s; "
-                              "module:EnvId imports the module that registers it)" % (found.gym_id, ", ".join(task_names()), GYM_EXAMPLES[0]))
-    if found.module is not None:  # written against the task interface: compiled copies (envs/task_vector.py)
-        return "task", found.name
-    return "gym", found.gym_env if found.gym_env is not None else found.gym_id
-
-
 # the PPO settings a task may suggest in its TRAINING_PPO (docs/tasks.md), besides steps,
 # eval_every and eval_episodes; init_std and final_std in the network's action units
 SUGGESTIBLE = ("envs", "rollout_steps", "epochs", "minibatches", "hidden", "activation", "gamma", "gae_lambda", "lr", "critic_lr", "target_kl",
@@ -521,11 +497,12 @@ def _env_name(env):
 
 def evaluate_policy(policy, task, episodes=10, seed=12345, max_steps=None):
     """Deterministic returns of a device core Policy on gymnasium's own environment (a MuJoCo task
-    or any gymnasium id or Env, resolve_env): (mean, std, returns). Episode k starts from
+    or any gymnasium id or Env, tasks.resolve): (mean, std, returns). Episode k starts from
     reset(seed=seed + k); actions are clipped to the bounds."""
-    kind, source = resolve_env(task)
+    found = tasks.resolve(task)
+    source = found.gym
     kwargs = {"max_episode_steps": max_steps} if max_steps else {}
-    if kind == "mujoco":
+    if found.kind == "mujoco":
         from ..envs.mujoco import make_gymnasium_env  # MuJoCo and gymnasium load only when used
 
         env = make_gymnasium_env(source, **kwargs)
@@ -545,7 +522,7 @@ def evaluate_policy(policy, task, episodes=10, seed=12345, max_steps=None):
 
 
 def train(config, env, callbacks=None, run_dir=None, out=None, resume=False, checkpoint_every=None, eval_every=None, eval_episodes=10, max_episode_steps=None, perturbations=None):
-    """Train PPO on a MuJoCo task (env: a name resolve_task knows, e.g. "ant" or "Ant-v5"), a task
+    """Train PPO on a MuJoCo task (env: a name tasks.resolve knows, e.g. "ant" or "Ant-v5"), a task
     written against the task interface ("quadrotor", a task file or module: evaluated with its own
     starts and success test, trained with perturbations ({name: value}; None: the task's own
     choice, as TD3's; {}: none)), or on any
@@ -590,14 +567,15 @@ class _DeferredInterrupt:
 def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_episodes, callbacks, max_episode_steps, perturbations=None):
     wall0 = time.perf_counter()
     callbacks.on_compile("building the environments (a first run also compiles their kernels)")
-    kind, source = resolve_env(task)
-    task = source if isinstance(source, str) else _env_name(source)
+    found = tasks.resolve(task)
+    kind, source = found.kind, found.gym
+    task = found.name if found.module is not None or isinstance(source, str) else _env_name(source)
     compiled = None  # the CompiledTask of a task written against the task interface
     if kind == "task":
         from ..envs.task_vector import TaskVectorEnv
         from .offpolicy import make_task
 
-        compiled = make_task(source, perturbations)
+        compiled = make_task(found.module, perturbations)
         envs = TaskVectorEnv(compiled, c.envs)
     elif kind == "mujoco":
         from ..envs.mujoco import MujocoVectorEnv  # MuJoCo and gymnasium load only when used
@@ -791,8 +769,6 @@ def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_epi
         )
         if compiled is not None:
             if compiled.has_success and last_rows[0] is not None:  # the final policy's success test (PPO keeps no other)
-                from .. import tasks
-
                 learner.result.update(tasks.summary(compiled.module, last_rows[0]))
             if compiled.perturbations:
                 learner.result["perturbations"] = dict(compiled.perturbations)

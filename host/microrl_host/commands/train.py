@@ -143,7 +143,7 @@ class OffPolicy:
 
         try:
             run = self.load().run(
-                found.module or found.gym_id, steps=args.steps, seed=args.seed,
+                found.module or found.gym, steps=args.steps, seed=args.seed,
                 eval_every=every(args.eval_every, "eval_every"), eval_episodes=args.eval_episodes,
                 out=args.out, run_dir=args.run_dir, checkpoint_every=every(args.checkpoint_every, "checkpoint_every"),
                 resume=args.resume, callbacks=callbacks, threads=args.threads, perturbations=args.perturbations,
@@ -209,14 +209,12 @@ class PPOCommand:
     def check(self, args):
         """The settings, and the task: a MuJoCo family's, else a gymnasium environment made once
         here (an unknown id, discrete or unbounded spaces: one line before anything is written)."""
-        from ..algos import ppo
         from ..envs.gym import make_gym_env
 
         try:
-            kind, source = ppo.resolve_env(args.task)
             c = self.config(args)
-            if kind == "gym":
-                make_gym_env(source).close()
+            if args.found.kind == "gym":
+                make_gym_env(args.found.gym).close()
         except (ValueError, CheckpointError) as e:  # TaskError is a ValueError
             raise CommandError(str(e)) from None
         # a rollout keeps envs x rollout_steps rows of observations, actions and returns
@@ -225,28 +223,27 @@ class PPOCommand:
 
     def run(self, args, callbacks):
         from ..algos import ppo
-        from ..envs.mujoco import MujocoMissingError, UnknownTaskError
+        from ..envs.mujoco import MujocoMissingError
 
         try:
             config = self.config(args)
-            _, task = ppo.resolve_env(args.task)
         except (ValueError, MujocoMissingError, CheckpointError) as e:
             raise CommandError(str(e)) from None
         run_dir = args.run_dir
         if args.resume and not os.path.exists(os.path.join(run_dir, ppo.CHECKPOINT)):
             raise CommandError("nothing to resume in %s (no %s); start without --resume" % (run_dir, ppo.CHECKPOINT))
-        suggests = args.found.training_ppo if args.found is not None else {}  # a task's suggestions
+        suggests = args.found.training_ppo  # a task's suggestions
         episodes = args.eval_episodes or suggests.get("eval_episodes", 10)
         eval_every = args.eval_every
         if eval_every is None:
             eval_every = suggests.get("eval_every") or ppo_eval_every(config.steps, config.envs * config.rollout_steps, episodes)
         try:
             learner, evals = ppo.train(
-                config, task, callbacks, run_dir=run_dir, out=args.out, resume=args.resume,
+                config, args.found, callbacks, run_dir=run_dir, out=args.out, resume=args.resume,
                 checkpoint_every=args.checkpoint_every or 100_000, eval_every=eval_every or None, eval_episodes=episodes,
                 perturbations=args.perturbations,
             )
-        except (MujocoMissingError, UnknownTaskError, TaskError, CheckpointError, ppo.TrainingDiverged) as e:
+        except (MujocoMissingError, TaskError, CheckpointError, ppo.TrainingDiverged) as e:
             raise CommandError(str(e)) from None
         return learner.result
 
@@ -418,11 +415,13 @@ def run(args):
 def suggested_algo(args):
     """The algorithm for a run that names none: the task's suggestion (its ALGO) unless an option
     given belongs to TD3/SAC only (latency training is theirs), else DEFAULT_ALGO."""
-    try:
-        found = tasks.resolve(args.task)
-    except TaskError:
-        return DEFAULT_ALGO  # check() reports the task
-    algo = found.algo if found.module is not None else None
+    found = getattr(args, "found", None)
+    if found is None:
+        try:
+            found = tasks.resolve(args.task)
+        except TaskError:
+            return DEFAULT_ALGO  # check() reports the task
+    algo = found.algo
     if algo not in ALGOS:
         return DEFAULT_ALGO
     own = {o.dest for o in ALGOS[algo].options()}
@@ -434,6 +433,10 @@ def suggested_algo(args):
 def check(args):
     """Everything checked before any work (settings, then where the results go), defaults
     filled in; returns the algorithm's registry entry. CommandError for the first problem."""
+    try:
+        args.found = tasks.resolve(args.task)  # the one resolution of the task, for all that follows
+    except TaskError as e:
+        raise CommandError(str(e)) from None
     chosen = args.algo is None  # not named: the task's suggestion, or TD3 (suggested_algo)
     if chosen:
         args.algo = suggested_algo(args)
@@ -448,29 +451,18 @@ def check(args):
                 raise CommandError("%s is a %s option; it does not apply to %s%s" % (o.flag, other, "--algo " + name if not chosen else name,
                                    ", the algorithm this run takes without --algo; name one with --algo" if chosen else ""))
     args.algo = name
-    args.found = None
-    try:
-        if isinstance(entry, OffPolicy):
-            args.found = tasks.resolve(args.task)
-        else:  # PPO: a task written against the task interface (else MuJoCo or gymnasium: entry.check)
-            from ..algos import ppo
-
-            if ppo.resolve_env(args.task)[0] == "task":
-                args.found = tasks.resolve(args.task)
-    except TaskError as e:
-        raise CommandError(str(e)) from None
     if not isinstance(entry, OffPolicy) and (args.action_delay is not None or args.latency_from is not None or not getattr(args, "pending_actions", True)):
         raise CommandError("--action-delay, --latency-from and --no-pending-actions apply to TD3/SAC on a task written against the task interface, not --algo %s" % name)
-    if not isinstance(entry, OffPolicy) and args.nominal and args.found is None:
+    if not isinstance(entry, OffPolicy) and args.nominal and not args.found.compiled:
         raise CommandError("--nominal needs a task written against the task interface (a built-in task, a task file or module: docs/tasks.md), not %s" % args.task)
-    args.perturbations, said = latency.perturbations(args, args.found) if args.found is not None else (None, None)
+    args.perturbations, said = latency.perturbations(args, args.found)
     if said and not args.quiet:
         print(said, file=sys.stderr if args.json else sys.stdout)
     if args.steps is None:
-        suggests = (args.found.training if isinstance(entry, OffPolicy) else args.found.training_ppo) if args.found else {}
+        suggests = args.found.training if isinstance(entry, OffPolicy) else args.found.training_ppo
         args.steps = suggests.get("steps", DEFAULT_STEPS)
     if args.out is None:
-        args.out = "%s-%s.mrlp" % ((args.found.name if args.found else args.task).replace("/", "_").lower(), name)
+        args.out = "%s-%s.mrlp" % ((args.found.name if args.found.compiled else args.task).replace("/", "_").lower(), name)
     if args.run_dir is None:
         args.run_dir = run_folder_of(args.out)
     if os.path.isdir(args.out):
