@@ -356,13 +356,16 @@ def main(argv=None):
                 runs.append(r)
                 log("  %s seed %d: %s" % (peer, seed, r.get("error") or "%.2f s wall, %.2f s CPU, return %.1f" % (r["wall_s"], r["cpu_s"], r["return"])))
             result["peers"][peer] = summarise(runs)
-        if not args.no_cold:  # a new user's first run: empty numba cache, compile and train
-            with tempfile.TemporaryDirectory() as cache:
-                r = spawn("microrl-" + algo, 0, args.steps, extra_env={"NUMBA_CACHE_DIR": cache})
-            result["peers"]["microrl-" + algo]["cold_compile_s"] = r.get("compile_s")
-            # the whole run (set-up, compile, training, waiting for the worker thread's compile)
-            result["peers"]["microrl-" + algo]["cold_first_run_s"] = r.get("run_wall_s")
-            result["peers"]["microrl-" + algo]["warm_cache_load_s"] = statistics.median(x["compile_s"] for x in result["peers"]["microrl-" + algo]["runs"] if "compile_s" in x)
+        if not args.no_cold:  # a new user's first run: empty numba cache; with the shipped seed (nn/seed.py), and compiling
+            ours = result["peers"]["microrl-" + algo]
+            for key, seeded in (("cold", "1"), ("cold_unseeded", "0")):
+                with tempfile.TemporaryDirectory() as cache:
+                    r = spawn("microrl-" + algo, 0, args.steps, extra_env={"NUMBA_CACHE_DIR": cache, "MICRORL_SEED": seeded})
+                ours[key + "_compile_s"] = r.get("compile_s")
+                # the whole run (set-up, compile, training, waiting for the worker thread's compile)
+                ours[key + "_first_run_s"] = r.get("run_wall_s")
+            ours["warm_cache_load_s"] = statistics.median(x["compile_s"] for x in ours["runs"] if "compile_s" in x)
+            ours["warm_run_s_median"] = statistics.median(x["run_wall_s"] for x in ours["runs"] if x.get("run_wall_s"))
     # whole processes: ours (the CLI) and the wrapper interleaved, for start-up and end-to-end ratios
     if args.process_runs:
         peers = [p for a in algos for p in ("microrl-" + a, "microrl-%s-1thread" % a)]
@@ -417,8 +420,11 @@ def main(argv=None):
     for algo in algos:
         s = result["peers"].get("microrl-" + algo, {})
         if "cold_compile_s" in s:
-            print("microrl-%s compile: cold %.1f s (empty numba cache; first run with %d steps %.1f s), warm cache load %.2f s" % (
-                algo, s["cold_compile_s"] or float("nan"), args.steps, s["cold_first_run_s"] or float("nan"), s["warm_cache_load_s"]))
+            print("microrl-%s first run (empty numba cache, %d steps): %.1f s with the shipped seed (load %.2f s), %.1f s compiling (%.1f s); "
+                  "warm run %.1f s, cache load %.2f s" % (
+                      algo, args.steps, s["cold_first_run_s"] or float("nan"), s["cold_compile_s"] or float("nan"),
+                      s["cold_unseeded_first_run_s"] or float("nan"), s["cold_unseeded_compile_s"] or float("nan"),
+                      s["warm_run_s_median"], s["warm_cache_load_s"]))
     for k, v in ratios.items():
         print("speed-up %-28s wall %6.1fx   CPU %6.1fx" % (k, v["wall"], v["cpu"]))
     for peer, s in procs.items():

@@ -76,15 +76,17 @@ def test_a_cached_function_loads_without_the_registries_and_computes_the_same(tm
 
 
 def test_a_warm_run_writes_the_cold_runs_policy(tmp_path):
-    cache = tmp_path / "cache"
+    """Cold and warm without the shipped seed (nn/seed.py), then a first run that loads the seed:
+    the same policy all three times (the seed's x86-64-v3 code against this CPU's own)."""
     policies, compile_s = [], []
-    for run in ("cold", "warm"):
+    for run, cache, seeded in (("cold", "cache", "0"), ("warm", "cache", "0"), ("seeded", "empty", "1")):
         out = tmp_path / (run + ".mrlp")
         proc = subprocess.run([sys.executable, "-m", "microrl_host.cli", "train", "pendulum", "--steps", "600", "--seed", "3", "--eval-every", "0",
                                "--eval-episodes", "0", "--checkpoint-every", "0", "--threads", "1", "--out", str(out), "--json"],
-                              capture_output=True, text=True, timeout=600, cwd=tmp_path, env=repo_env(NUMBA_CACHE_DIR=str(cache)))
+                              capture_output=True, text=True, timeout=600, cwd=tmp_path,
+                              env=repo_env(NUMBA_CACHE_DIR=str(tmp_path / cache), MICRORL_SEED=seeded))
         assert proc.returncode == 0, proc.stderr[-3000:]
         policies.append(out.read_bytes())
         compile_s.append(json.loads(proc.stdout.strip().splitlines()[-1])["compile_s"])
     assert compile_s[1] < compile_s[0] / 10  # the warm run loaded the loop (0.06 s here) that the cold one compiled (5-6 s)
-    assert policies[0] == policies[1]
+    assert policies[0] == policies[1] == policies[2]

@@ -18,7 +18,7 @@ import os
 from numba.core.caching import FunctionCache
 from numba.core.runtime import rtsys
 
-from . import link_only
+from . import link_only, seed
 
 ENABLED = os.environ.get("MICRORL_FAST_CACHE_LOAD", "1") != "0" and link_only.NUMBA_TESTED
 
@@ -29,7 +29,10 @@ class FastLoadingCache(FunctionCache):
     def load_overload(self, sig, target_context):
         rtsys.initialize(target_context)  # the runtime the loaded code links against (once per process)
         with self._guard_against_spurious_io_errors():
-            return self._load_overload(sig, target_context)
+            loaded = self._load_overload(sig, target_context)
+            if loaded is None and self._enabled:  # a first run: the code shipped ahead of time (seed.py)
+                loaded = seed.load(self, sig, target_context)
+            return loaded
 
 
 def fast_loading(dispatcher):
