@@ -147,7 +147,7 @@ class OffPolicy:
                 eval_every=every(args.eval_every, "eval_every"), eval_episodes=args.eval_episodes,
                 out=args.out, run_dir=args.run_dir, checkpoint_every=every(args.checkpoint_every, "checkpoint_every"),
                 resume=args.resume, callbacks=callbacks, threads=args.threads, perturbations=args.perturbations,
-                pending_actions=getattr(args, "pending_actions", True), **settings
+                pending_actions=getattr(args, "pending_actions", True), keep_best=args.keep_best, **settings
             )
         except (TaskError, CheckpointError, TrainingDiverged, ValueError) as e:
             raise CommandError(str(e))
@@ -238,14 +238,14 @@ class PPOCommand:
         if eval_every is None:
             eval_every = suggests.get("eval_every") or ppo_eval_every(config.steps, config.envs * config.rollout_steps, episodes)
         try:
-            learner, evals = ppo.train(
+            run = ppo.train(
                 config, args.found, callbacks, run_dir=run_dir, out=args.out, resume=args.resume,
                 checkpoint_every=args.checkpoint_every or 100_000, eval_every=eval_every or None, eval_episodes=episodes,
-                perturbations=args.perturbations,
+                perturbations=args.perturbations, keep_best=args.keep_best,
             )
         except (MujocoMissingError, TaskError, CheckpointError, ppo.TrainingDiverged) as e:
             raise CommandError(str(e)) from None
-        return learner.result
+        return run.stats
 
 
 PPO_EPISODE_STEPS = 1000  # the longest episode of gymnasium's MuJoCo tasks: what one evaluation episode may take
@@ -361,6 +361,8 @@ def register(sub):
     p.add_argument("--eval-every", type=whole(0, MAX_STEPS), metavar="N", help="evaluate the deterministic policy every N steps and at the end (default: the task's suggestion, else the algorithm's; TD3/SAC 1000; "
                    "PPO a tenth of the run, at most 100,000, and at least 4 x episodes x 1,000, so that evaluating takes at most a quarter "
                    "of the steps trained)")
+    p.add_argument("--keep-best", action="store_true", help="on a task with a success test, write the actor of the best evaluation "
+                   "rather than the final one (off: the final policy, which is what learning is judged on)")
     p.add_argument("--eval-episodes", type=EPISODES_OR_NONE, default=None, metavar="N", help="episodes per evaluation (default: the task's suggestion, else 10)")
     p.add_argument("--hidden", type=parse_hidden, metavar="SIZES", help="hidden layer sizes, e.g. 64,64 (default: the algorithm's)")
     p.add_argument("--gamma", type=float, help="discount factor (default: the algorithm's, 0.99)")
