@@ -136,7 +136,8 @@ def _train_args(*argv):
     (("quadrotor",), "ppo"),  # the task's suggestion (its ALGO): PPO's final policy flies
     (("quadrotor", "--algo", "td3"), "td3"),  # named: taken as given
     (("quadrotor", "--action-delay", 2), "td3"),  # latency training is TD3's
-    (("quadrotor", "--target-min", 0.5), "td3"),  # a TD3 option
+    (("quadrotor", "--policy-delay", 3), "td3"),  # a TD3 option
+    (("quadrotor", "--set", "model_horizon=100"), "td3"),  # a TD3 experimental setting
     (("pendulum",), "td3"),  # no suggestion
     (("Pendulum-v1",), "td3"),
 ])

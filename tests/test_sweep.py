@@ -13,11 +13,11 @@ def sweep(*argv, timeout=300):
 
 
 def test_jobs_are_seeds_times_grid(tmp_path):
-    proc = sweep("ant", "--seeds", "1-3", "--grid", "lr=1e-4,3e-4", "--grid", "no-obs-norm=true,false", "--set", "envs=32", "--set", "hidden=64,64", "--steps", "1000", "--run-dir", str(tmp_path), "--dry-run")
+    proc = sweep("ant", "--seeds", "1-3", "--grid", "lr=1e-4,3e-4", "--grid", "obs_norm=true,false", "--set", "envs=32", "--set", "hidden=64,64", "--steps", "1000", "--run-dir", str(tmp_path), "--dry-run")
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.strip().splitlines()
     assert len(lines) == 3 * 2 * 2
-    assert sum("--no-obs-norm" in l for l in lines) == 6
+    assert sum("--set obs_norm=false" in l for l in lines) == 6
     assert all("--envs 32" in l and "--hidden 64,64" in l and "--steps 1000" in l for l in lines)
     assert sorted({l.split("--seed ")[1].split()[0] for l in lines}) == ["1", "2", "3"]
 

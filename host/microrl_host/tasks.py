@@ -310,14 +310,6 @@ def _looks_like_module(text):
     return all(p.isidentifier() for p in parts) and text.lower() == text
 
 
-def describe():
-    """For --help: the built-in names and the other forms a task takes."""
-    return ("a built-in task (%s), a task file (./mytask.py) or module (pkg.mod, pkg.mod:attribute) written against "
-            "docs/tasks.md, found from the current folder; those run inside the compiled training loop (fastest). "
-            "A MuJoCo task such as 'ant' or Hopper-v5 (PPO: compiled copies). "
-            "Else a gymnasium id with continuous actions, e.g. Pendulum-v1, or module:EnvId (the module registers it)" % ", ".join(builtin_names()))
-
-
 def shapes():
     """For --help: 'cartpole 5 and 1, pendulum 3 and 1, ...': each built-in task's observation and
     action sizes, by which a policy file finds its task."""

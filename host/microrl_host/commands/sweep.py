@@ -94,6 +94,15 @@ def folder_name(text):
     return name.strip(".") or "_"
 
 
+def _experimental_names():
+    from .train import EXPERIMENTAL
+
+    return {k for names in EXPERIMENTAL.values() for k in names}
+
+
+EXPERIMENTAL_NAMES = _experimental_names()
+
+
 def make_jobs(args):
     """One dict per run: name, settings, seed, argv for `microrl train` (args.algo: the chosen
     algorithm from here on)."""
@@ -111,7 +120,10 @@ def make_jobs(args):
             if args.steps is not None:
                 argv += ["--steps", str(args.steps)]
             for k, v in list(settings.items()) + fixed:
-                argv += ["--" + k] if v.lower() in ("true", "on") else ([] if v.lower() in ("false", "off") else ["--" + k, v])
+                if k.replace("-", "_") in EXPERIMENTAL_NAMES:  # train takes these as --set NAME=VALUE
+                    argv += ["--set", "%s=%s" % (k.replace("-", "_"), v)]
+                else:
+                    argv += ["--" + k] if v.lower() in ("true", "on") else ([] if v.lower() in ("false", "off") else ["--" + k, v])
             jobs.append({"name": label, "settings": settings, "seed": seed, "argv": argv})
     return jobs
 
