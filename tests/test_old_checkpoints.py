@@ -24,14 +24,14 @@ def _copy(name, tmp_path):
 
 
 def test_a_td3_checkpoint_of_before_resumes(tmp_path):
-    run = _copy("td3-pendulum.run", tmp_path)
+    run = _copy("td3-pendulum", tmp_path)
     result = td3.ALGO.run("pendulum", steps=400, run_dir=run, resume=True, eval_every=0, eval_episodes=1, threads=1)
     assert result.stats["resumed_from"] == 300 and result.stats["steps"] == 400
     assert int(result.state.counters[0]) == 400 and os.path.exists(os.path.join(run, "policy.mrlp"))
 
 
 def test_a_checkpoint_with_a_removed_setting_is_refused_in_one_line(tmp_path):
-    run = _copy("td3-pendulum.run", tmp_path)
+    run = _copy("td3-pendulum", tmp_path)
     path = os.path.join(run, "checkpoint.npz")
     meta, arrays = checkpoint.read(path)
     meta["config"]["target_min"] = 0.5
@@ -44,7 +44,7 @@ def test_a_ppo_checkpoint_of_before_resumes(tmp_path):
     pytest.importorskip("mujoco", reason="mujoco not installed: pip install 'microrl[mujoco]'")
     from microrl_host.algos import ppo
 
-    run = _copy("ppo-inverted_pendulum.run", tmp_path)
+    run = _copy("ppo-inverted_pendulum", tmp_path)
     with open(os.path.join(run, "run.json")) as f:
         config = json.load(f)["config"]
     given = {k: v for k, v in config.items() if k in ppo.PPOConfig.FIELDS}
