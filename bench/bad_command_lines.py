@@ -185,6 +185,9 @@ def cases():
     add("deploy", ["deploy"], [["--port", p] for p in ("{missing}", "{text}", "{folder}", "{fifo}", "")] + [[]]
         + [["--port", "{missing}", "--policy", p] for p in BAD_INPUTS + ["{policy_deep_run}"]]
         + [["--port", "{missing}"] + v for v in floats("--timeout", "-1", ["0"])])
+    add("deploy", ["deploy", "--plan", "--board", "esp32"], [["--policy", p] for p in BAD_INPUTS] + [["--port", "{missing}"], ["--board", "nosuch"]])
+    add("deploy", ["deploy", "--port", "{missing}"], [["--board", "esp32"]])
+    add("mip", ["mip"], [["--out", d] for d in BAD_FOLDERS] + [[], ["--out", "{run}/index", "--arch", "nosuch"]])
     add("bench", ["bench", "serial"], [["--port", "{missing}", "--policy", p] for p in BAD_INPUTS]
         + [["--port", p, "--policy", "{policy}"] for p in ("{missing}", "{text}", "{folder}", "{fifo}", "")]
         + [["--port", "{missing}", "--policy", "{policy}"] + v for v in ints("-n", 1) + ints("--warmup", 0) + ints("--seed", 0, extra=[str(2**32)])
@@ -212,6 +215,7 @@ def cases():
     # ---- the rest
     add("info", ["info"], [["extra"], ["--nosuch"]])
     add("cli", [], [["nosuch"], ["--nosuch"], ["train", "--help-me"]])
+    out.extend(("import", argv) for argv in import_hostile_cases())  # issue 39: see that block below
     return out
 
 
@@ -356,6 +360,7 @@ class Fixtures:
             os.mkdir(p(name))
             make(os.path.join(p(name), "checkpoint.npz"))
             self.values[name] = p(name)
+        self.values.update(import_hostile_fixtures(folder))
 
     @staticmethod
     def _patched(path, policy, where, data):
@@ -482,9 +487,148 @@ def show(argv):
     return " ".join(a if a and " " not in a else repr(a) for a in argv)[:200]
 
 
+
+# ---- microrl import's hostile sources (issue 39 items 4, 5 and 9; tests/test_import_hostile.py, tests/test_import.py) ----
+# Pickles that run code (they write PICKLE_RAN into the case's empty folder, so that code that
+# ran shows as a file written), zip bombs, networks no policy file holds, options that contradict
+# each other. The files that need torch or onnx to make are made, and their lines run, only
+# where those are installed.
+PICKLE_RAN = "pickle-ran-code"
+
+
+def _importable(name):
+    import importlib.util
+
+    return importlib.util.find_spec(name) is not None
+
+
+class _RunsCode:
+    def __init__(self, call, arg):
+        self.call, self.arg = call, arg
+
+    def __reduce__(self):
+        return (self.call, (self.arg,))
+
+
+def zeros_deflated(size):
+    """(raw deflate stream of `size` zero bytes, its CRC-32), made fast: after a full flush the
+    stream of each 16 MiB of zeros is the same bytes, made once and repeated (1 GB: 1 MB)."""
+    import zlib
+
+    chunk = b"\0" * (1 << 24)
+    c = zlib.compressobj(9, zlib.DEFLATED, -15)
+    first = c.compress(chunk) + c.flush(zlib.Z_FULL_FLUSH)
+    again = c.compress(chunk) + c.flush(zlib.Z_FULL_FLUSH)
+    crc = 0
+    for _ in range(size >> 24):
+        crc = zlib.crc32(chunk, crc)
+    return first + again * ((size >> 24) - 1) + c.flush(), crc
+
+
+def write_zip(path, members):
+    """A zip archive written by hand: members [(name, bytes as stored, method 0 or 8, crc, the
+    size its headers declare)], so that a header may declare less than the member inflates to."""
+    import zlib
+
+    out, central = bytearray(), bytearray()
+    for m in members:
+        name, data, method, crc, size = m if len(m) == 5 else (m[0], m[1], 0, zlib.crc32(m[1]), len(m[1]))
+        name = name.encode()
+        central += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, method, 0, 0x21, crc, len(data), size, len(name), 0, 0, 0, 0, 0, len(out)) + name
+        out += struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, method, 0, 0x21, crc, len(data), size, len(name), 0) + name + data
+    with open(path, "wb") as f:
+        f.write(bytes(out + central + struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(members), len(members), len(central), len(out), 0)))
+
+
+def import_hostile_fixtures(folder):
+    """{placeholder: path} of the files import_hostile_cases names."""
+    import base64
+    import pickle
+
+    p = lambda name: os.path.join(folder, name)  # noqa: E731
+    values = {}
+    td3 = {"policy_class": {":type:": "<class 'abc.ABCMeta'>", "__module__": "stable_baselines3.td3.policies"}}
+    write_zip(p("sb3_td3_data.zip"), [("data", json.dumps(td3).encode()), ("policy.pth", b"x")])
+    for name, call in (("exec", exec), ("system", os.system)):
+        arg = "open(%r, 'w').write('ran')" % PICKLE_RAN if call is exec else "touch " + PICKLE_RAN
+        with open(p("pkl_%s.pkl" % name), "wb") as f:
+            pickle.dump({"obs_rms": _RunsCode(call, arg), "clip_obs": 10.0}, f)
+        values["pkl_" + name] = p("pkl_%s.pkl" % name)
+        data = dict(td3, observation_space={":type:": "<class 'gymnasium.spaces.box.Box'>",
+                                            ":serialized:": base64.b64encode(pickle.dumps(_RunsCode(call, arg))).decode()})
+        write_zip(p("sb3_space_%s.zip" % name), [("data", json.dumps(data).encode()), ("policy.pth", b"x")])
+        values["sb3_space_" + name] = p("sb3_space_%s.zip" % name)
+    stream, crc = zeros_deflated(512 << 20)  # past import's 256 MiB
+    write_zip(p("sb3_bomb.zip"), [("data", stream, 8, crc, 512 << 20), ("policy.pth", b"x")])
+    write_zip(p("sb3_bomb_lying.zip"), [("data", stream, 8, crc, 1000), ("policy.pth", b"x")])
+    write_zip(p("pt_bomb.pt"), [("archive/data.pkl", pickle.dumps({})), ("archive/data/0", stream, 8, crc, 512 << 20)])
+    write_zip(p("npz_bomb.npz"), [("mean.npy", stream, 8, crc, 512 << 20)])
+    values.update(sb3_td3_data=p("sb3_td3_data.zip"), sb3_bomb=p("sb3_bomb.zip"), sb3_bomb_lying=p("sb3_bomb_lying.zip"), pt_bomb=p("pt_bomb.pt"),
+                  npz_bomb=p("npz_bomb.npz"))
+    if _importable("torch"):
+        import torch
+
+        def actor(widths, dtype=torch.float32):
+            names = ["fc%d" % (i + 1) for i in range(len(widths) - 2)] + ["fc_mu"]
+            sd = {}
+            for n, (a, b) in zip(names, zip(widths[:-1], widths[1:])):
+                sd[n + ".weight"], sd[n + ".bias"] = torch.zeros(b, a, dtype=dtype), torch.zeros(b, dtype=dtype)
+            return sd
+
+        stride0 = actor([3, 4, 1])
+        stride0.update({"fc1.weight": torch.zeros(1, 1).expand(300000, 300000), "fc1.bias": torch.zeros(1).expand(300000),
+                        "fc_mu.weight": torch.zeros(1, 1).expand(1, 300000)})
+        buffers = dict(actor([3, 4, 1]), action_scale=torch.ones(1), action_bias=torch.zeros(1))
+        for name, sd in (("zero_width", actor([3, 0, 1])), ("wide", actor([3, 70000, 1])), ("deep", actor([3] + [4] * 3000 + [1])),
+                         ("stride0", stride0), ("int", actor([3, 4, 1], torch.int64)), ("complex", actor([3, 4, 1], torch.complex64)),
+                         ("buffers", buffers)):
+            torch.save(sd, p("pt_%s.pt" % name))
+            values["pt_" + name] = p("pt_%s.pt" % name)
+    if _importable("onnx"):
+        from onnx import TensorProto, helper, numpy_helper, save
+
+        import numpy as np
+
+        def graph(name, inits, nodes):
+            g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("obs", TensorProto.FLOAT, [None, 3])],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+            save(helper.make_model(g), p(name + ".onnx"))
+            values[name] = p(name + ".onnx")
+
+        one = [helper.make_node("MatMul", ["obs", "W"], ["y"])]
+        graph("onnx_wide", [numpy_helper.from_array(np.zeros((3, 70000), np.float32), "W"), numpy_helper.from_array(np.zeros((70000, 1), np.float32), "W2")],
+              [helper.make_node("MatMul", ["obs", "W"], ["h"]), helper.make_node("MatMul", ["h", "W2"], ["y"])])
+        graph("onnx_nodata", [TensorProto(name="W", data_type=TensorProto.FLOAT, dims=[3, 4])], one)
+        graph("onnx_huge", [TensorProto(name="W", data_type=TensorProto.FLOAT, dims=[300000, 300000], raw_data=b"\0" * 16)], one)
+        graph("onnx_int", [numpy_helper.from_array(np.zeros((3, 4), np.int64), "W")], one)
+        external = TensorProto(name="W", data_type=TensorProto.FLOAT, dims=[3, 4], data_location=TensorProto.EXTERNAL)
+        external.external_data.add(key="location", value="../../../etc/passwd")
+        graph("onnx_external", [external], one)
+    return values
+
+
+def import_hostile_cases():
+    """argv of microrl import's hostile lines (issue 39)."""
+    out = [["import", src, "--out", "{out}"] for src in ("{sb3_bomb}", "{sb3_bomb_lying}", "{pt_bomb}", "{sb3_space_exec}", "{sb3_space_system}")]
+    out += [["import", "{sb3_td3_data}", "--vecnormalize", pkl, "--out", "{out}"] for pkl in ("{pkl_exec}", "{pkl_system}")]
+    out += [["import", "{sb3_td3_data}", "--out", "{out}"] + v for v in (["--references", "500", "--check", "10"], ["--references", "9", "--check", "8"],
+                                                                         ["--action-low", "-1", "--action-high", "1"], ["--action-low", "1", "--action-high", "-1"])]
+    out += [["import", "{onnx_garbage}", "--out", "{out}"] + v for v in (["--action-low", "-1", "--action-high", "1"], ["--clip-actions", "--action-low", "1", "--action-high", "1"],
+                                                                         ["--scale-actions", "--action-low", "0,1", "--action-high", "0,2"], ["--trust-pickle"])]
+    out += [["import", "{pt_garbage}", "--out", "{out}", "--trust-pickle"], ["import", "{onnx_garbage}", "--out", "{out}", "--obs-stats", "{npz_bomb}"]]
+    if _importable("torch"):
+        out += [["import", "{pt_%s}" % n, "--out", "{out}"] for n in ("zero_width", "wide", "deep", "stride0", "int", "complex")]
+        out += [["import", "{pt_buffers}", "--out", "{out}", "--action-low", "-1", "--action-high", "1"],
+                ["import", "{pt_buffers}", "--out", "{out}", "--action-low", "1", "--action-high", "-1"]]
+    if _importable("onnx"):
+        out += [["import", "{%s}" % n, "--out", "{out}"] for n in ("onnx_wide", "onnx_nodata", "onnx_huge", "onnx_int", "onnx_external")]
+    return out
+# ---- end of microrl import's hostile sources (issue 39) ----
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--only", help="subcommands to run, comma-separated (train, train-ppo, eval, export, render, plot, sweep, demo, train-on-board, deploy, bench, board, import, info, cli)")
+    ap.add_argument("--only", help="subcommands to run, comma-separated (train, train-ppo, eval, export, render, plot, sweep, demo, train-on-board, deploy, mip, bench, board, import, info, cli)")
     ap.add_argument("--workers", type=int, default=2, help="command lines run at once (default 2)")
     ap.add_argument("--timeout", type=float, default=30.0, help="seconds after which a line counts as accepted and is stopped (default 30)")
     ap.add_argument("--list", action="store_true", help="print the command lines and stop")

@@ -123,6 +123,7 @@ def test_json_nested_too_deep_for_the_parser_is_no_traceback(tmp_path):
     with zipfile.ZipFile(tmp_path / "model.zip", "w") as z:
         z.writestr("data", deep)
         z.writestr("policy.pth", b"x")
+    # 'data' is read before torch is needed: the same line without the import extra (tests/test_import_hostile.py runs both)
     assert_refused(microrl("import", tmp_path / "model.zip", "--out", tmp_path / "i.mrlp"), "without readable 'data'")
     shutil.copy(PENDULUM_POLICY, tmp_path / "pr.mrlp")
     (tmp_path / "pr.run").mkdir()

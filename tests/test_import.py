@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import microrl
-from helpers import MICROPYTHON, needs_micropython, repo_env, run_cpython, run_micropython_code
+from helpers import MICROPYTHON, ROOT, needs_micropython, repo_env, run_cpython, run_micropython_code
 
 torch = pytest.importorskip("torch", reason="the import extra is not installed: pip install torch==2.13.0, then pip install 'microrl[import]'")
 sb3 = pytest.importorskip("stable_baselines3", reason="the import extra is not installed: pip install 'microrl[import]'")
@@ -301,8 +301,8 @@ def test_missing_extra_is_one_line_naming_it(tmp_path):
     src = tmp_path / "model.zip"
     import zipfile
 
-    with zipfile.ZipFile(str(src), "w") as z:
-        z.writestr("data", "{}")
+    with zipfile.ZipFile(str(src), "w") as z:  # a 'data' naming a TD3 (one that names nothing is refused before the extra is needed)
+        z.writestr("data", json.dumps({"policy_class": {"__module__": "stable_baselines3.td3.policies"}}))
         z.writestr("policy.pth", b"")
     import subprocess
 
@@ -371,6 +371,110 @@ def test_damaged_and_unsupported_sources(tmp_path):
     _user_error(_cli("import", path, "--vecnormalize", vn, "--out", tmp_path / "new" / "x.mrlp", "--tolerance", "1e-12"),
                 "differ from the framework's", "not written")
     assert not (tmp_path / "new").exists() and not list(tmp_path.rglob("*.mrlp"))
+
+
+# ---- hostile sources (issue 39): code in pickles, networks no policy file holds, weights that are no weights ----
+
+class _Runs:
+    """A pickle that, loaded, writes the file `marker`."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (exec, ("open(%r, 'w').write('ran')" % self.marker,))
+
+
+def _with_data_entry(src, dst, key, value):
+    """A copy of the SB3 zip src with its 'data' entry key serialized as the pickle of value."""
+    import base64
+    import pickle
+    import zipfile
+
+    with zipfile.ZipFile(src) as z, zipfile.ZipFile(dst, "w") as o:
+        for name in z.namelist():
+            raw = z.read(name)
+            if name == "data":
+                data = json.loads(raw)
+                data[key] = {":type:": "<class 'function'>", ":serialized:": base64.b64encode(pickle.dumps(value)).decode()}
+                raw = json.dumps(data)
+            o.writestr(name, raw)
+
+
+def test_sb3_zip_whose_data_runs_code_runs_none_of_it(tmp_path):
+    """issue 39: an SB3 zip whose 'data' holds a pickled lr_schedule that runs code imported with
+    exit 0 and ran it. The schedule is now left unread (the import still works, and says so);
+    a space that runs code is refused; with --trust-pickle SB3 loads it as it does (the code runs:
+    the test's pickle is a real one)."""
+    _, _, path, vn = _sb3_model(str(tmp_path), "td3", True)
+    marker = tmp_path / "ran"
+    _with_data_entry(path, tmp_path / "lr.zip", "lr_schedule", _Runs(marker))
+    report = _cli_json("import", tmp_path / "lr.zip", "--vecnormalize", vn, "--out", tmp_path / "lr.mrlp")
+    assert report["max_difference"] <= 1e-5 and any("lr_schedule" in n and "left unread" in n for n in report["notes"]), report
+    assert not marker.exists()
+    _with_data_entry(path, tmp_path / "space.zip", "observation_space", _Runs(marker))
+    _user_error(_cli("import", tmp_path / "space.zip", "--out", tmp_path / "space.mrlp"), "'observation_space'", "builtins.exec", "--trust-pickle")
+    assert not marker.exists() and not (tmp_path / "space.mrlp").exists()
+    _cli_json("import", tmp_path / "lr.zip", "--out", tmp_path / "trusted.mrlp", "--trust-pickle")
+    assert marker.exists()
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    """bench/bad_command_lines.py's hostile import sources (made here with torch and onnx)."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import bad_command_lines as sweep
+
+    return sweep.import_hostile_fixtures(str(tmp_path_factory.mktemp("hostile")))
+
+
+@pytest.mark.parametrize("case, words", [
+    ("zero_width", ["a layer of zero width"]),
+    ("wide", ["70,000 units wide", "at most 65,535"]),
+    ("deep", ["more than 255 layers"]),
+    ("stride0", ["fc1.weight has 90,000,000,000 values", "16,777,216"]),  # a 300,000 x 300,000 view of one number: 360 GB if read out
+    ("int", ["fc1.weight is a tensor of int64", "not of real floating-point"]),
+    ("complex", ["fc1.weight is a tensor of complex64", "not of real floating-point"]),
+])
+def test_state_dicts_no_policy_file_holds_are_one_line(tmp_path, hostile, case, words):
+    """issue 39 item 5: each was a traceback (exit 1), or, for integer and complex zero weights, accepted."""
+    _user_error(_cli("import", hostile["pt_" + case], "--out", tmp_path / "actor.mrlp"), "pt_%s.pt" % case, *words)
+    assert not (tmp_path / "actor.mrlp").exists()
+
+
+@pytest.mark.parametrize("case, words", [
+    ("wide", ["70,000 units wide"]),
+    ("nodata", ["initializer W does not hold the values its dims [3, 4] say"]),
+    ("huge", ["90,000,000,000 values"]),
+    ("int", ["a constant of int64, not of real floating-point values"]),
+    ("external", ["'../../../etc/passwd', not a file in the .onnx's folder"]),
+])
+def test_onnx_files_no_policy_file_holds_are_one_line(tmp_path, hostile, case, words):
+    """issue 39 item 5: an initializer 70,000 wide and one with dims but no data were tracebacks;
+    one claiming 9e10 values, integer weights, and values in a file outside the .onnx's folder."""
+    pytest.importorskip("onnx", reason="the import extra is not installed: pip install 'microrl[import]'")
+    pytest.importorskip("onnxruntime", reason="the import extra is not installed: pip install 'microrl[import]'")
+    _user_error(_cli("import", hostile["onnx_" + case], "--out", tmp_path / "x.mrlp"), "onnx_%s.onnx" % case, *words)
+    assert not (tmp_path / "x.mrlp").exists()
+
+
+def test_cleanrl_td3_action_bounds(tmp_path):
+    """issue 39 item 9: --action-low/--action-high were ignored for the td3 layout, even low > high.
+    With the actor's action_scale/action_bias buffers they are refused (the buffers are its Box);
+    without them they scale its tanh as CleanRL's buffers would."""
+    torch.manual_seed(3)
+    actor = TD3Actor(3, 2, LOW, HIGH)
+    torch.save(actor.state_dict(), str(tmp_path / "actor.pt"))
+    _user_error(_cli("import", tmp_path / "actor.pt", "--action-low=-2,0", "--action-high=2,1", "--out", tmp_path / "a.mrlp"),
+                "action_scale and action_bias", "buffers")
+    _user_error(_cli("import", tmp_path / "actor.pt", "--action-low", "1", "--action-high", "-1", "--out", tmp_path / "a.mrlp"), "each low bound must be below")
+    bare = {k: v for k, v in actor.state_dict().items() if not k.startswith("action_")}
+    torch.save(bare, str(tmp_path / "bare.pt"))
+    report = _cli_json("import", tmp_path / "bare.pt", "--action-low=-2,0", "--action-high=2,1", "--out", tmp_path / "bare.mrlp")
+    assert "act_scale" in report["blocks"] and report["max_difference"] <= 1e-5, report
+    obs = np.random.default_rng(3).normal(size=(100, 3)) * 3.0
+    assert _relative(_file_actions(tmp_path / "bare.mrlp", obs), _torch_actions(actor, obs)) <= 1e-5  # the buffers' Box, from the options
+    assert not (tmp_path / "a.mrlp").exists()
 
 
 # ---- the file on MicroPython and on a board ----

@@ -23,7 +23,7 @@ def register(sub):
         "the policy's actions are checked against the host's: on the reference vectors the policy file carries (microrl train, "
         "import and export write them), else on a few observations; the report gives the largest difference.",
     )
-    p.add_argument("--port", required=True, help="the board's serial port, e.g. /dev/ttyUSB0, /dev/ttyACM0, or a virtual board's /dev/pts/N")
+    p.add_argument("--port", help="the board's serial port, e.g. /dev/ttyUSB0, /dev/ttyACM0, or a virtual board's /dev/pts/N (needed unless --plan)")
     p.add_argument("policy_file", nargs="?", metavar="POLICY", help="a policy file (.mrlp) to copy and check (or --policy)")
     p.add_argument("--policy", help="a policy file (.mrlp) to copy and check")
     p.add_argument("--task", action="append", metavar="TASK", help="a task the board runs in closed loop or trains on, copied to its "
@@ -35,8 +35,20 @@ def register(sub):
     p.add_argument("--mpy", action="store_true", help="compile to .mpy with mpy-cross for the board's MicroPython version and architecture (faster import, less RAM)")
     p.add_argument("--no-native", action="store_true", help="leave the native C kernels (lib/microrl_kernels.mpy) out, and remove them if deployed before: the board runs plain Python")
     p.add_argument("--timeout", type=number(above=0), default=10.0, help="seconds to wait for the board's REPL (default 10)")
+    p.add_argument("--plan", action="store_true", help="write nothing: say what the deploy would take on the board at hand (--port: its free "
+                   "heap, filesystem and clock, read only) and on the named board types (--board): the flash and heap of the core, the kernels "
+                   "and the policy, whether they fit, the heap of on-board training, and the time of a policy step and a training step from "
+                   "the kernels' instruction counts on an emulated core, beside the RLtools paper's Table 2 (docs/boards.md)")
+    p.add_argument("--board", action="append", metavar="TYPE", choices=sorted(plan_types()) + ["all"],
+                   help="with --plan: a board type to plan for, from its nominal figures (%s, or all; repeat; default without --port: all)" % ", ".join(sorted(plan_types())))
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     p.set_defaults(func=run)
+
+
+def plan_types():
+    from ..board.plan import BOARD_TYPES
+
+    return BOARD_TYPES
 
 
 def run_task(policy_path):
@@ -71,6 +83,14 @@ def run(args):
     if chosen is None and policy:
         named = run_task(policy)
         chosen = [named] if named is not None else None
+    if args.plan:
+        from .deploy_plan import run_plan
+
+        return run_plan(args, policy, chosen)
+    if args.board:
+        raise CommandError("--board names a board type to plan for: use it with --plan")
+    if not args.port:
+        raise CommandError("give the board's serial port (--port PORT), or --plan for a report that needs no board")
     log = None if args.json else (lambda m: print("  " + m, file=sys.stderr))
     try:
         report = deploy(args.port, policy, args.mpy, log=log, timeout=args.timeout, use_native=not args.no_native, tasks=chosen)

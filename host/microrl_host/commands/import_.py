@@ -26,13 +26,18 @@ def register(sub):
         "PPO: the Gaussian mean clipped to the Box), CleanRL's actor, onnxruntime's output. Each import checks itself: the "
         "framework's actions against the file's (loaded back with microrl.load) on CHECK observations, and the file is written "
         "only if they agree within the tolerance, with reference vectors that microrl deploy checks on the board. Needs the "
-        "optional extra: pip install torch==2.13.0 (the CPU wheel), then pip install 'microrl[import]'. Loading a .zip, .pkl or "
-        "pickled .pt runs code from it, as SB3 and torch do: import only files you trust.",
+        "optional extra: pip install torch==2.13.0 (the CPU wheel), then pip install 'microrl[import]'. No code from the files runs: "
+        "pickles are read with an allow-list (numpy arrays, gymnasium spaces, plain values), SB3's pickled schedules and buffers are "
+        "not read, .pt files with torch.load(weights_only=True); --trust-pickle loads a .zip's and a .pkl's pickles as SB3 does, for a "
+        "file you trust. Sources are refused by size before they are read (docs/import.md).",
     )
     p.add_argument("source", metavar="SOURCE", help="an SB3 .zip, a PyTorch .pt/.pth/.cleanrl_model state_dict, or an .onnx file")
     p.add_argument("--out", help="the policy file to write (default: SOURCE with the extension .mrlp)" + OUTPUT_HELP)
     p.add_argument("--kind", choices=("sb3", "torch", "onnx"), help="what SOURCE is (default: told from its contents and name)")
     p.add_argument("--vecnormalize", metavar="PKL", help="SB3: the VecNormalize statistics the model was trained behind (VecNormalize.save's .pkl)")
+    p.add_argument("--trust-pickle", action="store_true", help="SB3: unpickle the zip's 'data' and the VecNormalize .pkl as SB3 does, "
+                   "which runs any code they hold: only for files you trust, when the allow-list refuses one (default: numpy arrays, "
+                   "gymnasium spaces and plain values only; pickled schedules and buffers not read)")
     p.add_argument("--algo", choices=("td3", "ddpg", "sac", "ppo", "a2c"), help="SB3: the algorithm (default: from the zip's policy class)")
     p.add_argument("--layout", choices=("td3", "sac", "ppo"), help="PyTorch: CleanRL's actor layout (default: from the state_dict's keys)")
     p.add_argument("--activation", choices=("relu", "tanh", "sigmoid", "gelu"), help="PyTorch: the hidden layers' activation (default: relu for td3 and sac, tanh for ppo, as CleanRL's)")
@@ -50,8 +55,9 @@ def register(sub):
                    help="observations to check the file's actions on against the framework's (default 256, at most %d)" % MAX_CHECK)
     p.add_argument("--seed", type=SEED, default=0, help="seed of the check's observations, 0 to 2**32-1 (default 0)")
     p.add_argument("--tolerance", type=number(above=0, below=1), default=1e-4, help="largest difference allowed, relative to max(1, |action|), above 0 and below 1 (default 1e-4)")
-    p.add_argument("--references", type=whole(0, MAX_REFERENCES, "a handful is enough: each costs 4 bytes per observation and action"), default=COUNT, metavar="N",
-                   help="reference vectors in the file (default %d, at most %d; 0: none, a version 1 file if nothing else needs version 2)" % (COUNT, MAX_REFERENCES))
+    p.add_argument("--references", type=whole(0, MAX_REFERENCES, "a handful is enough: each costs 4 bytes per observation and action"), default=None, metavar="N",
+                   help="reference vectors in the file: observations of the check with the framework's actions, so at most --check of them "
+                   "(default %d, or --check's number if smaller; at most %d; 0: none, a version 1 file if nothing else needs version 2)" % (COUNT, MAX_REFERENCES))
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     p.set_defaults(func=run)
 
@@ -87,15 +93,29 @@ def _action_box(args, n_out, space):
             raise CommandError("--env %s has %s, the network %d" % (args.env, count(low.size, "action"), n_out))
     else:
         return None
+    if args.action_low is not None:
+        _ordered(low, high, args)
     if not np.all(low <= high):
         raise CommandError("the action Box's low bounds must not be above its high ones")
     return low, high
 
 
+def _ordered(low, high, args):
+    if not all(a < b for a, b in zip(low, high)):
+        raise CommandError("--action-low/--action-high: each low bound must be below its high bound, got %s and %s" % (args.action_low, args.action_high))
+
+
 def _obs_stats(path):
     import numpy as np
 
+    from ..importers import ImportRefused
+    from ..importers.limits import check_source
+
     check_input(path, "--obs-stats file (a .npz of 'mean' and 'var')")
+    try:
+        check_source(path, "the --obs-stats file")  # a .npz is a zip: a bomb is refused before numpy inflates it
+    except ImportRefused as e:
+        raise CommandError("--obs-stats %s" % e) from None
     try:
         with np.load(path) as z:
             data = {k: np.asarray(z[k], np.float64) for k in z.files}
@@ -143,10 +163,14 @@ def _width(space, env_id):
 
 def _convert(args, source, out):
     """The import itself (run's checks done): the report, or ImportRefused/CommandError."""
+    import numpy as np
+
     from ..importers import convert, detect
 
     kind = args.kind or detect(source)
     misplaced = [opt for opt, value, kinds in (("--vecnormalize", args.vecnormalize, ("sb3",)), ("--algo", args.algo, ("sb3",)),
+                                               ("--trust-pickle", args.trust_pickle, ("sb3",)),
+                                               ("--action-low", args.action_low, ("torch", "onnx")), ("--action-high", args.action_high, ("torch", "onnx")),
                                                ("--layout", args.layout, ("torch",)), ("--activation", args.activation, ("torch",)),
                                                ("--obs-stats", args.obs_stats, ("torch", "onnx")), ("--output", args.output, ("onnx",)),
                                                ("--scale-actions", args.scale_actions, ("onnx",)), ("--clip-actions", args.clip_actions, ("onnx",)))
@@ -158,14 +182,26 @@ def _convert(args, source, out):
     if kind == "sb3":
         from ..importers import sb3
 
-        imported = sb3.load(source, args.vecnormalize, args.algo)
+        imported = sb3.load(source, args.vecnormalize, args.algo, args.trust_pickle)
     elif kind == "torch":
         from ..importers import cleanrl
 
         sd = cleanrl.read_state_dict(source)
         layout = args.layout or cleanrl.detect_layout(sd, source)
         names = cleanrl.layer_names(sd, layout, source)
-        box = _action_box(args, sd[names[-1] + ".weight"].shape[0], act_space) if layout == "ppo" else None
+        n_out = sd[names[-1] + ".weight"].shape[0]
+        if layout == "ppo":
+            box = _action_box(args, n_out, act_space)  # ClipAction's Box: the options' or --env's
+        elif args.action_low is not None:
+            if "action_scale" in sd:  # the actor scales its tanh by its own buffers: a second Box would be ignored or contradict them
+                raise CommandError("--action-low/--action-high: the %s layout's actor scales its tanh output by its action_scale and action_bias "
+                                   "buffers (%s has them), which give its action Box; the options are for the ppo layout, a %s actor "
+                                   "without those buffers, and ONNX" % (layout, source, layout))
+            box = _action_box(args, n_out, None)
+            if not np.all(np.isfinite(box[0]) & np.isfinite(box[1])):
+                raise CommandError("--action-low/--action-high: the %s layout scales its tanh output to the Box, which needs finite bounds" % layout)
+        else:
+            box = None  # the buffers, or the tanh output as it is
         imported = cleanrl.load(source, layout, args.activation, box, stats)
     else:
         from ..importers import onnx_graph
@@ -176,10 +212,23 @@ def _convert(args, source, out):
             box = _action_box(args, probe.chain._width(), act_space)
             if box is None:
                 raise CommandError("--scale-actions and --clip-actions need the action Box: give --env or --action-low/--action-high")
+        elif args.action_low is not None:
+            raise CommandError("--action-low/--action-high: for an ONNX source they are the Box of --scale-actions or --clip-actions; give one of those, "
+                               "or leave them out")
         imported = onnx_graph.load(source, args.output, stats, box, args.scale_actions, args.clip_actions)
     if obs_space is not None and _width(obs_space, args.env) != imported.chain.n_in:
         raise CommandError("--env %s has %s, the network takes %d" % (args.env, count(_width(obs_space, args.env), "observation"), imported.chain.n_in))
     return convert(imported, out, args.check, args.seed, args.tolerance, args.references, space=obs_space)
+
+
+def _references(args):
+    """--references, at most --check: the reference vectors are observations of the check."""
+    if args.references is None:
+        return min(COUNT, args.check)
+    if args.references > args.check:
+        raise CommandError("--references %d is more than --check %d: the reference vectors are observations of the check with the framework's "
+                           "actions; give --check %d or more, or fewer references" % (args.references, args.check, args.references))
+    return args.references
 
 
 def run(args):
@@ -197,6 +246,11 @@ def run(args):
     for option, text in (("--action-low", args.action_low), ("--action-high", args.action_high)):
         if text is not None:
             _floats(text, option)  # the numbers before any file is read (their count once the network's is known)
+    if args.action_low is not None and args.action_high is not None:
+        low, high = _floats(args.action_low, "--action-low"), _floats(args.action_high, "--action-high")
+        if len(low) == len(high) or 1 in (len(low), len(high)):
+            _ordered(low * len(high) if len(low) == 1 else low, high * len(low) if len(high) == 1 else high, args)
+    args.references = _references(args)
     try:
         with warnings.catch_warnings():
             # the libraries' warnings (a model saved by another SB3 version, torch's deprecations)

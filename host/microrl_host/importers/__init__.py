@@ -21,8 +21,10 @@ KINDS = ("sb3", "torch", "onnx")
 
 def detect(path):
     """Which kind of source path is: sb3, torch or onnx (from its contents, then its name)."""
+    from .limits import check_source
     from .sb3 import is_sb3_zip
 
+    check_source(path)  # a zip bomb or a file too big is refused before anything reads it
     if is_sb3_zip(path):
         return "sb3"
     with open(path, "rb") as f:

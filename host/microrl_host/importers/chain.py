@@ -13,6 +13,7 @@ from microrl.activations import NAMES
 from microrl.refusals import count
 
 from .errors import ImportRefused
+from .limits import MAX_LAYERS, check_shape, check_values
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 
@@ -124,6 +125,11 @@ class Chain:
         width = self._width()
         if width is not None and W.shape[1] != width:
             raise ImportRefused("a layer of %d inputs after values %d wide" % (W.shape[1], width))
+        # what a policy file holds (limits.py), before the network grows past it
+        check_shape([W.shape[1], W.shape[0]], "the network")
+        if len(self.layers) >= MAX_LAYERS:
+            raise ImportRefused("the network has more than %d layers, the most a policy file holds" % MAX_LAYERS)
+        check_values(sum(w.size + c.size for w, c, _ in self.layers) + W.size + b.size, "the network")
         if self.layers:
             if self.layers[-1][2] is None:
                 self.layers[-1][2] = "identity"
@@ -174,6 +180,7 @@ class Chain:
         if self.layers[-1][2] is None:
             self.layers[-1][2] = "identity"
         sizes = [self.layers[0][0].shape[1]] + [W.shape[0] for W, _, _ in self.layers]
+        check_shape(sizes, "the network")
         acts = [a for _, _, a in self.layers]
         params = np.concatenate([np.concatenate([W.reshape(-1), b]) for W, b, _ in self.layers]).astype(np.float32)
         blocks = {}

@@ -22,6 +22,7 @@ from microrl.refusals import count
 from .chain import Chain
 from .errors import ImportRefused, brief, need
 from .imported import Imported, normalised, stats_note
+from .limits import check_source, check_tensor
 from .torch_modules import as_numpy
 
 LAYOUTS = ("td3", "sac", "ppo")
@@ -30,6 +31,7 @@ HIDDEN = {"td3": "relu", "sac": "relu", "ppo": "tanh"}
 
 def read_state_dict(path):
     (torch,) = need("reading a PyTorch .pt file", "torch")
+    check_source(path)
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:
@@ -39,6 +41,9 @@ def read_state_dict(path):
         obj = obj[0]  # CleanRL's TD3: (actor, qf1, qf2)
     if not isinstance(obj, dict) or not all(hasattr(v, "shape") for v in obj.values()):
         raise ImportRefused("%s: holds a %s, not a state_dict of tensors" % (path, type(obj).__name__))
+    for key, t in obj.items():
+        if isinstance(t, torch.Tensor):
+            check_tensor(t, "%s: its %s" % (path, key))
     return obj
 
 
@@ -83,7 +88,8 @@ def layer_names(sd, layout, path):
 
 
 def load(path, layout=None, activation=None, action_box=None, obs_stats=None):
-    """An Imported for a CleanRL-style actor state_dict. action_box: (low, high) arrays or None;
+    """An Imported for a CleanRL-style actor state_dict. action_box: (low, high) arrays or None
+    (the ppo layout's clip; the td3/sac layouts' scaling when the actor has no buffers);
     obs_stats: (mean, std, clip or None) of the observation normalisation the actor expects."""
     (torch,) = need("reading a PyTorch .pt file", "torch")
     torch.set_num_threads(1)
@@ -112,6 +118,10 @@ def load(path, layout=None, activation=None, action_box=None, obs_stats=None):
                 raise ImportRefused("%s: action_scale/action_bias of %d/%d values for %s" % (path, scale.size, bias.size, count(n_out, "action")))
             chain.affine(scale, bias, "the action scaling")
             notes.append("%s layout: tanh(%s) * action_scale + action_bias" % (layout, names[-1]))
+        elif action_box is not None:  # CleanRL's buffers are (high - low) / 2 and (high + low) / 2 of the env's Box
+            scale, bias = (action_box[1] - action_box[0]) / 2.0, (action_box[1] + action_box[0]) / 2.0
+            chain.affine(scale, bias, "the action scaling")
+            notes.append("%s layout without action_scale/action_bias buffers: tanh(%s) scaled to the action Box given" % (layout, names[-1]))
         else:
             notes.append("%s layout without action_scale/action_bias buffers: the action is the tanh output in [-1, 1]" % layout)
     else:
@@ -131,8 +141,8 @@ def load(path, layout=None, activation=None, action_box=None, obs_stats=None):
                     h = acts[hidden_act](h)
             if layout != "ppo":
                 h = torch.tanh(h)
-                if scale is not None:
-                    h = h * sd["action_scale"].float() + sd["action_bias"].float()
+                if scale is not None:  # the buffers, or the Box given, as CleanRL's actor holds them (float32)
+                    h = h * torch.as_tensor(scale, dtype=torch.float32) + torch.as_tensor(bias, dtype=torch.float32)
         a = h.double().numpy().reshape(len(obs), -1)
         if layout == "ppo" and action_box is not None:
             a = np.clip(a, action_box[0], action_box[1])

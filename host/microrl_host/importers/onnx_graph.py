@@ -10,6 +10,7 @@ import numpy as np
 from .chain import Chain
 from .errors import ImportRefused, brief, need
 from .imported import Imported, normalised, stats_note
+from .limits import check_size, check_values
 
 ACTIVATIONS = {"Relu": "relu", "Tanh": "tanh", "Sigmoid": "sigmoid"}
 NO_OPS = ("Identity", "Flatten", "Reshape", "Squeeze", "Unsqueeze", "Dropout")
@@ -21,6 +22,62 @@ def _attrs(node):
     return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
 
 
+def _array(t, what, path):
+    """The values of an ONNX tensor, checked before they are read: no external data, a size the
+    limits allow, as many values as its dims say."""
+    from onnx import TensorProto, numpy_helper
+
+    if t.data_location == TensorProto.EXTERNAL or t.external_data:
+        raise ImportRefused("%s: its %s keeps its values in another file: microrl import reads one .onnx file (save the model with its weights inside)" % (path, what))
+    if any(d < 0 for d in t.dims):
+        raise ImportRefused("%s: its %s has negative dims %s" % (path, what, list(t.dims)))
+    check_values(int(np.prod([int(d) for d in t.dims], dtype=object)), "%s: its %s" % (path, what))
+    try:
+        return numpy_helper.to_array(t)
+    except Exception as e:
+        raise ImportRefused("%s: its %s does not hold the values its dims %s say (%s)" % (path, what, list(t.dims), brief(e))) from None
+
+
+def _external_data(model, path):
+    """Load the initializers' values kept beside the .onnx (torch.onnx.export writes NAME.onnx.data)
+    after checking where they are and how big: files in the .onnx's folder only (no absolute
+    path, no '..', no link out of it), each tensor within the limits."""
+    import os
+
+    from onnx import TensorProto
+    from onnx.external_data_helper import load_external_data_for_model
+
+    external = [t for t in model.graph.initializer if t.data_location == TensorProto.EXTERNAL]
+    if not external:
+        return
+    folder = os.path.realpath(os.path.dirname(os.path.abspath(path)))
+    files = set()
+    for t in external:
+        where = {e.key: e.value for e in t.external_data}
+        location = where.get("location", "")
+        full = os.path.realpath(os.path.join(folder, location))
+        if not location or os.path.isabs(location) or os.path.commonpath([folder, full]) != folder or not os.path.isfile(full):
+            raise ImportRefused("%s: its initializer %s keeps its values in %r, not a file in the .onnx's folder" % (path, t.name, location))
+        if any(d < 0 for d in t.dims):
+            raise ImportRefused("%s: its initializer %s has negative dims %s" % (path, t.name, list(t.dims)))
+        check_values(int(np.prod([int(d) for d in t.dims], dtype=object)), "%s: its initializer %s" % (path, t.name))
+        files.add(full)
+    for f in files:
+        check_size(f, "the external data file %s" % os.path.basename(f))
+    try:
+        load_external_data_for_model(model, folder)
+    except Exception as e:
+        raise ImportRefused("%s: its initializers' external data cannot be read (%s)" % (path, brief(e))) from None
+
+
+def _real(c, where):
+    """A constant used as a weight, a bias, a scaling or a bound: real floating point."""
+    c = np.asarray(c)
+    if c.dtype.kind != "f":
+        raise ImportRefused("%s: a constant of %s, not of real floating-point values" % (where, c.dtype))
+    return np.asarray(c, np.float64)
+
+
 def load(path, output=None, obs_stats=None, action_box=None, scale_actions=False, clip_actions=False):
     """An Imported for an ONNX file. obs_stats: (mean, std, clip or None) of a normalisation the
     graph expects outside it; action_box (low, high): for scale_actions (the output is in [-1, 1]:
@@ -28,18 +85,20 @@ def load(path, output=None, obs_stats=None, action_box=None, scale_actions=False
     onnx, ort = need("reading an ONNX file", "onnx", "onnxruntime")
     from onnx import numpy_helper
 
+    check_size(path)
     try:
-        model = onnx.load(path)
+        model = onnx.load(path, load_external_data=False)  # the weights come from this file only, not from paths it names
     except Exception as e:
         raise ImportRefused("%s: not an ONNX model onnx.load reads (%s)" % (path, brief(e))) from None
     g = model.graph
-    consts = {t.name: numpy_helper.to_array(t) for t in g.initializer}
+    _external_data(model, path)
+    consts = {t.name: _array(t, "initializer %s" % t.name, path) for t in g.initializer}
     for node in g.node:
         if node.op_type == "Constant":
             a = _attrs(node)
             if "value" not in a:
                 raise ImportRefused("%s: a Constant node without a tensor value (%s)" % (path, ", ".join(a)))
-            consts[node.output[0]] = numpy_helper.to_array(a["value"])
+            consts[node.output[0]] = _array(a["value"], "Constant node %s" % (node.name or node.output[0]), path)
     inputs = [i for i in g.input if i.name not in consts]
     if len(inputs) != 1:
         raise ImportRefused("%s: %d inputs (%s); microrl's policies take one observation vector" % (path, len(inputs), ", ".join(i.name for i in inputs)))
@@ -73,6 +132,8 @@ def load(path, output=None, obs_stats=None, action_box=None, scale_actions=False
         if data != [current]:
             raise ImportRefused("%s takes %s, not only the previous node's value: not a chain of layers (an MLP)" % (where, ", ".join(data) or "constants only"))
         const = [consts[i] for i in node.input[1:] if i]
+        if op in ("Gemm", "MatMul", "Add", "Sub", "Mul", "Div", "Clip"):
+            const = [_real(c, where) for c in const]
         if node.input[0] != current and op in ("Sub", "Div"):
             raise ImportRefused("%s: a constant minus or over the value; microrl's normalisation is (x - mean) / std" % where)
         a = _attrs(node)

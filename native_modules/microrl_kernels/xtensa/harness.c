@@ -16,7 +16,10 @@
 #include "../kernels.h"
 #include "../mrl_math.h"
 
+#ifndef __riscv
 #define JOB_ADDR 0x00400000u
+#endif
+
 #define JOB_MAGIC 0x4A4C524Du /* "MRLJ" */
 #define NO_ARRAY 0xFFFFFFFFu
 #define MAX_OPS 4096
@@ -34,6 +37,9 @@ enum {
     OP_DENSE_INT16 = 9,    /* W b x y n_in n_out act s_out s_14 s_14_out T P (int16 W x y T P, int32 b) */
 };
 
+#if defined(__riscv)
+#include "../riscv/harness_arch.h" /* the same jobs on a RISC-V core: riscv/harness_rv.py */
+#else
 static int semihost(int call, int a, int b, int c) {
     register int a2 __asm__("a2") = call;
     register int a3 __asm__("a3") = a; /* errno comes back in a3 */
@@ -60,6 +66,7 @@ static inline uint32_t ccount(void) {
     __asm__ volatile("rsr %0, ccount" : "=r"(c));
     return c;
 }
+#endif
 
 static inline float as_float(uint32_t u) {
     union { uint32_t u; float f; } v;
