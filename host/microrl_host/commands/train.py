@@ -519,7 +519,7 @@ def check(args):
         suggests = args.found.training if isinstance(entry, OffPolicy) else args.found.training_ppo
         args.steps = suggests.get("steps", DEFAULT_STEPS)
     if args.out is None:
-        args.out = "%s-%s.mrlp" % ((args.found.name if args.found.compiled else args.task).replace("/", "_").lower(), name)
+        args.out = "%s-%s.mrlp" % ((args.task if args.found.kind == "mujoco" else args.found.name).replace("/", "_").lower(), name)
     if args.run_dir is None:
         args.run_dir = run_folder_of(args.out)
     if os.path.isdir(args.out):
