@@ -194,7 +194,11 @@ def cases():
            + floats("--timeout", "-1", ["0"])] + [[]])
     add("board", ["board", "sim"], [["--folder", d] for d in BAD_FOLDERS]
         + [["--folder", "{run}", "--heap", h] for h in ("abc", "-1", "0", "1K", str(10**30), "nan", "")]
-        + [["--folder", "{run}", "--flash", f] for f in ("abc", "-1", "0", "1K", str(10**30), "nan", "")])
+        + [["--folder", "{run}", "--flash", f] for f in ("abc", "-1", "0", "1K", str(10**30), "nan", "")]
+        # issue 39: system folders, modes that are gone or never silent, two ways at once
+        + [["--folder", d] for d in ("/", "/tmp", "/dev", "/etc", "/usr", "/proc/self")]
+        + [["--folder", "{text}", "--confine", c] for c in ("none", "chroot", "userns", "")]
+        + [["--folder", "{text}", "--unconfined", "--confine", c] for c in ("bwrap", "landlock")])
     add("board", ["board"], [["nosuch"]])
 
     # ---- import (sources that are damaged, of kinds microrl does not import, or options that do not fit them; with or

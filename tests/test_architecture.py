@@ -160,7 +160,7 @@ def test_docs_name_no_file_that_is_gone():
     layout = layout[: layout.index("\n## ", 4)]
     doc = open(os.path.join(ROOT, "docs", "architecture.md")).read()
     files = set()
-    for top in ("host", "device", "native_modules", "bench", "tests", "examples"):
+    for top in ("host", "device", "native_modules", "bench", "tests", "examples", "tools"):
         for _, _, names in os.walk(os.path.join(ROOT, top)):
             files.update(names)
     named = {(n, where) for where, text in (("README", layout), ("architecture.md", doc)) for n in re.findall(r"([\w]+\.py)\b", text)}

@@ -59,3 +59,88 @@ def test_l2f_trainer_end_to_end():
     record = bench.l2f_seed(binary, 0)
     assert "why" not in record, record
     assert record["train_s"] > 0 and 0.0 <= record["success_rate"] <= 1.0 and 0.0 <= record["success_rate_perturbed"] <= 1.0
+
+
+# ---------------------------------------------------------------- RLtools' zoo L2F SAC trainer
+
+
+def _fast_tanh(x):
+    x = np.clip(x, -3.0, 3.0)
+    return x * (27.0 + x * x) / (27.0 + 9.0 * x * x)
+
+
+def _zoo_tar(path, layers, example_in, example_out, observation=bench.ZOO_OBSERVATION):
+    """A checkpoint.tar in the layout RLtools' persist/tar backend writes for a zoo SAC actor."""
+    import io
+    import json
+    import tarfile
+
+    def add(tar, name, data):
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+
+    def tensor(tar, name, a):
+        a = np.ascontiguousarray(a, "<f4")
+        add(tar, name + "/meta", ("type: tensor\ndtype: float32\nnum_dims: %d\n" % a.ndim + "".join("dim_%d: %d\n" % (i, d) for i, d in enumerate(a.shape))).encode())
+        add(tar, name + "/data", a.tobytes())
+
+    names = ["input_layer"] + ["hidden_layers/%d" % i for i in range(len(layers) - 2)] + ["output_layer"]
+    with tarfile.open(path, "w") as tar:
+        add(tar, "actor/meta", ("checkpoint_name: x\nmeta: %s\ntype: sequential\n" % json.dumps({"environment": {"name": "l2f", "observation": observation}})).encode())
+        add(tar, "actor/layers/0/meta", b"type: mlp\nnum_layers: %d\n" % len(layers))
+        for n, (w, b) in zip(names, layers):
+            tensor(tar, "actor/layers/0/%s/weights/parameters" % n, w)
+            tensor(tar, "actor/layers/0/%s/biases/parameters" % n, b)
+            add(tar, "actor/layers/0/%s/meta" % n, b"activation_function: %s\ntype: dense\n" % (b"IDENTITY" if n == "output_layer" else b"FAST_TANH"))
+        add(tar, "actor/layers/1/meta", b"type: sample_and_squash\n")
+        tensor(tar, "example/input", example_in[None])
+        tensor(tar, "example/output", example_out[None])
+
+
+def test_reads_an_rltools_checkpoint_tar(tmp_path):
+    rng = np.random.default_rng(1)
+    layers = [(rng.normal(size=(16, 29)).astype(np.float32), rng.normal(size=16).astype(np.float32)),
+              (rng.normal(size=(16, 16)).astype(np.float32), rng.normal(size=16).astype(np.float32)),
+              (rng.normal(size=(8, 16)).astype(np.float32), rng.normal(size=8).astype(np.float32))]
+    x = rng.normal(size=(13, 29)).astype(np.float32)
+    h = _fast_tanh(_fast_tanh(x @ layers[0][0].T + layers[0][1]) @ layers[1][0].T + layers[1][1]) @ layers[2][0].T + layers[2][1]
+    y = np.tanh(h[:, :4])  # the mean's half, squashed: what sample_and_squash gives in evaluation
+    _zoo_tar(tmp_path / "checkpoint.tar", layers, x, y)
+    actor = bench.read_zoo_actor(str(tmp_path / "checkpoint.tar"))
+    assert actor["observation"] == bench.ZOO_OBSERVATION
+    assert [(w.shape, a) for w, _, a in actor["layers"]] == [((16, 29), "FAST_TANH"), ((16, 16), "FAST_TANH"), ((8, 16), "IDENTITY")]
+    for (w, b), (gw, gb, _) in zip(layers, actor["layers"]):
+        assert np.array_equal(w, gw) and np.array_equal(b, gb)
+    assert actor["example_max_error"] < 1e-5
+    # an example that is not the actor's output shows as a large error
+    _zoo_tar(tmp_path / "other.tar", layers, x, -y)
+    assert bench.read_zoo_actor(str(tmp_path / "other.tar"))["example_max_error"] > 0.1
+
+
+def test_the_zoo_adapter_orders_inputs_as_its_observation():
+    # ours: position 0-2, rotation matrix 3-11, velocity 12-14, angular velocity 15-17, rotors 18-21;
+    # the zoo's: position and velocity error, rotation matrix, velocity, angular velocity, 2 commands
+    x = bench.zoo_inputs(np.arange(22.0), np.arange(100.0, 108.0))
+    assert list(x) == [0, 1, 2, 12, 13, 14] + list(range(3, 12)) + list(range(12, 18)) + list(range(100, 108))
+
+
+def test_the_zoo_adapter_flies_an_actor():
+    from microrl.tasks import quadrotor as Q
+
+    hover = np.arctanh(Q.hover_action(Q.new_parameters()))
+    layers = [(np.zeros((4, 29), np.float32), np.zeros(4, np.float32), "FAST_TANH"),
+              (np.zeros((8, 4), np.float32), np.array([hover] * 4 + [0.0] * 4, np.float32), "IDENTITY")]
+    s = bench.zoo_fly({"layers": layers}, episodes=3)
+    assert 0.0 <= s["success_rate"] <= 1.0 and s["position_error_m"] > 0.0
+
+
+@pytest.mark.slow
+def test_rltools_zoo_trainer_end_to_end():
+    binary = os.environ.get(bench.ZOO_ENV)
+    if not binary:
+        pytest.skip("%s not set: no build of RLtools' zoo L2F SAC trainer named (docs/quadrotor.md)" % bench.ZOO_ENV)
+    record = bench.zoo_seed(binary, 0)
+    assert "why" not in record, record
+    assert record["wall_s"] > 0 and record["example_max_error"] < 1e-5
+    assert 0.0 <= record["success_rate"] <= 1.0 and 0.0 <= record["success_rate_perturbed"] <= 1.0

@@ -1,40 +1,24 @@
 """Issue 30 (2): the virtual board stays in its folder. Every way out the issue lists, and the
 others the unix port has, tried from the board's REPL, through mpremote and over the serial
 protocol, under every confinement this machine allows (confine.py): the host's files outside
-the folder are neither read nor written, no host command runs, no host environment is seen."""
+the folder are neither read nor written, no host command runs, no host environment is seen.
+Machine code's ways out: tests/test_board_escape.py."""
 import os
 import subprocess
 import sys
 
 import pytest
 
-from boardkit import cli, make_policy, mpremote, needs_board
+from boardkit import CONFINEMENTS as MODES, cli, make_policy, mpremote, needs_board
 from helpers import ROOT, repo_env
 
 pytestmark = needs_board
 
 
-def _available_modes():
-    from microrl_host.board import confine
-
-    modes = []
-    if os.geteuid() == 0:
-        modes.append("chroot")
-    probe = subprocess.run([sys.executable, "-c", "import os, sys\nfrom microrl_host.board import confine\n"
-                            "pid = os.fork()\nif pid == 0:\n    try:\n        confine.chroot(sys.argv[1], user_namespace=True)\n        os._exit(0)\n"
-                            "    except BaseException:\n        os._exit(1)\nprint(os.waitpid(pid, 0)[1])", ROOT], capture_output=True, text=True, env=repo_env())
-    if probe.stdout.strip() == "0":
-        modes.append("userns")
-    if confine.landlock_abi() >= 1:
-        modes.append("landlock")
-    return modes
-
-
-MODES = _available_modes()
 SECRET = "microrl-secret-6d1f"
 
 
-@pytest.fixture(scope="module", params=MODES or [pytest.param(None, marks=pytest.mark.skip(reason="this machine allows no confinement (no root, user namespaces or Landlock)"))])
+@pytest.fixture(scope="module", params=MODES or [pytest.param(None, marks=pytest.mark.skip(reason="this machine allows no confinement (no bubblewrap with user namespaces, no Landlock)"))])
 def confined(request, tmp_path_factory):
     """A virtual board with microrl deployed, confined by one mode, a folder of the host's beside
     its own with a secret, a policy and a module in it, and symlinks from the board's folder to it."""
@@ -49,6 +33,7 @@ def confined(request, tmp_path_factory):
     make_policy(outside / "policy.mrlp")
     folder = base / "fs"
     folder.mkdir()
+    (folder / ".microrl-board").touch()  # a board's folder, that the host put links in
     os.symlink(str(outside), str(folder / "outlink"))
     os.symlink(str(outside / "secret.txt"), str(folder / "secretlink"))
     os.symlink("../outside", str(folder / "escape"))
@@ -173,10 +158,10 @@ def test_board_sim_says_how_it_is_confined(tmp_path):
 
     from helpers import MICROPYTHON  # noqa: F401
 
-    for confine, expected in ((None, "confined"), ("none", "NOT confined")):
+    for unconfined, expected in ((False, "confined by"), (True, "NOT confined")):
         args = [sys.executable, "-m", "microrl_host.cli", "board", "sim", "--folder", str(tmp_path / "fs")]
-        if confine:
-            args += ["--confine", confine]
+        if unconfined:
+            args += ["--unconfined"]
         proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=repo_env(), cwd=ROOT)
         try:
             port = proc.stdout.readline().strip()
@@ -188,3 +173,152 @@ def test_board_sim_says_how_it_is_confined(tmp_path):
         assert expected in err, err
     help_text = cli("board", "sim", "--help").stdout
     assert "is the board's /" in " ".join(help_text.split())
+
+
+# --- issue 39 (2, 3): no silent "none", no system or foreign folder, a flash that bounds the board
+
+CLONE_NEWUSER = 0x10000000
+
+
+def _kernel_refusing_every_mode():
+    """Python code that installs a real seccomp filter refusing what both modes need (Landlock's
+    system calls: ENOSYS, as on a kernel without it; new user namespaces: EPERM, as where they
+    are not allowed), then runs the CLI with the rest of its arguments: a machine where no
+    confinement works, made by the kernel."""
+    return r"""
+import ctypes, os, struct, sys
+def op(code, k, jt=0, jf=0):
+    return struct.pack('<HBBI', code, jt, jf, k)
+LD, JEQ, JSET, RET = 0x20, 0x15, 0x45, 0x06
+ALLOW, ERRNO = 0x7FFF0000, 0x00050000
+prog = b''.join([
+    op(LD, 0),                          # 0 nr
+    op(JEQ, 444, 5), op(JEQ, 445, 4), op(JEQ, 446, 3),   # 1-3 landlock_* -> ENOSYS (7)
+    op(JEQ, 272, 4), op(JEQ, 56, 5),    # 4 unshare -> EPERM (9); 5 clone -> 11
+    op(RET, ALLOW),                     # 6
+    op(RET, ERRNO | 38),                # 7 ENOSYS
+    op(RET, ALLOW),                     # 8 (unused)
+    op(RET, ERRNO | 1),                 # 9 EPERM
+    op(RET, ALLOW),                     # 10 (unused)
+    op(LD, 16),                         # 11 clone's flags
+    op(JSET, %d, 0, 1),                 # 12 a new user namespace -> EPERM
+    op(RET, ERRNO | 1),                 # 13
+    op(RET, ALLOW),                     # 14
+])
+libc = ctypes.CDLL(None, use_errno=True)
+buf = ctypes.create_string_buffer(prog, len(prog))
+class Fprog(ctypes.Structure):
+    _fields_ = [('len', ctypes.c_ushort), ('filter', ctypes.c_void_p)]
+assert libc.prctl(38, 1, 0, 0, 0) == 0
+assert libc.prctl(22, 2, ctypes.byref(Fprog(len(prog) // 8, ctypes.addressof(buf))), 0, 0) == 0
+sys.argv = ['microrl'] + sys.argv[1:]
+from microrl_host.cli import main
+sys.exit(main())
+""" % CLONE_NEWUSER
+
+
+def test_where_no_confinement_works_the_board_does_not_start_unless_unconfined(tmp_path):
+    """Issue 39 (3): where the kernel refused every mode, `auto` ran the board unconfined with
+    one warning (os.system ran as root). Now one line saying what to install and about
+    --unconfined, exit 2, no board; with --unconfined typed, it starts and says it is not confined."""
+    import signal
+
+    code = _kernel_refusing_every_mode()
+    r = subprocess.run([sys.executable, "-c", code, "board", "sim", "--folder", str(tmp_path / "fs")], capture_output=True, text=True,
+                       env=repo_env(), cwd=ROOT, timeout=120)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr
+    assert "install bubblewrap" in r.stderr and "--unconfined" in r.stderr and r.stdout == "", r.stderr
+    proc = subprocess.Popen([sys.executable, "-c", code, "board", "sim", "--folder", str(tmp_path / "fs"), "--unconfined"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=repo_env(), cwd=ROOT)
+    try:
+        port = proc.stdout.readline().strip()
+        assert port.startswith("/dev/"), proc.stderr.read() if proc.poll() is not None else port
+        said = proc.stderr.readline() + proc.stderr.readline()  # the board's line, then the warning
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=20)
+    assert "confined by none" in said and "warning: the board is NOT confined" in said and "--unconfined" in said, said
+
+
+@pytest.mark.parametrize("folder", ["/", "/tmp", "/dev", "/etc", "/usr", "/proc/self", "~", "/home"])
+def test_a_system_folder_is_never_a_board_folder(folder):
+    """Issue 39 (3): `board sim --folder /` (and /tmp, /dev) started and said "confined by
+    chroot"; with / the board read /etc/hostname."""
+    path = os.path.expanduser(folder)
+    if not os.path.exists(path):
+        pytest.skip("%s does not exist here" % path)
+    before = sorted(os.listdir(path))
+    r = cli("board", "sim", "--folder", path, timeout=60)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr
+    assert "system folder" in r.stderr or "not a board's folder" in r.stderr, r.stderr
+    assert sorted(os.listdir(path)) == before or folder in ("/tmp", "/proc/self", "/dev")  # (others' files come and go there)
+    assert ".microrl-board" not in os.listdir(path)
+
+
+def test_a_folder_that_holds_other_files_is_refused_until_marked(tmp_path):
+    """A folder of the user's (documents, a project) is not handed to board code: only a new or
+    empty folder, or one a board has used (.microrl-board in it), is a board's."""
+    import signal
+
+    folder = tmp_path / "documents"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("mine")
+    r = cli("board", "sim", "--folder", folder, timeout=60)
+    assert r.returncode == 2 and "not a board's folder" in r.stderr and ".microrl-board" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert os.listdir(folder) == ["notes.txt"]
+    r = cli("demo", "--board-dir", folder, "--steps", "100", timeout=120)  # refused before it trains
+    assert r.returncode == 2 and "not a board's folder" in r.stderr and not os.path.exists(ROOT + "/demo-policy.mrlp.tmp"), r.stderr
+    (folder / ".microrl-board").touch()
+    proc = subprocess.Popen([sys.executable, "-m", "microrl_host.cli", "board", "sim", "--folder", str(folder)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=repo_env(), cwd=ROOT)
+    try:
+        port = proc.stdout.readline().strip()
+        r = mpremote(port, "exec", "print(open('notes.txt').read())")
+        assert r.stdout.strip() == "mine", r.stderr
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=20)
+
+
+def test_the_flash_bounds_what_the_board_writes(tmp_path):
+    """Issue 39 (3): with --flash 64K, 1 MB was written beside /flash, and /flash.img was
+    writable from the board (zeroed, the next start refused). Now the image is the board's whole
+    filesystem: a full flash says so (ENOSPC), nothing lands beside it, the image is out of reach."""
+    from microrl_host.board.virtual import VirtualBoard
+
+    folder = tmp_path / "fs"
+    code = ("import os\n"
+            "def attempt(name, f):\n"
+            "    try:\n        f()\n        print(name, 'done')\n"
+            "    except OSError as e:\n        print(name, 'refused', e.errno)\n"
+            "def fill(path):\n"
+            "    with open(path, 'wb') as f:\n"
+            "        for _ in range(1024):\n            f.write(bytes(1024))\n"
+            "attempt('fill flash', lambda: fill('/flash/big'))\n"
+            "attempt('write beside flash', lambda: fill('/big'))\n"
+            "attempt('write ../big', lambda: fill('../big'))\n"
+            "attempt('zero the image', lambda: open('/flash.img', 'wb').close())\n"
+            "attempt('zero ../flash.img', lambda: open('../flash.img', 'wb').close())\n"
+            "print(sorted(os.listdir('/')))\n")
+    with VirtualBoard(str(folder), flash="64K") as b:
+        r = mpremote(b.port, "exec", code)
+    out = r.stdout
+    assert "fill flash refused 28" in out, out  # ENOSPC: the 64K flash is full
+    for what in ("write beside flash", "write ../big", "zero the image", "zero ../flash.img"):
+        assert "%s refused" % what in out, out
+    assert "['flash']" in out, out
+    assert sorted(os.listdir(folder)) == [".microrl-board", "flash.img"] and os.path.getsize(folder / "flash.img") == 64 * 1024
+    with VirtualBoard(str(folder), flash="64K") as b:  # the image survived: the next start mounts it
+        r = mpremote(b.port, "exec", "import os; print(os.listdir('/flash'))")
+    assert "big" in r.stdout, r.stdout + r.stderr
+
+
+def test_unconfined_is_one_choice_of_its_own():
+    """--unconfined is what the user types for no confinement (board sim and demo); with a
+    --confine mode too it is refused, and `--confine none` is no longer a way to it."""
+    for args in (["board", "sim", "--folder", "fs-never-made"], ["demo", "--steps", "100", "--out", "never.mrlp"]):
+        r = cli(*args, "--unconfined", "--confine", "landlock", timeout=120)
+        assert r.returncode == 2 and "--unconfined and --confine landlock: give one of them" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        r = cli(*args, "--confine", "none", timeout=120)
+        assert r.returncode == 2 and "invalid choice: 'none'" in r.stderr, r.stderr
+    assert not os.path.exists(os.path.join(ROOT, "fs-never-made")) and not os.path.exists(os.path.join(ROOT, "never.mrlp"))

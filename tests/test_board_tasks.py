@@ -112,6 +112,7 @@ def _hardware_board(tmp_path, heap="256K"):
 
     fs = tmp_path / "fs"
     fs.mkdir()
+    (fs / ".microrl-board").touch()  # a board's folder, that the host puts the plant in (docs/virtual-board.md)
     shutil.copy(os.path.join(EXAMPLE, "sim", "motor_io.py"), fs / "motor_io.py")
     return VirtualBoard(str(fs), heap=heap)
 

@@ -1,17 +1,22 @@
 """The compiled code shipped with the package (nn/seed.py): a first `microrl train pendulum`, TD3
 and SAC, on an empty numba cache compiles nothing (numba writes every function it compiles to the
 cache folder: the folder stays empty). Fails when compiled code changed and the seed was not
-rebuilt: `python -m microrl_host.nn.seed build`. tests/test_cache_load.py checks that the seeded
+rebuilt: `python tools/build_seed.py`. tests/test_cache_load.py checks that the seeded
 run writes the policy a compiled one writes."""
+import importlib.util
 import os
 import subprocess
 import sys
 
 import pytest
 
-from helpers import repo_env
+from helpers import ROOT, repo_env
 
 from microrl_host.nn import cache_load, seed
+
+_spec = importlib.util.spec_from_file_location("build_seed", os.path.join(ROOT, "tools", "build_seed.py"))
+build_seed = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(build_seed)
 
 
 def _skip_reason():
@@ -25,11 +30,11 @@ def _skip_reason():
 
 
 @pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_reason()))
-@pytest.mark.parametrize("args", seed.COMMANDS, ids=lambda a: a[3])
+@pytest.mark.parametrize("args", build_seed.COMMANDS, ids=lambda a: a[3])
 def test_a_first_run_compiles_nothing(tmp_path, args):
     cache = tmp_path / "cache"
     proc = subprocess.run([sys.executable, "-m", "microrl_host.cli"] + list(args) + ["--out", str(tmp_path / "p.mrlp"), "--run-dir", str(tmp_path / "run")],
                           capture_output=True, text=True, timeout=600, cwd=tmp_path, env=repo_env(NUMBA_CACHE_DIR=str(cache)))
     assert proc.returncode == 0, proc.stderr[-3000:]
     compiled = sorted(name for _, _, files in os.walk(cache) for name in files if name.endswith(".nbi"))
-    assert compiled == [], "compiled on a first run (stale seed? python -m microrl_host.nn.seed build): %s" % compiled
+    assert compiled == [], "compiled on a first run (stale seed? python tools/build_seed.py): %s" % compiled

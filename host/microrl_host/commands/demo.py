@@ -11,6 +11,7 @@ from microrl.refusals import count
 
 from .. import tasks
 from . import CommandError
+from .board import add_confinement_options, confinement_option
 from .options import FOLDER_HELP, OUTPUT_HELP, SEED, STEPS, check_memory, check_output, check_port, whole
 
 
@@ -38,6 +39,7 @@ def register(sub):
                    "NAME-policy.mrlp)" % tasks.DEFAULT + OUTPUT_HELP)
     p.add_argument("--heap", help="the virtual board's RAM, e.g. 160K (default: a typical ESP32's)")
     p.add_argument("--board-dir", metavar="DIR", help="keep the virtual board's filesystem in DIR (default: a temporary folder, removed afterwards)" + FOLDER_HELP)
+    add_confinement_options(p)
     p.add_argument("--mpy", action="store_true", help="deploy .mpy files (compiled with mpy-cross for the board)")
     p.add_argument("--json", action="store_true", help="print the results as one JSON object")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -83,10 +85,16 @@ def run(args):
     check_output(args.out, "--out")
     if args.board_dir:
         check_output(args.board_dir, "--board-dir", folder=True)
+        from ..board.virtual import folder_problem
+
+        problem = None if args.port else folder_problem(args.board_dir)
+        if problem:
+            raise CommandError("--board-dir " + problem)
+    confine = confinement_option(args)
     say = (lambda text: print(text, file=sys.stderr)) if args.json else (lambda text: print(text, flush=True))
     try:
         result = run_demo(found, args.port, args.steps, args.seed, args.episodes, args.requests, args.out, args.heap, args.mpy, args.quiet or args.json, say,
-                          board_dir=args.board_dir)
+                          board_dir=args.board_dir, confine=confine)
     except (BoardError, DeployError, LinkError) as e:
         raise CommandError(str(e)) from None
     if args.json:
@@ -118,7 +126,7 @@ def too_small(error, policy, port, task_name):
 
 
 def run_demo(task=tasks.DEFAULT, port=None, steps=None, seed=0, episodes=5, requests=200, out="demo-policy.mrlp", heap=None, mpy=False, quiet=False, say=print,
-             board_dir=None):
+             board_dir=None, confine="auto"):
     """The whole demo on task (a tasks.Found, or what tasks.resolve takes); returns a dict of
     results. say(text) prints a line of the story. It writes the policy file out and nothing else
     outside board_dir (the virtual board's filesystem; None: a temporary folder)."""
@@ -169,7 +177,7 @@ def run_demo(task=tasks.DEFAULT, port=None, steps=None, seed=0, episodes=5, requ
     result["board_dir"] = os.path.abspath(board_dir) if board_dir and not port else None
     say("    %.1f s; on the host: return %.1f +- %.1f over %s%s; policy saved to %s"
         % (result["train_seconds"], result["host_return_mean"], result["host_return_std"], count(episodes, "episode"), _said(module, summary), result["policy"]))
-    with board_port(port, heap, folder=board_dir) as (p, described):
+    with board_port(port, heap, folder=board_dir, confine=confine) as (p, described):
         say("2/4 board: %s" % described)
         try:
             report = deploy(p, out, mpy=mpy, tasks=[module])

@@ -58,7 +58,8 @@ def compiled_sources():
     out = []
     for folder in ("algos", "nn"):
         path = os.path.join(HOST_PACKAGE, folder)
-        out.extend(os.path.join(path, f) for f in sorted(os.listdir(path)) if f.endswith(".py"))
+        # seed.py holds no compiled code: it loads the code this key names (nn/seed.py)
+        out.extend(os.path.join(path, f) for f in sorted(os.listdir(path)) if f.endswith(".py") and f != "seed.py")
     return out + [os.path.abspath(__file__), os.path.abspath(perturb.__file__)]
 
 

@@ -2,7 +2,7 @@
 
 numba compiles the training loops the first time a process needs them (17-23 s on the slower
 2-core hosts) and caches them on disk for the next run. The seed is that cache, made ahead of
-time by `python -m microrl_host.nn.seed build` for one numba version, one CPython version and the
+time by `python tools/build_seed.py` for one numba version, one CPython version and the
 x86-64-v3 level (AVX2 and FMA: every x86 host of the last decade, and the same bits as the host's
 own CPU name: numba contracts no multiply-adds without fastmath). A cache miss on a host that
 has those instructions looks the function up here before numba compiles it: by the cache's own
@@ -25,11 +25,6 @@ LEVEL = "x86-64-v3"
 LEVEL_FEATURES = ("avx", "avx2", "bmi", "bmi2", "f16c", "fma", "lzcnt", "movbe", "xsave")
 HERE = os.path.dirname(os.path.abspath(__file__))
 FOLDER = os.path.join(HERE, "seed")
-# what build trains to compile everything a first run of these commands needs
-COMMANDS = (
-    ["train", "pendulum", "--algo", "td3", "--steps", "1500"],
-    ["train", "pendulum", "--algo", "sac", "--steps", "1500"],
-)
 
 _entries = None
 
@@ -109,15 +104,18 @@ def collect(cache_dir):
     return entries
 
 
-def build(out_folder=FOLDER):
-    """Compile COMMANDS at the seed's level into an empty cache and write the seed file."""
+def build(commands, out_folder=FOLDER):
+    """Run commands (`microrl` argument lists, each given --out and --run-dir) compiling at the
+    seed's level into an empty cache, and write the seed file of what they compiled."""
     import subprocess
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
         cache = os.path.join(tmp, "cache")
-        env = dict(os.environ, NUMBA_CACHE_DIR=cache, NUMBA_CPU_NAME=LEVEL, NUMBA_CPU_FEATURES="", MICRORL_SEED="0")
-        for i, args in enumerate(COMMANDS):
+        host = os.path.dirname(os.path.dirname(HERE))  # this code, not another installed copy
+        path = os.pathsep.join([host, os.path.join(os.path.dirname(host), "device")] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))
+        env = dict(os.environ, NUMBA_CACHE_DIR=cache, NUMBA_CPU_NAME=LEVEL, NUMBA_CPU_FEATURES="", MICRORL_SEED="0", PYTHONPATH=path)
+        for i, args in enumerate(commands):
             run = os.path.join(tmp, "run%d" % i)
             cmd = [sys.executable, "-m", "microrl_host.cli"] + args + ["--out", run + ".mrlp", "--run-dir", run]
             subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
@@ -132,9 +130,3 @@ def build(out_folder=FOLDER):
     os.replace(path + ".tmp", path)
     return path, len(entries)
 
-
-if __name__ == "__main__":
-    if sys.argv[1:] != ["build"]:
-        sys.exit("usage: python -m microrl_host.nn.seed build")
-    path, count = build()
-    print("%s: %d compiled functions, %d bytes" % (path, count, os.path.getsize(path)))

@@ -1,13 +1,15 @@
 # Run by the virtual board's MicroPython each time it starts (virtual.py passes this text with
 # -c, after the lines that set ROOT and FLASH_BLOCKS, and without the flash part when there is
 # no flash: compiled code takes heap), then the REPL:
-# - ROOT: the board folder's host path when the kernel did not make it the process's `/` already
-#   (confine.py's "landlock" and "none"): the host's root is unmounted and the folder mounted at
-#   `/` in its place, so that `/` on the board is its folder as on a board.
+# - ROOT: the board folder's host path when the kernel did not make it the process's `/`
+#   already (confine.py's "landlock" and "none"; under "bwrap" it is the process's root): the
+#   host's root is unmounted and the folder mounted at `/` in its place, so that `/` on the
+#   board is its folder as on a board.
 # - `machine` gets what boards have and the unix port lacks (reset, unique_id, freq).
-# - FLASH_BLOCKS: the filesystem is a littlefs image (flash.img in the folder) of that many
-#   512-byte blocks, mounted at /flash as on a board, so a full filesystem fails as it does on
-#   one (ENOSPC).
+# - FLASH_BLOCKS: the filesystem is a littlefs image (flash.img in the folder, made erased by
+#   the host) of that many 512-byte blocks, mounted at /flash as on a board, so a full
+#   filesystem fails as it does on one (ENOSPC); the folder is then unmounted: the image is the
+#   board's whole filesystem (the kernel lets the process write that one file and no other).
 import sys
 
 if ROOT:
@@ -17,6 +19,7 @@ if ROOT:
     vfs.umount("/")
     vfs.mount(vfs.VfsPosix(ROOT), "/")
     os.chdir("/")
+    del os, vfs
 
 
 class _Machine:
@@ -67,18 +70,12 @@ class _Flash:
 
 
 def _mount_flash(blocks):
-    try:
-        open("/flash.img", "rb").close()
-        fresh = False
-    except OSError:
-        erased = b"\xff" * 512  # block by block: the image may be larger than the heap
-        with open("/flash.img", "wb") as f:
-            for _ in range(blocks):
-                f.write(erased)
-        fresh = True
     dev = _Flash("/flash.img", blocks)
-    if fresh:
+    head = bytearray(1024)  # blocks 0 and 1, where littlefs keeps its superblock
+    dev.readblocks(0, head)
+    if head == b"\xff" * 1024:  # erased (the host made it): not formatted yet
         vfs.VfsLfs2.mkfs(dev)
+    vfs.umount("/")  # the folder: the image is all the board has
     vfs.mount(vfs.VfsLfs2(dev), "/flash")
     os.chdir("/flash")
 
