@@ -103,9 +103,8 @@ def cases():
                                     "{run_deep_meta_ckpt}", "{run_list_meta_ckpt}")])
     add("train", ["train", "pendulum", "--steps", "300", "--out", "{out}"], [["--run-dir", "{run_deep_held}"]])
     # the learning settings added with issue 33, the sim-to-real options (docs/sim-to-real.md) and --tensorboard
-    add("train", train, floats("--lr-end", "-0.1", ["1.5", "-1e30"]) + floats("--target-min", "-1", ["-1e-9"]) + floats("--reward-offset")
-        + [["--reward-offset", "1", "--gamma", "1"], ["--target-min", "0.5", "--algo", "sac"], ["--reward-offset", "1", "--algo", "sac"],
-           ["--lr-end", "0.5", "--algo", "ppo"]]
+    add("train", train, [["--set", "lr_end=" + v] for v in NOT_FLOAT + NON_FINITE + ["-0.1", "1.5", "-1e30"]]
+        + [["--set", "lr_end=0.5", "--algo", "ppo"], ["--set", "model_horizon=10", "--algo", "sac"], ["--set", "nosuch=1"], ["--set", "lr_end"]]
         + ints("--action-delay", 0, extra=[str(MAX_DELAY + 1)])
         + [["--latency-from", f] for f in LATENCY_FILES] + [["--latency-from", "{bench_ok}", "--action-delay", "1"],
            ["--no-pending-actions"], ["--no-pending-actions", "--action-delay", "0"], ["--latency-from"], ["--action-delay"]]
@@ -114,7 +113,7 @@ def cases():
                       for v in (["--action-delay", "1"], ["--latency-from", "{bench_ok}"], ["--nominal"], ["--no-pending-actions", "--action-delay", "1"])])
     add("train-ppo", ["train", "inverted_pendulum", "--algo", "ppo", "--out", "{out}", "--run-dir", "{run}"],
         floats("--init-std", "0", ["-1"]) + [["--action-delay", "1"], ["--latency-from", "{bench_ok}"], ["--nominal"],
-                                                     ["--no-pending-actions"], ["--target-min", "0.5"], ["--reward-offset", "1"]])
+                                                     ["--no-pending-actions"], ["--policy-delay", "2"], ["--set", "lr_end=0.5"]])
     ppo = ["train", "inverted_pendulum", "--algo", "ppo", "--out", "{out}", "--run-dir", "{run}"]
     add("train-ppo", ppo, ints("--envs", 1) + ints("--rollout-steps", 1) + ints("--epochs", 1) + ints("--minibatches", 1)
         + ints("--threads", 1) + floats("--lr", "0") + floats("--clip-coef", "0") + floats("--gae-lambda", "-1", ["2"])

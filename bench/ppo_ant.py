@@ -155,14 +155,14 @@ def run_rltools(task, steps, seed, eval_every, episodes):
     do not reach it) are taken out of its wall and CPU time: an evaluation lasts from the line
     before "Evaluation return mean" to that line. Steps include its one warm-up rollout (it
     collects it for the observation statistics)."""
-    from microrl_host.envs.mujoco import resolve_task
+    from microrl_host.envs.mujoco import gym_id
 
     binary = os.environ.get(RLTOOLS_BINARY)
     if not binary:
         raise Skip("%s is not set (the path of RLtools' PPO Ant trainer, built on this machine)" % RLTOOLS_BINARY)
     if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
         raise Skip("%s=%s is not an executable file" % (RLTOOLS_BINARY, binary))
-    if resolve_task(task) != "Ant-v4":
+    if gym_id(task) != "Ant-v4":
         raise Skip("RLtools' trainer runs Ant-v4 only, not %s" % task)
     iterations = max(1, -(-steps // RLTOOLS_BATCH) - 1)  # plus its warm-up rollout
     env = dict(os.environ)
@@ -218,10 +218,10 @@ def run_sb3(task, steps, seed, eval_every, episodes):
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import VecNormalize
 
-    from microrl_host.envs.mujoco import resolve_task
+    from microrl_host.envs.mujoco import gym_id
 
     torch.set_num_threads(1)
-    task = resolve_task(task)
+    task = gym_id(task)
     clock, curve = Clock(), []  # from here, as ours: building the environments and networks counts
     venv = VecNormalize(make_vec_env(task, n_envs=64, seed=seed), norm_obs=True, norm_reward=False)
     model = PPO(

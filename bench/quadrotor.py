@@ -184,11 +184,12 @@ def run_seed_ppo(seed, steps):
 
     # compile (or load numba's cache) first, so that the clock holds training only
     ppo.train(ppo.PPOConfig(**dict(settings, steps=1)), "quadrotor", eval_every=1, eval_episodes=1)
-    learner, _ = ppo.train(ppo.PPOConfig(**dict(settings, steps=steps)), "quadrotor", callbacks=Clock())
+    trained = ppo.train(ppo.PPOConfig(**dict(settings, steps=steps)), "quadrotor", callbacks=Clock())
+    learner = trained.trainer
     perturbed = tasks.summary(Q, evaluate_policy(task, learner.to_policy(), EVAL_EPISODES, EVAL_SEED, training(Q)))
     # PPO keeps no best policy: the final one is what the command writes
-    return seed_record("ppo", seed, learner.result["steps"], {k: list(v) if isinstance(v, tuple) else v for k, v in settings.items()}, clock, curve,
-                       perturbed, learner.result["train_s"], learner.result.get("perturbations", {}))
+    return seed_record("ppo", seed, trained.stats["steps"], {k: list(v) if isinstance(v, tuple) else v for k, v in settings.items()}, clock, curve,
+                       perturbed, trained.stats["train_s"], trained.stats.get("perturbations", {}))
 
 
 def foundation_policy_reference(episodes=EVAL_EPISODES):

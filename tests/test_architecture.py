@@ -240,3 +240,53 @@ def test_no_board_module_names_a_task():
     modules, the commands that drive a board, nor the programs sent to a board name a task."""
     assert len(BOARD_TASK_NEUTRAL) > 8 and len(BOARD_PROGRAMS) > 5
     assert _task_names_in(BOARD_TASK_NEUTRAL + BOARD_PROGRAMS) == []
+
+
+def _calls(name):
+    """{'RunLog', 'checkpoint.write', ...}: the names a module calls (f(...) and a.f(...))."""
+    out = set()
+    for node in ast.walk(ast.parse(open(MODULES[name]).read())):
+        if isinstance(node, ast.Call):
+            f = node.func
+            if isinstance(f, ast.Name):
+                out.add(f.id)
+            elif isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
+                out.add("%s.%s" % (f.value.id, f.attr))
+    return out
+
+
+def test_one_run_driver_and_one_task_resolver():
+    """docs/architecture.md (issue 40): algos/run.py is the one training driver (the run log,
+    checkpoints and the policy file are written there only), every algorithm of `microrl train`
+    is a module of algos/ whose train() hands a learner to it (one file plus its line in
+    commands/train.py's ALGOS), and tasks.py is the one place a task's name is read."""
+    driver_only = {"RunLog", "checkpoint.write", "save_policy", "policy_file.save"}
+    for m in LIBRARY:
+        if m.startswith("microrl_host.algos.") and m != "microrl_host.algos.run":
+            assert not (_calls(m) & driver_only), (m, _calls(m) & driver_only)
+    from microrl_host.commands import train
+
+    for name in train.ALGOS:
+        module = "microrl_host.algos." + name
+        assert module in MODULES, name
+        source = open(MODULES[module]).read()
+        assert "train" in source and ("run.drive(" in source or "offpolicy.Algorithm(" in source), name
+    assert "run.drive(" in open(MODULES["microrl_host.algos.offpolicy"]).read()
+    # the task's name is resolved in tasks.py only: no other module matches MuJoCo names or builds a Found
+    for m in LIBRARY + [m for m in MODULES if _is_command_line(m)]:
+        if m != "microrl_host.tasks":
+            assert not (_calls(m) & {"Found", "tasks.Found", "mujoco_key", "_mujoco_key"}), m
+
+
+def test_a_subcommand_is_one_module_of_commands_and_its_name_in_cli():
+    """docs/architecture.md, "Where to add": a subcommand is a module of commands/ with
+    register() (which names the function that runs it: set_defaults(func=...)), named in
+    cli.COMMANDS; the other modules there are shared helpers."""
+    from microrl_host import cli
+
+    listed = {c.__name__ for c in cli.COMMANDS}
+    for m in MODULES:  # a module of commands/ with a register() is a subcommand: cli lists it
+        if m.startswith("microrl_host.commands.") and m not in listed:
+            assert "\ndef register(" not in open(MODULES[m]).read(), "%s registers a subcommand cli.COMMANDS does not list" % m
+    for command in cli.COMMANDS:
+        assert callable(getattr(command, "register", None)) and "set_defaults(func=" in open(command.__file__).read(), command.__name__

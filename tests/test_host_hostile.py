@@ -24,10 +24,10 @@ from microrl_host.algos import checkpoint
     ("sac", ["--alpha-lr", "-1", "--initial-alpha", "0"], ["alpha_lr must be a finite number above 0", "initial_alpha must be a finite number above 0"]),
     ("ppo", ["--lr", "nan"], ["lr must be a finite number, got nan"]),
     # --lr-end was not checked: nan, inf, a negative share or one above 1 trained and wrote a policy
-    ("td3", ["--lr-end", "nan"], ["lr_end must be a finite number from 0 to 1", "got nan"]),
-    ("td3", ["--lr-end", "inf"], ["lr_end must be a finite number from 0 to 1", "got inf"]),
-    ("td3", ["--lr-end=-0.5"], ["lr_end must be a finite number from 0 to 1", "got -0.5"]),
-    ("td3", ["--lr-end", "1.5"], ["lr_end must be a finite number from 0 to 1", "got 1.5"]),
+    ("td3", ["--set", "lr_end=nan"], ["lr_end must be a finite number from 0 to 1", "got nan"]),
+    ("td3", ["--set", "lr_end=inf"], ["lr_end must be a finite number from 0 to 1", "got inf"]),
+    ("td3", ["--set", "lr_end=-0.5"], ["lr_end must be a finite number from 0 to 1", "got -0.5"]),
+    ("td3", ["--set", "lr_end=1.5"], ["lr_end must be a finite number from 0 to 1", "got 1.5"]),
 ])
 def test_bad_settings_are_refused_before_any_work(tmp_path, algo, args, words):
     run = tmp_path / "run"

@@ -140,4 +140,4 @@ def _actor_shape():
 def test_the_command_line_refuses_a_task_without_the_hook():
     from helpers import assert_refused, run_microrl
 
-    assert_refused(run_microrl("train", "pendulum", "--model-horizon", "10", "--steps", "100"), "state_from_observation")
+    assert_refused(run_microrl("train", "pendulum", "--set", "model_horizon=10", "--steps", "100"), "state_from_observation")

@@ -12,7 +12,8 @@ pytest.importorskip("mujoco", reason="mujoco not installed: pip install 'microrl
 gym = pytest.importorskip("gymnasium")
 pytest.importorskip("gymnasium.envs.mujoco.mujoco_env", reason="gymnasium[mujoco] not installed: pip install 'microrl[mujoco]'")
 
-from microrl_host.envs.mujoco import FAMILIES, MujocoVectorEnv, UnknownTaskError, resolve_task  # noqa: E402
+from microrl_host.envs.mujoco import FAMILIES, MujocoVectorEnv, gym_id  # noqa: E402
+from microrl_host.tasks import UnknownTask  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -194,10 +195,11 @@ def test_gymnasium_vector_api():
 
 
 def test_unknown_task_is_a_clear_error():
-    assert resolve_task("ant") == "Ant-v5"
-    assert resolve_task("ANT-V4") == "Ant-v4"
-    assert resolve_task("walker2d") == "Walker2d-v5"
-    with pytest.raises(UnknownTaskError, match="unknown MuJoCo task 'Antt'.*Ant-v5"):
+    assert gym_id("ant") == "Ant-v5"
+    assert gym_id("ANT-V4") == "Ant-v4"
+    assert gym_id("walker2d") == "Walker2d-v5"
+    assert gym_id("half_cheetah") == "HalfCheetah-v5"
+    with pytest.raises(UnknownTask, match="unknown MuJoCo task 'Antt'.*Ant-v5"):
         MujocoVectorEnv("Antt", 2)
 
 

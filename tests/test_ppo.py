@@ -16,6 +16,7 @@ from microrl import policy as policy_file  # noqa: E402
 from microrl.nn import layout  # noqa: E402
 from microrl_host.algos import ppo  # noqa: E402
 from microrl_host.algos.callbacks import EachChunk  # noqa: E402
+from microrl_host.algos.run import POLICY  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 TRAIN = ["-m", "microrl_host.cli", "train"]
@@ -75,8 +76,8 @@ def test_settings_are_validated():
 
 
 def test_saved_policy_carries_obs_normalisation_and_matches_the_learner(tmp_path):
-    learner, _ = ppo.train(small_config(), "InvertedPendulum-v5", run_dir=str(tmp_path))
-    saved = policy_file.load(str(tmp_path / ppo.POLICY))
+    learner = ppo.train(small_config(), "InvertedPendulum-v5", run_dir=str(tmp_path)).trainer
+    saved = policy_file.load(str(tmp_path / POLICY))
     assert saved.sizes == [4, 32, 32, 1]
     assert len(saved.params) == layout(saved.sizes)[1]
     np.testing.assert_allclose(np.array(saved.obs_mean), learner.obs_rms.mean, rtol=1e-6)
@@ -88,14 +89,14 @@ def test_saved_policy_carries_obs_normalisation_and_matches_the_learner(tmp_path
     device = [saved(list(o))[0] for o in obs]
     np.testing.assert_allclose(device, host, rtol=1e-4, atol=1e-5)
     # without normalisation the file has none
-    learner2, _ = ppo.train(small_config(obs_norm=False, steps=512), "InvertedPendulum-v5", run_dir=str(tmp_path / "plain"))
-    assert policy_file.load(str(tmp_path / "plain" / ppo.POLICY)).obs_mean is None
+    learner2 = ppo.train(small_config(obs_norm=False, steps=512), "InvertedPendulum-v5", run_dir=str(tmp_path / "plain")).trainer
+    assert policy_file.load(str(tmp_path / "plain" / POLICY)).obs_mean is None
 
 
 @needs_micropython
 def test_device_core_applies_the_normalisation_under_micropython(tmp_path):
-    learner, _ = ppo.train(small_config(steps=1024), "InvertedPendulum-v5", run_dir=str(tmp_path))
-    path = str(tmp_path / ppo.POLICY)
+    learner = ppo.train(small_config(steps=1024), "InvertedPendulum-v5", run_dir=str(tmp_path)).trainer
+    path = str(tmp_path / POLICY)
     obs = [0.05, -0.1, 0.3, -0.2]
     out = run_micropython_code("from microrl import policy\np = policy.load(%r)\nprint(p(%r)[0])" % (path, obs))
     expected = learner.deterministic(np.array(obs), clip=False)[0, 0]
@@ -131,22 +132,22 @@ def test_update_with_the_critic_on_its_own_thread_equals_one_after_the_other():
 
 def test_checkpoint_resume(tmp_path):
     run = str(tmp_path)
-    first, _ = ppo.train(small_config(steps=1024), "InvertedPendulum-v5", run_dir=run, checkpoint_every=512)
+    first = ppo.train(small_config(steps=1024), "InvertedPendulum-v5", run_dir=run, checkpoint_every=512).trainer
     assert sorted(f for f in os.listdir(run) if f.endswith(".tmp")) == []
     # resuming at the same budget trains nothing and restores the learner exactly
-    again, _ = ppo.train(small_config(steps=1024), "InvertedPendulum-v5", run_dir=run, resume=True)
+    again = ppo.train(small_config(steps=1024), "InvertedPendulum-v5", run_dir=run, resume=True).trainer
     for k, v in first.state().items():
         assert np.array_equal(np.asarray(v), np.asarray(again.state()[k])), k
     # resuming with a larger budget continues from step 1024
     seen = []
-    more, _ = ppo.train(small_config(steps=2048), "InvertedPendulum-v5", run_dir=run, resume=True, callbacks=EachChunk(lambda step, learner: seen.append(step)))
+    more = ppo.train(small_config(steps=2048), "InvertedPendulum-v5", run_dir=run, resume=True, callbacks=EachChunk(lambda step, learner: seen.append(step))).trainer
     assert seen == [1536, 2048]
     assert more.actor.adam_step_count == first.actor.adam_step_count * 2
     with np.load(os.path.join(run, ppo.CHECKPOINT)) as ckpt:
         assert int(ckpt["step"]) == 2048
     with pytest.raises(FileNotFoundError, match="nothing to resume"):
         ppo.train(small_config(), "InvertedPendulum-v5", run_dir=str(tmp_path / "empty"), resume=True)
-    with pytest.raises(ValueError, match="is for InvertedPendulum-v5"):
+    with pytest.raises(ValueError, match="is for ppo on InvertedPendulum-v5, not ppo on Hopper-v5"):
         ppo.train(small_config(steps=4096), "Hopper-v5", run_dir=run, resume=True)
 
 
@@ -202,13 +203,13 @@ def test_interrupt_keeps_a_checkpoint(tmp_path):
         ppo.train(small_config(steps=4096), "InvertedPendulum-v5", run_dir=str(tmp_path), callbacks=EachChunk(stop))
     with np.load(tmp_path / ppo.CHECKPOINT) as ckpt:
         assert int(ckpt["step"]) == 1024
-    learner, _ = ppo.train(small_config(steps=2048), "InvertedPendulum-v5", run_dir=str(tmp_path), resume=True)
+    learner = ppo.train(small_config(steps=2048), "InvertedPendulum-v5", run_dir=str(tmp_path), resume=True).trainer
     assert learner.actor.adam_step_count == 4 * 4 * 2  # 4 iterations of 512 steps, 4 epochs x 2 minibatches
 
 
 def test_a_diverging_run_stops_and_writes_nothing(tmp_path):
     run = str(tmp_path / "run")
-    with pytest.raises(ppo.TrainingDiverged, match=r"diverged: .* became NaN or infinite in the update at step 512; stopped, no policy written"):
+    with pytest.raises(ppo.TrainingDiverged, match=r"ppo on InvertedPendulum-v5 diverged: .* became NaN or infinite between step 0 and step 512; stopped, no policy written"):
         ppo.train(small_config(lr=1e30), "InvertedPendulum-v5", run_dir=run, out=str(tmp_path / "p.mrlp"), checkpoint_every=512)
     assert not os.path.exists(os.path.join(run, ppo.CHECKPOINT)) and not os.path.exists(os.path.join(run, "policy.mrlp"))
     assert not os.path.exists(str(tmp_path / "p.mrlp"))
@@ -233,7 +234,7 @@ def test_one_thread_or_two_learn_the_same_bits():
     # timing only: the networks, their Adam moments and the statistics come out bit for bit equal
     states = []
     for threads in (1, 2):
-        learner, _ = ppo.train(small_config(steps=1024, threads=threads), "InvertedPendulum-v5")
+        learner = ppo.train(small_config(steps=1024, threads=threads), "InvertedPendulum-v5").trainer
         states.append(learner.state())
     for key, value in states[0].items():
         assert np.array_equal(np.asarray(value), np.asarray(states[1][key])), key

@@ -47,15 +47,17 @@ def test_the_vector_steps_each_copy_as_gymnasium_and_resets_finished_ones():
 
 def test_train_on_pendulum_from_the_python_api(tmp_path):
     config = ppo.PPOConfig(steps=1024, envs=4, rollout_steps=64, hidden=(16, 16), seed=2, threads=1)
-    learner, evals = ppo.train(config, "Pendulum-v1", run_dir=str(tmp_path / "run"), out=str(tmp_path / "p.mrlp"), eval_every=512, eval_episodes=2)
+    trained = ppo.train(config, "Pendulum-v1", run_dir=str(tmp_path / "run"), out=str(tmp_path / "p.mrlp"), eval_every=512, eval_episodes=2)
+    learner, evals = trained.trainer, trained.evals
     assert [e[0] for e in evals] == [512, 1024] and all(np.isfinite(e[1]) for e in evals)
     policy = policy_file.load(str(tmp_path / "p.mrlp"))
     assert policy.sizes == [3, 16, 16, 1]
     obs = np.array([0.3, -0.2, 1.5])
     assert np.allclose(policy(obs), learner.deterministic(obs, clip=False)[0], atol=1e-4)
-    assert learner.result["task"] == "Pendulum-v1"
+    assert trained.stats["task"] == "Pendulum-v1"
     # an Env made by gym.make: copies from its spec; same seed, same run
-    again, evals_again = ppo.train(config, gym.make("Pendulum-v1"), eval_every=512, eval_episodes=2)
+    trained = ppo.train(config, gym.make("Pendulum-v1"), eval_every=512, eval_episodes=2)
+    again, evals_again = trained.trainer, trained.evals
     assert evals_again == evals and np.array_equal(again.actor.p, learner.actor.p)
 
 

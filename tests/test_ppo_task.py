@@ -16,6 +16,7 @@ from microrl import policy as policy_file
 from microrl.policy import Policy, array_of
 from microrl.tasks import quadrotor as Q
 from microrl_host.algos import ppo
+from microrl_host import tasks
 from microrl_host.envs.task import CompiledTask, evaluate_policy, folded_parameters
 from microrl_host.envs.task_vector import TaskVectorEnv
 
@@ -114,8 +115,8 @@ def test_what_ppo_on_a_task_cannot_do_is_refused_in_one_line(tmp_path, args, wor
     assert not os.path.exists(out) and not os.path.exists(tmp_path / "x.run")
 
 
-def test_resolve_env_takes_a_task_module():
-    assert ppo.resolve_env("quadrotor") == ("task", "quadrotor")
+def test_the_task_registry_resolves_a_task_module_for_ppo():
+    assert tasks.resolve("quadrotor").kind == "task"
     for task in ("quadrotor", Q, CompiledTask(Q)):  # what the CLI passes is the module (a bug once: nothing suggested)
         assert ppo.suggested(task)["final_std"] == Q.TRAINING_PPO["final_std"]
         assert ppo.suggested(task)["hidden"] == tuple(Q.TRAINING_PPO["hidden"])
@@ -135,7 +136,8 @@ def _train_args(*argv):
     (("quadrotor",), "ppo"),  # the task's suggestion (its ALGO): PPO's final policy flies
     (("quadrotor", "--algo", "td3"), "td3"),  # named: taken as given
     (("quadrotor", "--action-delay", 2), "td3"),  # latency training is TD3's
-    (("quadrotor", "--target-min", 0.5), "td3"),  # a TD3 option
+    (("quadrotor", "--policy-delay", 3), "td3"),  # a TD3 option
+    (("quadrotor", "--set", "model_horizon=100"), "td3"),  # a TD3 experimental setting
     (("pendulum",), "td3"),  # no suggestion
     (("Pendulum-v1",), "td3"),
 ])

@@ -13,11 +13,11 @@ def sweep(*argv, timeout=300):
 
 
 def test_jobs_are_seeds_times_grid(tmp_path):
-    proc = sweep("ant", "--seeds", "1-3", "--grid", "lr=1e-4,3e-4", "--grid", "no-obs-norm=true,false", "--set", "envs=32", "--set", "hidden=64,64", "--steps", "1000", "--run-dir", str(tmp_path), "--dry-run")
+    proc = sweep("ant", "--seeds", "1-3", "--grid", "lr=1e-4,3e-4", "--grid", "obs_norm=true,false", "--set", "envs=32", "--set", "hidden=64,64", "--steps", "1000", "--run-dir", str(tmp_path), "--dry-run")
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.strip().splitlines()
     assert len(lines) == 3 * 2 * 2
-    assert sum("--no-obs-norm" in l for l in lines) == 6
+    assert sum("--set obs_norm=false" in l for l in lines) == 6
     assert all("--envs 32" in l and "--hidden 64,64" in l and "--steps 1000" in l for l in lines)
     assert sorted({l.split("--seed ")[1].split()[0] for l in lines}) == ["1", "2", "3"]
 
@@ -103,3 +103,17 @@ def test_folders_of_a_module_id_task_have_portable_names(tmp_path):
         assert parts[0] == "sweeps" and parts[1].startswith("mypkg.envs_swing-v0-td3-"), folder
         assert not any(c in folder for c in ':*?"<>|\\ '), folder
     assert sorted(os.path.basename(f) for f in folders) == ["exploration-noise=0.1_seed0", "exploration-noise=0.3_seed0"]
+
+
+def test_a_sweep_resolves_its_task_as_train_does(tmp_path):
+    """`microrl sweep quadrotor` said "unknown MuJoCo task 'quadrotor'" (issue 40): a sweep takes
+    every task train takes, and its algorithm is the task's suggestion unless --algo names one."""
+    proc = sweep("quadrotor", "--seeds", "0-1", "--steps", "1000", "--run-dir", str(tmp_path / "q"), "--quiet", timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    with open(tmp_path / "q" / "summary.json") as f:
+        summary = json.load(f)
+    assert summary["algo"] == "ppo" and [r["exit_code"] for r in summary["runs"]] == [0, 0]
+    proc = sweep("pendulum", "--seeds", "0", "--run-dir", str(tmp_path / "p"), "--dry-run")
+    assert proc.returncode == 0 and "--algo td3" in proc.stdout, proc.stderr
+    proc = sweep("hopper", "--seeds", "0", "--set", "envs=32", "--run-dir", str(tmp_path / "h"), "--dry-run")
+    assert proc.returncode == 0 and "--algo ppo" in proc.stdout, proc.stderr

@@ -88,6 +88,22 @@ def test_a_compiled_task_steps_as_the_device_core_does(name, tmp_path):
     assert steps > 100
 
 
+def test_one_resolver_knows_every_kind_of_task():
+    """tasks.resolve is the one place a task's name is read (issue 40): built-in names first,
+    then MuJoCo families by any spelling (PPO's suggestion: their compiled copies are PPO's),
+    then gymnasium ids; a Found passes through as it is."""
+    quad = tasks.resolve("Quadrotor")
+    assert (quad.kind, quad.name, quad.algo) == ("task", "quadrotor", "ppo")
+    assert tasks.resolve("pendulum").kind == "task"  # not MuJoCo's InvertedPendulum
+    for name, gym_id in (("ant", "Ant-v5"), ("ANT-V4", "Ant-v4"), ("half_cheetah", "HalfCheetah-v5"), ("inverted_pendulum", "InvertedPendulum-v5")):
+        found = tasks.resolve(name)
+        assert (found.kind, found.name, found.gym, found.algo) == ("mujoco", gym_id, gym_id, "ppo")
+    gym = tasks.resolve("Pendulum-v1")
+    assert (gym.kind, gym.gym, gym.algo) == ("gym", "Pendulum-v1", None)
+    assert tasks.resolve(quad) is quad
+    assert tasks.mujoco_id("antt") is None
+
+
 def test_the_registry_finds_files_and_modules_from_the_current_folder(tmp_path, monkeypatch):
     (tmp_path / "mytask.py").write_text(user_task_source("mytask"))
     pkg = tmp_path / "robots"

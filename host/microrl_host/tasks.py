@@ -2,8 +2,11 @@
 place. Built-in tasks are the modules of the device core's microrl/tasks/ folder, each named by
 its NAME (a new one needs no entry here); a user's task is a file (`./cartpole.py`) or a module
 (`pkg.mod`, `pkg.mod:attribute`) written against the task interface (docs/tasks.md), found from
-the current folder without PYTHONPATH; anything else is a gymnasium id (`Pendulum-v1`,
+the current folder without PYTHONPATH; a MuJoCo task with compiled formulas (MUJOCO_FAMILIES:
+`ant`, `Hopper-v5`, any case or spelling; PPO steps many copies of it together, envs/mujoco.py,
+TD3/SAC its gymnasium environment); anything else is a gymnasium id (`Pendulum-v1`,
 `module:EnvId`, stepped from Python: the slow path) or, in the Python API, a gymnasium Env.
+Every command and algorithm resolves a task here, once (resolve).
 
 Loads no numba: the commands resolve a task before they decide to train."""
 import inspect
@@ -16,6 +19,22 @@ DEFAULT = "pendulum"  # the task of `microrl demo` and of the Python API's train
 RENDERERS = {"quadrotor": "microrl_host.envs.quadrotor_render"}
 GYM_EXAMPLES = ("Pendulum-v1", "MountainCarContinuous-v0", "LunarLanderContinuous-v3", "BipedalWalker-v3")  # for messages
 SUMMARY_DEFAULTS = {"ERROR_NAME": "final_error", "TERMINATED_NAME": "terminated_rate"}
+# MuJoCo tasks whose formulas envs/mujoco.py computes for many copies at once: gymnasium id ->
+# the family of formulas (a new family: its formulas there, its ids here)
+MUJOCO_FAMILIES = {
+    "Ant-v4": "ant",
+    "Ant-v5": "ant",
+    "HalfCheetah-v4": "cheetah",
+    "HalfCheetah-v5": "cheetah",
+    "Hopper-v4": "hopper",
+    "Hopper-v5": "hopper",
+    "Walker2d-v4": "walker",
+    "Walker2d-v5": "walker",
+    "Humanoid-v4": "humanoid",
+    "Humanoid-v5": "humanoid",
+    "InvertedPendulum-v4": "pendulum",
+    "InvertedPendulum-v5": "pendulum",
+}
 
 
 class TaskError(ValueError):
@@ -74,19 +93,32 @@ def check(module):
 
 
 class Found:
-    """A resolved task: name (the registry's, or the module's NAME), and either module (a task
-    module: compiled into the training loop) or gym_id / gym_env (gymnasium, from Python)."""
+    """A resolved task: name (the registry's, the module's NAME, or the gymnasium id), and either
+    module (a task module: compiled into the training loop) or gym_id / gym_env (gymnasium; a
+    MuJoCo task with compiled formulas has its family too)."""
 
-    def __init__(self, name, module=None, gym_id=None, gym_env=None, source=None):
+    def __init__(self, name, module=None, gym_id=None, gym_env=None, source=None, family=None):
         self.name = name
         self.module = module
         self.gym_id = gym_id
         self.gym_env = gym_env
         self.source = source  # the file a user's task came from
+        self.family = family  # a MuJoCo task: its formulas' family in envs/mujoco.py
 
     @property
     def compiled(self):
         return self.module is not None
+
+    @property
+    def kind(self):
+        """"task" (written against the task interface: compiled), "mujoco" (a MuJoCo family: PPO
+        steps compiled copies) or "gym" (a gymnasium id or Env stepped from Python)."""
+        return "task" if self.module is not None else "mujoco" if self.family else "gym"
+
+    @property
+    def gym(self):
+        """What gymnasium makes the task from: the Env given, else its id."""
+        return self.gym_env if self.gym_env is not None else self.gym_id
 
     @property
     def training(self):
@@ -95,8 +127,9 @@ class Found:
 
     @property
     def algo(self):
-        """The algorithm the task suggests when none is named (its ALGO), None for none."""
-        return getattr(self.module, "ALGO", None)
+        """The algorithm the task suggests when none is named: its ALGO; PPO for a MuJoCo family
+        (whose compiled copies are PPO's); None for none."""
+        return "ppo" if self.family else getattr(self.module, "ALGO", None)
 
     @property
     def training_ppo(self):
@@ -193,7 +226,9 @@ def resolve(task):
     """Found for task: a task module, a gymnasium Env, or a string (a built-in name, a .py file,
     `pkg.mod` or `pkg.mod:attribute`, a gymnasium id or `module:EnvId`). UnknownTask says what
     was tried when it names nothing; a file that is not a task raises envs.task.TaskError's
-    message as UnknownTask too."""
+    message as UnknownTask too. A Found is returned as it is (resolved once)."""
+    if isinstance(task, Found):
+        return task
     if is_task(task):
         check(task)
         return Found(str(task.NAME), module=importable(task), source=getattr(task, "__file__", None))
@@ -204,6 +239,9 @@ def resolve(task):
         raise UnknownTask("a task is a name (%s), a task file or module, a gymnasium id or Env; got %r" % (", ".join(builtin_names()), task))
     if task.lower() in builtin_names():
         return Found(task.lower(), module=builtin(task.lower()))
+    gym_id = mujoco_id(task)
+    if gym_id:
+        return Found(gym_id, gym_id=gym_id, family=MUJOCO_FAMILIES[gym_id])
     if task.endswith(".py") or os.sep in task or (os.altsep and os.altsep in task):
         if not os.path.isfile(task):
             raise UnknownTask("no task file %s%s" % (task, " (it is a folder)" if os.path.isdir(task) else ""))
@@ -243,16 +281,33 @@ def resolve(task):
     return Found(task, gym_id=task)
 
 
+def _mujoco_key(name):
+    # "Half_Cheetah-v4", "half-cheetah-v4", "halfcheetah" -> ("halfcheetah", "4" or None)
+    import re
+
+    m = re.match(r"^(.*?)(?:-v(\d+))?$", str(name).strip().lower())
+    return re.sub(r"[-_ ]", "", m.group(1)), m.group(2)
+
+
+def mujoco_id(name):
+    """The gymnasium id of a MuJoCo task with compiled formulas, or None: exact ids ("Ant-v4"),
+    any case or spelling ("ant-v4", "half_cheetah"), a bare name meaning the newest version
+    ("ant" -> "Ant-v5")."""
+    base, version = _mujoco_key(name)
+    ids = [k for k in MUJOCO_FAMILIES if _mujoco_key(k)[0] == base]
+    if version is None:
+        return max(ids) if ids else None
+    return next((k for k in ids if _mujoco_key(k)[1] == version), None)
+
+
+def mujoco_names():
+    """For messages: the MuJoCo tasks with compiled formulas."""
+    return "%s (or a bare name such as 'ant' for the newest version)" % ", ".join(sorted(MUJOCO_FAMILIES))
+
+
 def _looks_like_module(text):
     parts = text.split(".")
     return all(p.isidentifier() for p in parts) and text.lower() == text
-
-
-def describe():
-    """For --help: the built-in names and the other forms a task takes."""
-    return ("a built-in task (%s), a task file (./mytask.py) or module (pkg.mod, pkg.mod:attribute) written against "
-            "docs/tasks.md, found from the current folder; those run inside the compiled training loop (fastest). "
-            "Else a gymnasium id with continuous actions, e.g. Pendulum-v1, or module:EnvId (the module registers it)" % ", ".join(builtin_names()))
 
 
 def shapes():

@@ -5,14 +5,17 @@ from microrl.td3 import TD3Config
 # the paper keeps 10,000 transitions for 10,000 steps, i.e. all of them; the host keeps up to
 # a million (memory is only used as the buffer fills, and checkpoints hold the filled part)
 REPLAY_CAPACITY = 1000000
+# settings of the device core's TD3Config that only TD3 on a board has (train-on-board): its
+# replay's 16-bit rows and random overwrite (what a small heap needs; the host's replay holds
+# float32 rows in a ring) and the critics' reward scale. The host refuses them at any value but
+# the default (td3.config(reward_scale=0.1) was accepted and did nothing) and lists them nowhere.
+BOARD_ONLY = ("replay_fixed_point", "replay_overwrite", "reward_scale")
 
 
 def td3_config():
     """The device core's TD3Config (the TD3 paper's Pendulum settings) with the host's replay."""
     c = TD3Config()
     c.replay_capacity = REPLAY_CAPACITY
-    c.target_min = 1.0  # the critics' target: this share of the twin critics' min, the rest their mean
-    c.reward_offset = 0.0  # subtracted from each reward (centring): critics learn values near 0
     # the model-gradient actor (algos/model_gradient.py), off at horizon 0
     c.model_horizon = 0  # steps of the task's own step the actor's gradient rolls through
     c.model_batch = 16  # replayed observations the rollouts start from
@@ -45,8 +48,8 @@ class SACConfig:
 
 
 def settings(config):
-    """{name: value} of a configuration object."""
-    return {k: getattr(config, k) for k in dir(config) if not k.startswith("_") and not callable(getattr(config, k))}
+    """{name: value} of a configuration object (the host's: without BOARD_ONLY)."""
+    return {k: getattr(config, k) for k in dir(config) if not k.startswith("_") and k not in BOARD_ONLY and not callable(getattr(config, k))}
 
 
 def threads_from_environment():

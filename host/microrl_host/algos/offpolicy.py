@@ -17,26 +17,28 @@ import time
 
 import numpy as np
 
-from microrl.policy import Policy, save
+from microrl.policy import Policy
 
-from .. import atomic, tasks
+from .. import tasks
 from ..envs.gym import GymTask, evaluate_gym
 from ..nn.blas import one_blas_thread
 from ..nn import mlp
 from ..nn.mlp import Net, greedy_action, view
 from ..nn.rng import randint
-from ..references import attach as attach_references
-from ..runlog import RunLog
-from . import checkpoint, loop, twin
-from .callbacks import NONE
+from . import loop, run, twin
 from .checkpoint import CheckpointError
-from .checkpoint import read as read_checkpoint
+from .config import BOARD_ONLY
 from .config import settings as config_settings
-from .results import run_result
+from ..runlog import CHECKPOINT
+from .run import TrainingDiverged  # noqa: F401  (the one TrainingDiverged, where its callers look)
 
 # settings of a task's TRAINING (its suggestions, which a user's own settings override) that
 # configure the algorithm; the rest configure the driver
 ALGORITHM_SETTINGS = ("batch", "warmup")
+# settings removed with their code, and the value at which a run did without them: a checkpoint
+# written with that value resumes, one written with another is refused (issue 40: the critics'
+# target mix and the reward offset, refuted by the runs docs/quadrotor.md records)
+REMOVED = {"target_min": 1.0, "reward_offset": 0.0}
 # ---------------------------------------------------------------- state <-> flat arrays
 
 
@@ -60,15 +62,16 @@ NOT_SAVED = ("sync", "half.")  # the threads' handshake, and views and scratch o
 REPLAY_ROWS = ("replay.obs", "replay.act", "replay.rew", "replay.next_obs", "replay.done")
 
 
-def save_checkpoint(path, state, meta):
-    """Everything needed to continue training, written atomically (one .npz)."""
+def checkpoint_arrays(state):
+    """Everything needed to continue training, by name: the state's arrays but the threads'
+    handshake, the replay buffer's filled part only."""
     arrays = dict(flatten(state))
     for k in [k for k in arrays if k.startswith(NOT_SAVED)]:
         del arrays[k]
     size = int(state.replay.count[1])
     for k in REPLAY_ROWS:  # only the filled part of the replay buffer
         arrays[k] = arrays[k][:size]
-    checkpoint.write(path, meta, arrays)
+    return arrays
 
 
 def restore(state, arrays, path):
@@ -117,11 +120,6 @@ def critic_loss(state, scale, obs, act, y):
 # ---------------------------------------------------------------- checks
 
 
-class TrainingDiverged(Exception):
-    """A run whose networks became NaN or infinite: stopped; nothing written after the last
-    good checkpoint."""
-
-
 def non_finite(state):
     """The name of the first network array of a state (weights, Adam moments, SAC's temperature)
     holding a NaN or an infinity, or None."""
@@ -165,12 +163,6 @@ def check_config(c):
                 problems.append("%s must be a finite number >= 0, got %r" % (k, v))
     if hasattr(c, "lr_end") and not (_finite(c.lr_end) and 0 <= c.lr_end <= 1):
         problems.append("lr_end must be a finite number from 0 to 1 (the share of the learning rates left at the last step; 1: constant), got %r" % (c.lr_end,))
-    if hasattr(c, "target_min") and not (_finite(c.target_min) and c.target_min >= 0):
-        problems.append("target_min must be a finite number >= 0 (1: the twin critics' min, 0: their mean), got %r" % (c.target_min,))
-    if hasattr(c, "reward_offset") and not _finite(c.reward_offset):
-        problems.append("reward_offset must be a finite number, got %r" % (c.reward_offset,))
-    elif getattr(c, "reward_offset", 0.0) and c.gamma == 1:
-        problems.append("reward_offset needs gamma below 1 (a terminating step takes offset/(1-gamma) more)")
     for k, low in (("model_horizon", 0), ("model_batch", 1), ("model_every", 1), ("model_start", 0)):
         if hasattr(c, k):
             v = getattr(c, k)
@@ -182,23 +174,6 @@ def check_config(c):
         problems.append("target_entropy must be a finite number (or unset), got %r" % (c.target_entropy,))
     if problems:
         raise ValueError("; ".join(problems))
-
-
-def resume_differences(saved, saved_seed, given, given_seed):
-    """['hidden: the checkpoint has (64, 64), given (32, 32)', ...] for every setting given to a
-    resumed run that differs from the checkpoint's (steps may grow: not compared)."""
-    out = []
-    for k in sorted(given):
-        if k == "steps" or given[k] is None:
-            continue
-        mine, theirs = given[k], saved.get(k)
-        if isinstance(mine, (list, tuple)):
-            mine, theirs = tuple(mine), tuple(theirs) if isinstance(theirs, (list, tuple)) else theirs
-        if mine != theirs:
-            out.append("%s: the checkpoint has %r, given %r" % (k, theirs, mine))
-    if given_seed is not None and int(given_seed) != int(saved_seed):
-        out.append("seed: the checkpoint has %d, given %d" % (saved_seed, given_seed))
-    return out
 
 
 # ---------------------------------------------------------------- the algorithm front end
@@ -232,17 +207,6 @@ def evaluation_perturbations(env):
     return {"action_delay": delay} if delay else None
 
 
-class Run:
-    """What a training run returns: the policy, evaluations [(step, mean, std)], stats (the one
-    result shape of results.py), and the final training state (networks, optimiser, replay: the arrays a checkpoint holds)."""
-
-    def __init__(self, policy, evals, stats, state=None):
-        self.state = state
-        self.policy = policy
-        self.evals = evals
-        self.stats = stats
-
-
 class Algorithm:
     """An off-policy algorithm (td3.py, sac.py) as its parts, and the training driver over them.
     Each module ends with ALGO = Algorithm(...) naming its own functions."""
@@ -256,7 +220,6 @@ class Algorithm:
         self.hyperparameters = hyperparameters
         self.new_state = new_state
         self.actor_export = actor_export
-        self.task_stats = {}  # a task with a success test: its evaluation summary (tasks.summary)
 
     # configuration ---------------------------------------------------
     def config(self, **overrides):
@@ -265,6 +228,11 @@ class Algorithm:
         c = self.default_config()
         for k, v in overrides.items():
             if v is None:
+                continue
+            if k in BOARD_ONLY:
+                if v != getattr(c, k, v):
+                    raise ValueError("%s is a setting of TD3 on a board (microrl train-on-board); the host's %s has none (its replay holds float32 "
+                                     "rows in a ring, its critics take the rewards as they are)" % (k, self.name))
                 continue
             if not hasattr(c, k):
                 raise ValueError("unknown %s setting %r; known: %s" % (self.name, k, ", ".join(sorted(self.settings(c)))))
@@ -286,7 +254,7 @@ class Algorithm:
         return self.run(tasks.DEFAULT if env is None else env, steps=steps, seed=seed, callbacks=callbacks, **dict(settings, **options))
 
     def run(self, task, steps=None, seed=None, eval_every=None, eval_episodes=None, out=None, run_dir=None, checkpoint_every=None, resume=False, callbacks=None, threads=None,
-            perturbations=None, pending_actions=True, **settings):
+            perturbations=None, pending_actions=True, keep_best=False, **settings):
         """Train on task (tasks.resolve: a registry name, a task module or its file, a gymnasium
         id or Env); returns a Run. Settings left None take the task's suggestion (its TRAINING),
         else: steps 10000, eval_every 1000, eval_episodes 10, checkpoint_every 0 (at the end).
@@ -300,15 +268,17 @@ class Algorithm:
         None: the task's own choice, its PERTURBATIONS; {}: the nominal task); pending_actions:
         under an action delay the actor and critics observe the commands sent but not yet
         applied, and the policy file says so (default; False: the task's observation alone, the
-        way that does not learn a delay: docs/sim-to-real.md)."""
+        way that does not learn a delay: docs/sim-to-real.md); keep_best: on a task with a success
+        test, write the actor of the best evaluation rather than the final one (run.drive)."""
         threads = twin.default_threads() if threads is None else int(threads)
         if threads < 1:
             raise ValueError("threads must be 1 or more, not %d" % threads)
         with one_blas_thread():
-            return self._run(task, steps, seed, eval_every, eval_episodes, out, run_dir, checkpoint_every, resume, callbacks, settings, threads, perturbations, pending_actions)
+            return self._run(task, steps, seed, eval_every, eval_episodes, out, run_dir, checkpoint_every, resume, callbacks, settings, threads, perturbations, pending_actions,
+                             keep_best)
 
-    def _run(self, task, steps, seed, eval_every, eval_episodes, out, run_dir, checkpoint_every, resume, callbacks, settings, threads, perturbations=None, pending_actions=True):
-        callbacks = callbacks or NONE
+    def _run(self, task, steps, seed, eval_every, eval_episodes, out, run_dir, checkpoint_every, resume, callbacks, settings, threads, perturbations=None, pending_actions=True,
+             keep_best=False):
         wall0 = time.perf_counter()
         env = make_task(task, perturbations, pending_actions)
         trained_with = dict(getattr(env, "perturbations", {}))
@@ -321,198 +291,40 @@ class Algorithm:
         eval_every = default(eval_every, "eval_every", 1000)
         eval_episodes = default(eval_episodes, "eval_episodes", 10)
         checkpoint_every = default(checkpoint_every, "checkpoint_every", 0)
-        train_every = int(suggested.get("train_every", 1))
-        self.task_stats = {}
-        ckpt_path = os.path.join(run_dir, "checkpoint.npz") if run_dir else None
-        meta = None
-        if resume:
-            if not ckpt_path:
-                raise CheckpointError("resuming needs a run folder holding checkpoint.npz")
-            meta, arrays = read_checkpoint(ckpt_path)
-            if meta["algo"] != self.name or meta["task"].lower() != env.name.lower():
-                raise CheckpointError("checkpoint %s is for %s on %s, not %s on %s" % (ckpt_path, meta["algo"], meta["task"], self.name, env.name))
-            config = self.config(**meta["config"])
-            differences = resume_differences(self.settings(config), meta["seed"], settings, seed)
-            saved = meta.get("perturbations", {})
-            if saved != trained_with:
-                differences.append("perturbations: the checkpoint has %r, given %r" % (saved, trained_with))
-            if meta.get("pending_actions", 0) != getattr(env, "pending", 0):
-                differences.append("pending actions observed: the checkpoint's %d steps, given %d" % (meta.get("pending_actions", 0), getattr(env, "pending", 0)))
-            if differences:
-                raise CheckpointError("the checkpoint in %s was made with other settings: %s; resume without them, or start a new run (another --run-dir)" % (run_dir, "; ".join(differences)))
-            seed = meta["seed"]
-        else:
-            given = {k: v for k, v in settings.items() if v is not None}
-            config = self.config(**dict({k: suggested[k] for k in ALGORITHM_SETTINGS if k in suggested}, **given))
-            seed = 0 if seed is None else seed
-        config.steps = int(steps)
-        model = None
-        if getattr(config, "model_horizon", 0):
-            from .model_gradient import ModelActor
-
-            model = ModelActor(env, config, seed)  # ValueError: a task it cannot roll
-        state = self.new_state(config, env.obs_dim, env.act_dim, int(seed))
-        if env.compiled:
-            state = state._replace(env=env.new_env())
-        if resume:
-            restore(state, arrays, ckpt_path)
-        hp = self.hyperparameters(config)
-        meta = {
-            "format": checkpoint.FORMAT,
-            "version": checkpoint.VERSION,
-            "algo": self.name,
-            "task": env.name,
-            "seed": int(seed),
-            "config": {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.settings(config).items()},
-            "perturbations": trained_with,
-        }
+        resumed = None
+        try:
+            if resume:
+                resumed = run.read_resume(run_dir, self.name, env.name)
+                meta = resumed[0]
+                saved = dict(meta["config"])
+                for k, plain in REMOVED.items():
+                    if k in saved and saved.pop(k) != plain:
+                        raise CheckpointError("the checkpoint in %s was trained with %s=%r, a setting microrl no longer has (removed in issue 40, refuted by its runs); "
+                                              "start a new run (another --run-dir)" % (run_dir, k, meta["config"][k]))
+                config = self.config(**saved)
+                differences = run.resume_differences(dict(self.settings(config), seed=meta["seed"]), dict(settings, seed=seed))
+                saved = meta.get("perturbations", {})
+                if saved != trained_with:
+                    differences.append("perturbations: the checkpoint has %r, given %r" % (saved, trained_with))
+                if meta.get("pending_actions", 0) != getattr(env, "pending", 0):
+                    differences.append("pending actions observed: the checkpoint's %d steps, given %d" % (meta.get("pending_actions", 0), getattr(env, "pending", 0)))
+                run.refuse_differences(run_dir, differences)
+                seed = meta["seed"]
+            else:
+                given = {k: v for k, v in settings.items() if v is not None}
+                config = self.config(**dict({k: suggested[k] for k in ALGORITHM_SETTINGS if k in suggested}, **given))
+                seed = 0 if seed is None else seed
+            config.steps = int(steps)
+            learner = OffPolicyLearner(self, env, config, int(seed), steps, threads, int(suggested.get("train_every", 1)), eval_episodes)
+            learner.path = os.path.join(run_dir, CHECKPOINT) if run_dir else None
+        except BaseException:
+            env.close()
+            raise
+        meta = {"perturbations": trained_with}
         if getattr(env, "pending", 0):
             meta["pending_actions"] = env.pending  # the observation's width (checkpoints before it had none)
-        start = int(state.counters[0])
-        if start > steps:
-            raise CheckpointError("the checkpoint is at step %d, beyond --steps %d; ask for more steps" % (start, steps))
-        log = None
-        if run_dir:
-            if resume:
-                _truncate_progress(os.path.join(run_dir, "progress.csv"), start)
-            log = RunLog(run_dir, dict(meta, steps=int(steps), out=out), resume=resume)
-
-        # compile (or load from numba's cache) before the clock starts: cold vs warm is visible
-        callbacks.on_compile("compiling the training loop, first run only (numba caches it)")
-        t0 = time.perf_counter()
-        ep_step = np.zeros(1024, np.int64)
-        ep_return = np.zeros(1024)
-        if env.compiled:
-            run_loop = loop.bind_task(env)
-            if start == 0:
-                env.curriculum(state.env, 0)
-                run_loop(state, hp, loop.BEGIN, ep_step, ep_return, train_every)
-            run_loop(state, hp, 0, ep_step, ep_return, train_every)
-            if eval_episodes:
-                env.evaluate(state.actor, self.squash, 0, 0, perturbations=evaluation_perturbations(env))
-        else:
-            rng = state.rng.copy()
-            loop.explore(state, hp, state.obs, state.action)
-            state.rng[:] = rng  # compiling must not change the run
-            greedy_action(state.actor, state.obs, self.squash, state.action)
-            env.obs = None
-        compile_s = time.perf_counter() - t0
-
-        evals = []
-        best = None  # a task with a success test: (score, step, its summary, actor parameters) of the best evaluation
-        train_s = 0.0
-        train_cpu_s = 0.0
-        eval_s = 0.0
-        step = start
-        last_eval = None
-        last_checkpoint = start if resume else None
-        runner = twin.Threads(threads)  # one thread or two, chunk by chunk (the worker runs the loop's own code)
-        callbacks.on_start(steps, start, "%s %s" % (self.name, env.name))
-        if callbacks.records:
-            callbacks.on_settings(dict(meta["config"], algo=self.name, task=env.name, seed=int(seed), steps=int(steps)))
-            sample_rng = np.random.default_rng(int(seed))  # the losses' replay samples: the run's own generator is left alone
-        try:
-            while step < steps:
-                n = steps - step
-                for every in (eval_every, checkpoint_every):
-                    if every:
-                        n = min(n, every - step % every)
-                n = min(n, 1000)
-                lr_share = learning_rate_share(config, step, steps)
-                if lr_share != 1.0:
-                    hp[:] = self.hyperparameters(scaled_learning_rates(config, lr_share))
-                if model:
-                    n = min(n, model.chunk(step))
-                    model.before_chunk(hp, self.model_actor_index, step)
-                t0 = time.perf_counter()
-                c0 = time.process_time()
-                if env.compiled:
-                    env.curriculum(state.env, step)
-                    ended = runner.run(run_loop, state, hp, n, ep_step, ep_return, train_every)
-                else:
-                    ended = self._run_gym(env, state, hp, n, ep_step, ep_return)
-                if model:
-                    model.after_chunk(state, int(state.counters[0]), config.warmup)
-                chunk_s = time.perf_counter() - t0
-                train_s += chunk_s
-                train_cpu_s += time.process_time() - c0
-                previous, step = step, int(state.counters[0])
-                bad = non_finite(state)
-                if bad:
-                    raise TrainingDiverged(
-                        "%s on %s diverged: %s became NaN or infinite between step %d and step %d; stopped, no policy written%s "
-                        "(smaller learning rates or rewards may help)" % (self.name, env.name, bad, previous, step,
-                                                                           "; %s keeps the checkpoint of step %d" % (ckpt_path, last_checkpoint) if last_checkpoint is not None else ""))
-                if log:
-                    for k in range(ended):
-                        log.row(int(ep_step[k]), episode_return=float(ep_return[k]))
-                scalars = None
-                if callbacks.records:
-                    scalars = {"charts/steps_per_s": (step - previous) / chunk_s if chunk_s > 0 else None,
-                               "charts/learning_rate_actor": config.actor_lr * lr_share, "charts/learning_rate_critic": config.critic_lr * lr_share}
-                    if ended:
-                        scalars["charts/episode_return"] = float(ep_return[:ended].mean())
-                if eval_episodes and ((eval_every and step % eval_every == 0) or step == steps):
-                    t0 = time.perf_counter()
-                    mean, std = self.evaluate_state(env, state, eval_episodes, seed=10000 + int(seed))
-                    eval_s += time.perf_counter() - t0
-                    evals.append((step, mean, std))
-                    last_eval = mean
-                    if self.task_stats:
-                        score = tasks.score(env.module, self.task_stats, mean)
-                        if best is None or score > best[0]:
-                            best = (score, step, dict(self.task_stats), self.actor_export(state)[2])
-                    if log:
-                        log.row(step, eval_mean=mean, eval_std=std)
-                    if scalars is not None:
-                        scalars.update({"eval/return_mean": mean, "eval/return_std": std})
-                        scalars.update({"eval/" + k: v for k, v in self.task_stats.items() if isinstance(v, float)})
-                        if self.losses and state.replay.count[1]:
-                            scalars.update(self.losses(state, config, sample_rng))
-                if ckpt_path and ((checkpoint_every and step % checkpoint_every == 0) or step == steps):
-                    save_checkpoint(ckpt_path, state, dict(meta, step=step))
-                    last_checkpoint = step
-                callbacks.on_progress(step, n, state, {"eval": last_eval} if last_eval is not None else {})
-                if scalars is not None:
-                    callbacks.on_record(step, {k: v for k, v in scalars.items() if v is not None})
-        finally:
-            callbacks.on_end()
-            if log:
-                log.close()
-            env.close()
-        policy = self.policy(state, env)
-        if best is not None:
-            # learning is not monotone (TD3 on the quadrotor: a policy that flies can be lost
-            # later), so a run on a task with a success test keeps the actor of its best
-            # evaluation, as a checkpoint-on-best would
-            final_success = self.task_stats["success_rate"]
-            self.task_stats = dict(best[2], policy_step=best[1], final_success_rate=final_success)
-            if best[1] != step:
-                policy = self.policy(state, env, params=best[3])
-        # reference vectors for the file: observations spread over the replay buffer
-        attach_references(policy, state.replay.obs[: max(1, int(state.replay.count[1]))])
-        if out:
-            folder = os.path.dirname(os.path.abspath(out))
-            os.makedirs(folder, exist_ok=True)
-            save(out, policy)
-        import numba
-        import scipy
-
-        used = (np, numba, scipy)
-        if not env.compiled:
-            import gymnasium
-
-            used += (gymnasium,)
-        stats = run_result(
-            self.name, env.name, seed, steps, start if resume else None, wall_s=time.perf_counter() - wall0, train_s=train_s, train_cpu_s=train_cpu_s,
-            compile_s=compile_s, eval_s=eval_s, evals=evals, policy=out, run_dir=run_dir, used=used,
-        )
-        stats.update(self.task_stats)  # a task with a success test: success rate, final error, termination rate
-        if trained_with:
-            stats["perturbations"] = trained_with  # a run with sim-to-real perturbations: which
-        if policy.pending:
-            stats["pending_actions"] = policy.pending
-        return Run(policy, evals, stats, state)
+        return run.drive(learner, steps, seed, out=out, run_dir=run_dir, resumed=resumed, eval_every=eval_every, eval_episodes=eval_episodes,
+                         checkpoint_every=checkpoint_every, callbacks=callbacks, keep_best=keep_best, meta=meta, wall0=wall0)
 
     def _run_gym(self, env, state, hp, n, ep_step, ep_return):
         """n steps of a gymnasium env from Python; networks and updates stay compiled."""
@@ -541,22 +353,6 @@ class Algorithm:
                 env.obs = next_obs
         return ended
 
-    def evaluate_state(self, env, state, episodes, seed):
-        if not episodes:
-            return float("nan"), float("nan")
-        if env.compiled:
-            rows = env.evaluate(state.actor, self.squash, episodes, seed, perturbations=evaluation_perturbations(env))
-            if env.has_success:
-                self.task_stats = tasks.summary(env.module, rows)
-            returns = np.ascontiguousarray(rows[:, 0])
-            return float(returns.mean()), float(returns.std())
-        if env.gym_env is None:
-            return evaluate_gym(self.policy(state, env), env.name, episodes, seed)[:2]
-        result = evaluate_gym(self.policy(state, env), env.gym_env, episodes, seed)
-        if getattr(env.gym_env, "spec", None) is None:
-            env.obs = None  # evaluated on the Env itself: training starts a new episode
-        return result[:2]
-
     def policy(self, state, env, params=None):
         """The deterministic actor (or exported actor parameters saved earlier) as a
         microrl.policy.Policy in environment units."""
@@ -568,6 +364,133 @@ class Algorithm:
         if getattr(env, "pending", 0):
             policy.pending = env.pending  # its input: the task's observation, then the pending actions
         return policy
+
+
+class OffPolicyLearner(run.Learner):
+    """TD3 or SAC on a task, for the driver (run.drive): chunks of up to 1000 steps of the one
+    compiled loop (or of a gymnasium env from Python), the twin critics' halves on two threads."""
+
+    CHUNK = 1000
+    advice = " (smaller learning rates or rewards may help)"
+
+    def __init__(self, algorithm, env, config, seed, steps, threads, train_every, eval_episodes):
+        self.algorithm, self.env, self.config, self.steps = algorithm, env, config, steps
+        self.algo, self.task = algorithm.name, env.name
+        self.module = env.module if env.compiled and env.has_success else None
+        self.train_every, self.eval_episodes = train_every, eval_episodes
+        self.model = None
+        if getattr(config, "model_horizon", 0):
+            from .model_gradient import ModelActor
+
+            self.model = ModelActor(env, config, seed)  # ValueError: a task it cannot roll
+        self.state = algorithm.new_state(config, env.obs_dim, env.act_dim, int(seed))
+        if env.compiled:
+            self.state = self.state._replace(env=env.new_env())
+        self.trainer = self.state
+        self.hp = algorithm.hyperparameters(config)
+        self.runner = twin.Threads(threads)  # one thread or two, chunk by chunk (the worker runs the loop's own code)
+        self.ep_step = np.zeros(1024, np.int64)
+        self.ep_return = np.zeros(1024)
+        self.closed = False
+        import numba
+        import scipy
+
+        self.used = (np, numba, scipy)
+        if not env.compiled:
+            import gymnasium
+
+            self.used += (gymnasium,)
+
+    @property
+    def step(self):
+        return int(self.state.counters[0])
+
+    def prepare(self, callbacks):
+        # compile (or load from numba's cache) before the clock starts: cold vs warm is visible
+        callbacks.on_compile("compiling the training loop, first run only (numba caches it)")
+        env, state, hp = self.env, self.state, self.hp
+        if env.compiled:
+            self.run_loop = loop.bind_task(env)
+            if self.step == 0:
+                env.curriculum(state.env, 0)
+                self.run_loop(state, hp, loop.BEGIN, self.ep_step, self.ep_return, self.train_every)
+            self.run_loop(state, hp, 0, self.ep_step, self.ep_return, self.train_every)
+            if self.eval_episodes:
+                env.evaluate(state.actor, self.algorithm.squash, 0, 0, perturbations=evaluation_perturbations(env))
+        else:
+            rng = state.rng.copy()
+            loop.explore(state, hp, state.obs, state.action)
+            state.rng[:] = rng  # compiling must not change the run
+            greedy_action(state.actor, state.obs, self.algorithm.squash, state.action)
+            env.obs = None
+
+    def advance(self, limit):
+        config, state, hp, step = self.config, self.state, self.hp, self.step
+        n = min(limit, self.CHUNK)
+        lr_share = learning_rate_share(config, step, self.steps)
+        if lr_share != 1.0:
+            hp[:] = self.algorithm.hyperparameters(scaled_learning_rates(config, lr_share))
+        if self.model:
+            n = min(n, self.model.chunk(step))
+            self.model.before_chunk(hp, self.algorithm.model_actor_index, step)
+        if self.env.compiled:
+            self.env.curriculum(state.env, step)
+            ended = self.runner.run(self.run_loop, state, hp, n, self.ep_step, self.ep_return, self.train_every)
+        else:
+            ended = self.algorithm._run_gym(self.env, state, hp, n, self.ep_step, self.ep_return)
+        if self.model:
+            self.model.after_chunk(state, self.step, config.warmup)
+        episodes = [(int(self.ep_step[k]), float(self.ep_return[k])) for k in range(ended)]
+        return run.Chunk(episodes, scalars={"charts/learning_rate_actor": config.actor_lr * lr_share, "charts/learning_rate_critic": config.critic_lr * lr_share},
+                         done=n)
+
+    def evaluate(self, episodes, seed):
+        env, state = self.env, self.state
+        if env.compiled:
+            rows = env.evaluate(state.actor, self.algorithm.squash, episodes, seed, perturbations=evaluation_perturbations(env))
+            if env.has_success:
+                self.summary = tasks.summary(env.module, rows)
+            returns = np.ascontiguousarray(rows[:, 0])
+            return float(returns.mean()), float(returns.std())
+        if env.gym_env is None:
+            return evaluate_gym(self.policy(), env.name, episodes, seed)[:2]
+        result = evaluate_gym(self.policy(), env.gym_env, episodes, seed)
+        if getattr(env.gym_env, "spec", None) is None:
+            env.obs = None  # evaluated on the Env itself: training starts a new episode
+        return result[:2]
+
+    def non_finite(self):
+        return non_finite(self.state)
+
+    def policy(self, snapshot=None):
+        return self.algorithm.policy(self.state, self.env, params=snapshot)
+
+    def snapshot(self):
+        return self.algorithm.actor_export(self.state)[2]
+
+    def observations(self):
+        # observations spread over the replay buffer
+        return self.state.replay.obs[: max(1, int(self.state.replay.count[1]))]
+
+    def settings(self):
+        return self.algorithm.settings(self.config)
+
+    def checkpoint(self):
+        return {}, checkpoint_arrays(self.state), False
+
+    def restore(self, meta, arrays):
+        restore(self.state, arrays, self.path)
+        return {"evals": meta.get("evals", []), "elapsed": meta.get("elapsed", 0.0)}
+
+    def scalars(self, chunk, rng):
+        if self.algorithm.losses and self.state.replay.count[1]:
+            return self.algorithm.losses(self.state, self.config, rng)
+        return {}
+
+    def close(self):
+        if not self.closed:
+            self.closed = True
+            self.env.close()
 
 
 def learning_rate_share(config, step, steps):
@@ -591,25 +514,3 @@ def _farray(values):
     from array import array
 
     return array("f", np.ascontiguousarray(values, np.float32).tobytes())
-
-
-def _truncate_progress(path, step):
-    """Drop progress.csv rows past the checkpoint being resumed (and a row cut by a kill)."""
-    if not os.path.exists(path):
-        return
-    with open(path, newline="") as f:
-        text = f.read()
-    lines = text.split("\n")
-    if not text.endswith("\n"):
-        lines = lines[:-1]  # cut short by a kill
-    keep = lines[:1]
-    for line in lines[1:]:
-        fields = line.split(",")
-        if len(fields) != 5:
-            continue
-        try:
-            if int(fields[0]) <= step:
-                keep.append(line)
-        except ValueError:
-            continue
-    atomic.write_text(path, "\n".join(keep) + "\n")

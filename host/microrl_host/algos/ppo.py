@@ -16,7 +16,7 @@ deterministic mean action, scaled to the environment's action bounds, with the o
 normalisation (obs_mean, obs_std) it was trained with.
 
     from microrl_host.algos import ppo
-    learner, evals = ppo.train(ppo.PPOConfig(steps=1_000_000, seed=1), "ant", run_dir="runs/ant")
+    run = ppo.train(ppo.PPOConfig(steps=1_000_000, seed=1), "ant", run_dir="runs/ant")  # a results.Run
 `microrl train ant --algo ppo` (commands/train.py) maps its options onto PPOConfig and calls train().
 """
 import json
@@ -26,43 +26,20 @@ import time
 
 import numpy as np
 
-from microrl import policy as policy_file
 from microrl.activations import IDENTITY
 from microrl.nn import MLP
-from microrl.refusals import count
 
+from .. import tasks
 from ..envs.gym import rollout_returns
 from ..nn.blas import one_blas_thread
-from ..references import attach as attach_references
-from ..runlog import RunLog
-from . import checkpoint
+from ..runlog import CHECKPOINT
+from . import checkpoint, run
 from .callbacks import NONE
-from .results import run_result
+from .run import TrainingDiverged  # noqa: F401  (the one TrainingDiverged, where its callers look)
 
 LOG_2PI = math.log(2.0 * math.pi)
-CHECKPOINT = "checkpoint.npz"
 # settings a resumed run may change: how long, and how many threads step the environments
 RESUMABLE = ("steps", "threads")
-
-
-class TrainingDiverged(Exception):
-    """A run whose losses or networks became NaN or infinite: stopped; nothing written after the
-    last good checkpoint."""
-
-
-def resume_differences(saved, config):
-    """['lr: the checkpoint has 0.001, given 0.01', ...]: settings of config that differ from a
-    checkpoint's (saved: its config as a dict; RESUMABLE ones may differ)."""
-    out = []
-    for k in sorted(saved):
-        if k in RESUMABLE or k not in PPOConfig.FIELDS:
-            continue
-        mine, theirs = getattr(config, k), saved[k]
-        if isinstance(theirs, list):
-            theirs = tuple(theirs)
-        if mine != theirs:
-            out.append("%s: the checkpoint has %r, given %r" % (k, theirs, mine))
-    return out
 
 
 def checkpoint_config(run_dir):
@@ -84,7 +61,6 @@ def _non_finite(learner):
         if isinstance(v, np.ndarray) and v.dtype.kind == "f" and not np.isfinite(v).all():
             return k
     return None
-POLICY = "policy.mrlp"
 
 
 class PPOConfig:
@@ -223,7 +199,6 @@ class PPO:
         self.act_scale = ((high - low) / 2.0).astype(np.float32)
         self.act_offset = ((high + low) / 2.0).astype(np.float32)
         self.stats = {}
-        self.result = None  # train(): the finished run's results (results.run_result)
         self._pool = None  # the critic's thread in update(), started on first use
 
     # -- acting
@@ -320,7 +295,7 @@ class PPO:
         """Pickled as its state and rebuilt (neither the critic's thread nor the networks' views of
         their buffers pickle as they are); the thread restarts on use."""
         saved = {k: np.array(v) for k, v in self.state().items()}
-        return _rebuild, (self.obs_dim, self.act_dim, self.action_low, self.action_high, self.config, saved, self.stats, self.result)
+        return _rebuild, (self.obs_dim, self.act_dim, self.action_low, self.action_high, self.config, saved, self.stats)
 
     def _actor_step(self, batch, idx, obs):
         c = self.config
@@ -373,15 +348,16 @@ class PPO:
         return v_loss
 
     # -- export and checkpoints
-    def to_policy(self):
+    def to_policy(self, params=None):
         """The device core's Policy: deterministic mean action, scaled to the action bounds,
-        with this learner's observation normalisation."""
+        with this learner's observation normalisation (params: the actor's, saved earlier)."""
         from microrl.policy import Policy, array_of
 
         kwargs = {}
         if self.config.obs_norm:
             kwargs = {"obs_mean": self.obs_rms.mean.tolist(), "obs_std": self.obs_rms.std.tolist()}
-        return Policy(self.actor.sizes, self.actor.acts, params=array_of(self.actor.params.tolist()), act_scale=self.act_scale.tolist(), act_offset=self.act_offset.tolist(), **kwargs)
+        params = self.actor.params if params is None else params
+        return Policy(self.actor.sizes, self.actor.acts, params=array_of(params.tolist()), act_scale=self.act_scale.tolist(), act_offset=self.act_offset.tolist(), **kwargs)
 
     def state(self):
         a, c = self.actor, self.critic
@@ -409,10 +385,10 @@ class PPO:
         self.rng.bit_generator.state = json.loads(str(s["rng"]))
 
 
-def _rebuild(obs_dim, act_dim, low, high, config, saved, stats, result):
+def _rebuild(obs_dim, act_dim, low, high, config, saved, stats):
     learner = PPO(obs_dim, act_dim, low, high, config)
     learner.load_state(saved)
-    learner.stats, learner.result = stats, result
+    learner.stats = stats
     return learner
 
 
@@ -459,31 +435,6 @@ def gae(rewards, values, dones, last_value, gamma, lam):
     return adv, adv + values
 
 
-def resolve_env(task):
-    """What PPO trains on: ("mujoco", gymnasium id) where a compiled MuJoCo family serves the task
-    ("ant", "Hopper-v5"), ("task", its name) for a task written against the task interface
-    ("quadrotor", a task file or module: compiled copies), else ("gym", a gymnasium id,
-    `module:Id` or Env with Box spaces). Raises TaskError for an unknown name."""
-    from ..envs.mujoco import UnknownTaskError, resolve_task, task_names
-    from ..tasks import GYM_EXAMPLES, TaskError, UnknownTask, resolve
-
-    if isinstance(task, str):
-        try:
-            return "mujoco", resolve_task(task)
-        except UnknownTaskError:
-            pass
-    found = resolve(task)
-    if found.module is None and found.gym_env is None and ":" not in found.gym_id:
-        import gymnasium
-
-        if found.gym_id not in gymnasium.envs.registry:
-            raise UnknownTask("unknown task %r: neither a MuJoCo task (%s, or a bare name such as 'ant') nor a registered gymnasium id (e.g. %s; "
-                              "module:EnvId imports the module that registers it)" % (found.gym_id, ", ".join(task_names()), GYM_EXAMPLES[0]))
-    if found.module is not None:  # written against the task interface: compiled copies (envs/task_vector.py)
-        return "task", found.name
-    return "gym", found.gym_env if found.gym_env is not None else found.gym_id
-
-
 # the PPO settings a task may suggest in its TRAINING_PPO (docs/tasks.md), besides steps,
 # eval_every and eval_episodes; init_std and final_std in the network's action units
 SUGGESTIBLE = ("envs", "rollout_steps", "epochs", "minibatches", "hidden", "activation", "gamma", "gae_lambda", "lr", "critic_lr", "target_kl",
@@ -521,11 +472,12 @@ def _env_name(env):
 
 def evaluate_policy(policy, task, episodes=10, seed=12345, max_steps=None):
     """Deterministic returns of a device core Policy on gymnasium's own environment (a MuJoCo task
-    or any gymnasium id or Env, resolve_env): (mean, std, returns). Episode k starts from
+    or any gymnasium id or Env, tasks.resolve): (mean, std, returns). Episode k starts from
     reset(seed=seed + k); actions are clipped to the bounds."""
-    kind, source = resolve_env(task)
+    found = tasks.resolve(task)
+    source = found.gym
     kwargs = {"max_episode_steps": max_steps} if max_steps else {}
-    if kind == "mujoco":
+    if found.kind == "mujoco":
         from ..envs.mujoco import make_gymnasium_env  # MuJoCo and gymnasium load only when used
 
         env = make_gymnasium_env(source, **kwargs)
@@ -544,258 +496,195 @@ def evaluate_policy(policy, task, episodes=10, seed=12345, max_steps=None):
         env.close()
 
 
-def train(config, env, callbacks=None, run_dir=None, out=None, resume=False, checkpoint_every=None, eval_every=None, eval_episodes=10, max_episode_steps=None, perturbations=None):
-    """Train PPO on a MuJoCo task (env: a name resolve_task knows, e.g. "ant" or "Ant-v5"), a task
+def train(config, env, callbacks=None, run_dir=None, out=None, resume=False, checkpoint_every=None, eval_every=None, eval_episodes=10, max_episode_steps=None, perturbations=None,
+          keep_best=False):
+    """Train PPO on a MuJoCo task (env: a name tasks.resolve knows, e.g. "ant" or "Ant-v5"), a task
     written against the task interface ("quadrotor", a task file or module: evaluated with its own
     starts and success test, trained with perturbations ({name: value}; None: the task's own
     choice, as TD3's; {}: none)), or on any
     gymnasium environment with Box spaces (an id, `module:Id`, or an Env: copies made from its spec).
-    Writes into run_dir (if given): run.json, progress.csv, checkpoint.npz (atomically, every
-    checkpoint_every steps and at the end) and policy.mrlp; out: another path for the final
-    policy. resume: continue from run_dir's checkpoint. callbacks: a Callbacks, told of every
-    iteration (trainer: the PPO learner; figures: lr, kl, return). Returns (learner, evals)
-    with evals a list of (step, mean, std); learner.result holds the run's results in the shape
-    every algorithm shares (results.run_result)."""
+    The run is the one driver's (run.drive): run_dir (if given) gets run.json, progress.csv,
+    checkpoint.npz (atomically, every checkpoint_every steps and at the end) and policy.mrlp;
+    out: another path for the final policy; resume: continue from run_dir's checkpoint;
+    eval_every: steps between evaluations (None or 0: at the end only); callbacks: a Callbacks,
+    told of every iteration (trainer: the PPO learner; figures: lr, kl, return). Returns a
+    results.Run (its trainer: the PPO learner)."""
     with one_blas_thread(scipy_blas=False):  # numpy's BLAS only
-        return _train(env, config or PPOConfig(), run_dir, out, resume, checkpoint_every, eval_every, eval_episodes, callbacks or NONE, max_episode_steps, perturbations)
+        return _train(env, config or PPOConfig(), run_dir, out, resume, checkpoint_every, eval_every, eval_episodes, callbacks, max_episode_steps, perturbations, keep_best)
 
 
-class _DeferredInterrupt:
-    """The first Ctrl-C lets the current iteration finish (the loop then raises KeyboardInterrupt
-    at its end, where a checkpoint is consistent); a second one stops at once. Only in the main
-    thread, where Python delivers signals."""
-
-    def __init__(self, say):
-        import signal
-        import threading
-
-        self.pending, self.say, self.previous = False, say, None
-        if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-            self.previous = signal.signal(signal.SIGINT, self._handler)
-
-    def _handler(self, signum, frame):
-        if self.pending:
-            raise KeyboardInterrupt
-        self.pending = True
-        self.say("Ctrl-C: finishing this iteration, then saving a checkpoint (Ctrl-C again to stop now)")
-
-    def restore(self):
-        if self.previous is not None:
-            import signal
-
-            signal.signal(signal.SIGINT, self.previous)
-            self.previous = None
-
-
-def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_episodes, callbacks, max_episode_steps, perturbations=None):
+def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_episodes, callbacks, max_episode_steps, perturbations, keep_best):
     wall0 = time.perf_counter()
-    callbacks.on_compile("building the environments (a first run also compiles their kernels)")
-    kind, source = resolve_env(task)
-    task = source if isinstance(source, str) else _env_name(source)
-    compiled = None  # the CompiledTask of a task written against the task interface
-    if kind == "task":
-        from ..envs.task_vector import TaskVectorEnv
-        from .offpolicy import make_task
+    (callbacks or NONE).on_compile("building the environments (a first run also compiles their kernels)")
+    found = tasks.resolve(task)
+    name = found.name if found.module is not None or isinstance(found.gym, str) else _env_name(found.gym)
+    resumed = None
+    if resume:
+        resumed = run.read_resume(run_dir, "ppo", name)
+        saved = dict(resumed[0].get("config") or {})
+        given = {k: v for k, v in c.as_dict().items() if k in saved}  # a setting an older checkpoint lacks: not compared
+        run.refuse_differences(run_dir, run.resume_differences(saved, given, resumable=RESUMABLE))
+    learner = PPOLearner(found, name, c, perturbations, max_episode_steps)
+    meta = {"perturbations": dict(learner.compiled.perturbations)} if learner.compiled is not None and learner.compiled.perturbations else {}
+    return run.drive(learner, c.steps, c.seed, out=out, run_dir=run_dir, resumed=resumed, eval_every=eval_every or 0, eval_episodes=eval_episodes,
+                     checkpoint_every=checkpoint_every or 0, callbacks=callbacks, keep_best=keep_best, meta=meta, wall0=wall0)
 
-        compiled = make_task(source, perturbations)
-        envs = TaskVectorEnv(compiled, c.envs)
-    elif kind == "mujoco":
-        from ..envs.mujoco import MujocoVectorEnv  # MuJoCo and gymnasium load only when used
 
-        envs = MujocoVectorEnv(source, c.envs, threads=c.threads, max_episode_steps=max_episode_steps)
-    else:  # no compiled family: gymnasium's own copies, stepped in turn
-        from ..envs.gym import GymVectorEnv
+class PPOLearner(run.Learner):
+    """PPO for the driver (run.drive): advance() is one rollout of envs x rollout_steps steps and
+    its update; the environments are compiled copies of a task (envs/task_vector.py), MuJoCo
+    copies (envs/mujoco.py) or gymnasium's (envs/gym.py)."""
 
-        envs = GymVectorEnv(source, c.envs, max_episode_steps=max_episode_steps)
-    try:
-        learner = PPO(envs.obs_dim, envs.act_dim, envs.single_action_space.low, envs.single_action_space.high, c)
-        step, iteration, elapsed_before, evals = 0, 0, 0.0, []
-        ckpt_path = os.path.join(run_dir, CHECKPOINT) if run_dir else None
-        if resume:
-            if not ckpt_path or not os.path.exists(ckpt_path):
-                raise FileNotFoundError("nothing to resume: no %s in %s" % (CHECKPOINT, run_dir))
-            meta, s = checkpoint.read(ckpt_path)
-            if meta.get("algo") != "ppo" or str(s["task"]) != task:
-                raise checkpoint.CheckpointError("the checkpoint in %s is for %s, not %s" % (run_dir, s["task"] if meta.get("algo") == "ppo" else meta.get("algo"), task))
-            differences = resume_differences(meta.get("config") or {}, c)
-            if differences:
-                raise checkpoint.CheckpointError("the checkpoint in %s was made with other settings: %s; resume without them, or start a new run (another --run-dir)" % (run_dir, "; ".join(differences)))
-            learner.load_state(s)
-            step, iteration, elapsed_before = int(s["step"]), int(s["iteration"]), float(s["elapsed"])
-            evals = [tuple(e) for e in s["evals"].tolist()]
-        meta = {"task": task, "algo": "ppo", "config": c.as_dict()}
-        log = RunLog(run_dir, meta, resume=resume) if run_dir else None
-        T, N = c.rollout_steps, c.envs
-        per_iter = T * N
-        obs_buf = np.zeros((T, N, envs.obs_dim), np.float32)
-        raw_obs = np.zeros((T, N, envs.obs_dim))
-        act_buf = np.zeros((T, N, envs.act_dim), np.float32)
-        mean_buf = np.zeros((T, N, envs.act_dim), np.float32)
-        logp_buf = np.zeros((T, N))
-        val_buf = np.zeros((T, N))
-        rew_buf = np.zeros((T, N))
-        done_buf = np.zeros((T, N))
-        # resuming restarts the episodes (from a seed of its own): the learner continues exactly
-        obs, _ = envs.reset(seed=int(c.seed) * 100_003 + iteration)
-        start = time.perf_counter()
-        next_eval = (step // eval_every + 1) * eval_every if eval_every else None
-        next_ckpt = (step // checkpoint_every + 1) * checkpoint_every if checkpoint_every else None
-        recent = []
-        resumed_from = step if resume else None
-        compile_s = start - wall0  # building the environments, loading (or compiling) their kernels
-        train_s = train_cpu_s = eval_s = 0.0
-        callbacks.on_start(c.steps, min(step, c.steps), "ppo %s" % task)
-        if callbacks.records:
-            callbacks.on_settings(dict(c.as_dict(), algo="ppo", task=task))
+    algo = "ppo"
+    advice = " (a smaller --lr, --max-grad-norm or normalised observations may help)"
 
-        def save_checkpoint():
-            if ckpt_path:
-                arrays = dict(task=np.array(task), step=np.array(step), iteration=np.array(iteration), elapsed=np.array(elapsed_before + time.perf_counter() - start), evals=np.array(evals, np.float64).reshape(-1, 3), **learner.state())
-                config = {k: (list(v) if isinstance(v, tuple) else v) for k, v in c.as_dict().items()}
-                checkpoint.write(ckpt_path, {"algo": "ppo", "task": task, "step": step, "config": config}, arrays, compress=True)
-                last_good[0] = step
-                policy_file.save(os.path.join(run_dir, POLICY), attach_references(learner.to_policy(), raw_obs.reshape(-1, envs.obs_dim)))
+    def __init__(self, found, name, c, perturbations, max_episode_steps):
+        self.task, self.config = name, c
+        self.compiled = None  # the CompiledTask of a task written against the task interface
+        self.source = found.gym
+        if found.kind == "task":
+            from ..envs.task_vector import TaskVectorEnv
+            from .offpolicy import make_task
 
-        def evaluate_now():
-            nonlocal eval_s
-            t0 = time.perf_counter()
-            if compiled is not None:  # the task's own evaluation starts and success test
-                from ..envs.task import evaluate_policy as evaluate_task_policy
-                from .offpolicy import evaluation_perturbations
-
-                rows = evaluate_task_policy(compiled, learner.to_policy(), eval_episodes, 12345, evaluation_perturbations(compiled))
-                mean_r, std_r = float(rows[:, 0].mean()), float(rows[:, 0].std())
-                last_rows[0] = rows
-            else:
-                mean_r, std_r, _ = evaluate_policy(learner.to_policy(), source, eval_episodes, seed=12345)
-            eval_s += time.perf_counter() - t0
-            evals.append((step, mean_r, std_r))
-            if log:
-                log.row(step, eval_mean=mean_r, eval_std=std_r, time_s=elapsed_before + time.perf_counter() - start)
-            flown = ""
-            if compiled is not None and compiled.has_success:
-                flown = ", success %.0f%%" % (100.0 * float(last_rows[0][:, 1].mean()))
-            callbacks.on_message("step %d: deterministic return %.1f +- %.1f%s (%s)" % (step, mean_r, std_r, flown, count(eval_episodes, "episode")))
-            return mean_r, std_r
-
-        last_rows = [None]  # a compiled task's last evaluation rows (return, success, error, steps)
-        last_good = [step if resume else None]  # the step of the last checkpoint written
-        interrupt = _DeferredInterrupt(callbacks.on_message)
-        consistent = True  # learner, step and iteration agree: a checkpoint now resumes exactly
-        try:
-            while step < c.steps:
-                consistent = False
-                t0, c0 = time.perf_counter(), time.process_time()
-                if compiled is not None:
-                    envs.set_step(step)  # the task's start curriculum
-                learner.set_std(step)
-                for t in range(T):
-                    raw_obs[t] = obs
-                    obs_n = learner.normalize(obs)
-                    obs_buf[t] = obs_n
-                    raw, logp, mean, value = learner.act(obs_n)
-                    obs, reward, terminated, truncated, infos = envs.step(learner.to_env(raw))
-                    cut_off = truncated & ~terminated  # gymnasium's truncated may coincide with terminated
-                    if cut_off.any():  # bootstrap the cut-off episode from its last observation
-                        cut = np.flatnonzero(cut_off)
-                        reward = reward.copy()
-                        reward[cut] += c.gamma * learner.value(learner.normalize(infos["final_obs"][cut]))
-                    act_buf[t], mean_buf[t], logp_buf[t], val_buf[t] = raw, mean, logp, value
-                    rew_buf[t] = reward
-                    done_buf[t] = terminated | truncated
-                    if "episode" in infos:
-                        recent.extend(infos["episode"]["r"][infos["_episode"]].tolist())
-                last_value = learner.value(learner.normalize(obs))
-                adv, ret = gae(rew_buf, val_buf, done_buf, last_value, c.gamma, c.gae_lambda)
-                batch = {
-                    "obs": obs_buf.reshape(per_iter, -1), "actions": act_buf.reshape(per_iter, -1), "mean": mean_buf.reshape(per_iter, -1),
-                    "logp": logp_buf.reshape(-1), "advantages": adv.reshape(-1), "returns": ret.reshape(-1), "log_std": learner.log_std.astype(np.float64).copy(),
-                }
-                learner.update(batch)
-                bad = _non_finite(learner)
-                if bad:
-                    consistent = False  # never checkpoint this state
-                    raise TrainingDiverged(
-                        "ppo on %s diverged: %s became NaN or infinite in the update at step %d; stopped, no policy written%s "
-                        "(a smaller --lr, --max-grad-norm or normalised observations may help)"
-                        % (task, bad, step + per_iter, "; %s keeps the checkpoint of step %d" % (ckpt_path, last_good[0]) if last_good[0] is not None else ""))
-                if c.obs_norm:
-                    learner.obs_rms.update(raw_obs.reshape(per_iter, -1))
-                step += per_iter
-                iteration += 1
-                consistent = True
-                iteration_s = time.perf_counter() - t0
-                train_s += iteration_s
-                train_cpu_s += time.process_time() - c0
-                now = elapsed_before + time.perf_counter() - start
-                episode_return = float(np.mean(recent)) if recent else None
-                if log and recent:
-                    log.row(step, episode_return=episode_return, time_s=now)
-                figures = {"lr": learner.lr, "kl": learner.stats["kl"]}
-                if recent:
-                    figures["return"] = episode_return
-                scalars = None
-                if callbacks.records:
-                    st = learner.stats
-                    scalars = {"charts/steps_per_s": per_iter / iteration_s, "charts/learning_rate_actor": learner.lr, "charts/learning_rate_critic": c.critic_lr,
-                               "losses/policy": st["pg_loss"], "losses/value": st["v_loss"], "losses/entropy": st["entropy"], "losses/approx_kl": st["kl"], "losses/clipfrac": st["clipfrac"]}
-                    if recent:
-                        scalars["charts/episode_return"] = episode_return
-                recent = []
-                if next_eval and (step >= next_eval or step >= c.steps):  # and at the end, however far the next one was
-                    mean_r, std_r = evaluate_now()
-                    if scalars is not None:
-                        scalars.update({"eval/return_mean": mean_r, "eval/return_std": std_r})
-                    next_eval = (step // eval_every + 1) * eval_every
-                if next_ckpt and step >= next_ckpt:
-                    save_checkpoint()
-                    next_ckpt += checkpoint_every
-                callbacks.on_progress(step, min(per_iter, c.steps - (step - per_iter)), learner, figures)
-                if scalars is not None:
-                    callbacks.on_record(step, scalars)
-                if interrupt.pending:
-                    raise KeyboardInterrupt
-            save_checkpoint()
-        except KeyboardInterrupt:
-            learner.close()  # the critic's thread may still be writing its networks
-            if ckpt_path and consistent:  # keep what was learned: the run continues with --resume
-                save_checkpoint()
-                callbacks.on_message("interrupted at step %d; checkpoint saved in %s (continue with --resume)" % (step, run_dir))
-            elif ckpt_path:
-                callbacks.on_message("stopped in the middle of an iteration; %s keeps the last checkpoint (continue with --resume)" % run_dir)
-            raise
-        finally:
-            interrupt.restore()
-            callbacks.on_end()
-            learner.close()
-            if log:
-                log.close()
-        if out:
-            os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-            # reference vectors for the file: observations spread over the last rollout
-            policy_file.save(out, attach_references(learner.to_policy(), raw_obs.reshape(-1, envs.obs_dim)))
-        import gymnasium
-
-        used = (np, gymnasium)
-        if kind == "task":
+            self.compiled = make_task(found.module, perturbations)
+            self.envs = TaskVectorEnv(self.compiled, c.envs)
+            self.module = found.module if self.compiled.has_success else None
             import numba
 
-            used = (np, numba)
-        elif kind == "mujoco":
+            self.used = (np, numba)
+        elif found.kind == "mujoco":
+            from ..envs.mujoco import MujocoVectorEnv  # MuJoCo and gymnasium load only when used
+
+            self.envs = MujocoVectorEnv(self.source, c.envs, threads=c.threads, max_episode_steps=max_episode_steps)
+            import gymnasium
             import mujoco
 
-            used = (np, mujoco, gymnasium)
-        learner.result = run_result(
-            "ppo", task, c.seed, step, resumed_from, wall_s=time.perf_counter() - wall0, train_s=train_s, train_cpu_s=train_cpu_s,
-            compile_s=compile_s, eval_s=eval_s, evals=evals, policy=out, run_dir=run_dir, used=used,
-        )
-        if compiled is not None:
-            if compiled.has_success and last_rows[0] is not None:  # the final policy's success test (PPO keeps no other)
-                from .. import tasks
+            self.used = (np, mujoco, gymnasium)
+        else:  # no compiled family: gymnasium's own copies, stepped in turn
+            from ..envs.gym import GymVectorEnv
 
-                learner.result.update(tasks.summary(compiled.module, last_rows[0]))
-            if compiled.perturbations:
-                learner.result["perturbations"] = dict(compiled.perturbations)
-        return learner, evals
-    finally:
-        envs.close()
+            self.envs = GymVectorEnv(self.source, c.envs, max_episode_steps=max_episode_steps)
+            import gymnasium
+
+            self.used = (np, gymnasium)
+        envs = self.envs
+        try:
+            self.trainer = PPO(envs.obs_dim, envs.act_dim, envs.single_action_space.low, envs.single_action_space.high, c)
+        except BaseException:
+            envs.close()
+            raise
+        self.step, self.iteration = 0, 0
+        T, N = c.rollout_steps, c.envs
+        self.obs_buf = np.zeros((T, N, envs.obs_dim), np.float32)
+        self.raw_obs = np.zeros((T, N, envs.obs_dim))
+        self.act_buf = np.zeros((T, N, envs.act_dim), np.float32)
+        self.mean_buf = np.zeros((T, N, envs.act_dim), np.float32)
+        self.logp_buf = np.zeros((T, N))
+        self.val_buf = np.zeros((T, N))
+        self.rew_buf = np.zeros((T, N))
+        self.done_buf = np.zeros((T, N))
+        self.obs = None
+        self.closed = False
+
+    def prepare(self, callbacks):
+        # resuming restarts the episodes (from a seed of its own): the learner continues exactly
+        self.obs, _ = self.envs.reset(seed=int(self.config.seed) * 100_003 + self.iteration)
+
+    def advance(self, limit):
+        c, learner, envs = self.config, self.trainer, self.envs
+        T = c.rollout_steps
+        per_iter = T * c.envs
+        recent = []
+        if self.compiled is not None:
+            envs.set_step(self.step)  # the task's start curriculum
+        learner.set_std(self.step)
+        obs = self.obs
+        for t in range(T):
+            self.raw_obs[t] = obs
+            obs_n = learner.normalize(obs)
+            self.obs_buf[t] = obs_n
+            raw, logp, mean, value = learner.act(obs_n)
+            obs, reward, terminated, truncated, infos = envs.step(learner.to_env(raw))
+            cut_off = truncated & ~terminated  # gymnasium's truncated may coincide with terminated
+            if cut_off.any():  # bootstrap the cut-off episode from its last observation
+                cut = np.flatnonzero(cut_off)
+                reward = reward.copy()
+                reward[cut] += c.gamma * learner.value(learner.normalize(infos["final_obs"][cut]))
+            self.act_buf[t], self.mean_buf[t], self.logp_buf[t], self.val_buf[t] = raw, mean, logp, value
+            self.rew_buf[t] = reward
+            self.done_buf[t] = terminated | truncated
+            if "episode" in infos:
+                recent.extend(infos["episode"]["r"][infos["_episode"]].tolist())
+        self.obs = obs
+        last_value = learner.value(learner.normalize(obs))
+        adv, ret = gae(self.rew_buf, self.val_buf, self.done_buf, last_value, c.gamma, c.gae_lambda)
+        batch = {
+            "obs": self.obs_buf.reshape(per_iter, -1), "actions": self.act_buf.reshape(per_iter, -1), "mean": self.mean_buf.reshape(per_iter, -1),
+            "logp": self.logp_buf.reshape(-1), "advantages": adv.reshape(-1), "returns": ret.reshape(-1), "log_std": learner.log_std.astype(np.float64).copy(),
+        }
+        learner.update(batch)
+        self.diverged = _non_finite(learner)
+        if self.diverged:  # the step the update failed at; never checkpointed (the driver stops)
+            self.step += per_iter
+            return run.Chunk()
+        if c.obs_norm:
+            learner.obs_rms.update(self.raw_obs.reshape(per_iter, -1))
+        done = min(per_iter, c.steps - self.step)
+        self.step += per_iter
+        self.iteration += 1
+        st = learner.stats
+        figures = {"lr": learner.lr, "kl": st["kl"]}
+        episodes = []
+        if recent:
+            figures["return"] = float(np.mean(recent))
+            episodes = [(self.step, figures["return"])]  # progress.csv: one row an iteration, its episodes' mean return
+        scalars = {"charts/learning_rate_actor": learner.lr, "charts/learning_rate_critic": c.critic_lr, "losses/policy": st["pg_loss"], "losses/value": st["v_loss"],
+                   "losses/entropy": st["entropy"], "losses/approx_kl": st["kl"], "losses/clipfrac": st["clipfrac"]}
+        return run.Chunk(episodes, figures, scalars, done=done)
+
+    def evaluate(self, episodes, seed):
+        policy = self.trainer.to_policy()
+        if self.compiled is not None:  # the task's own evaluation starts and success test
+            from ..envs.task import evaluate_policy as evaluate_task_policy
+            from .offpolicy import evaluation_perturbations
+
+            rows = evaluate_task_policy(self.compiled, policy, episodes, seed, evaluation_perturbations(self.compiled))
+            if self.compiled.has_success:
+                self.summary = tasks.summary(self.compiled.module, rows)
+            return float(rows[:, 0].mean()), float(rows[:, 0].std())
+        mean_r, std_r, _ = evaluate_policy(policy, self.source, episodes, seed=seed)
+        return mean_r, std_r
+
+    def non_finite(self):
+        return self.diverged
+
+    def policy(self, snapshot=None):
+        return self.trainer.to_policy(snapshot)
+
+    def snapshot(self):
+        return np.array(self.trainer.actor.params, np.float32)
+
+    def observations(self):
+        # observations spread over the last rollout
+        return self.raw_obs.reshape(-1, self.envs.obs_dim)
+
+    def settings(self):
+        return self.config.as_dict()
+
+    def checkpoint(self):
+        arrays = dict(task=np.array(self.task), step=np.array(self.step), iteration=np.array(self.iteration), **self.trainer.state())
+        return {}, arrays, True
+
+    def restore(self, meta, arrays):
+        self.trainer.load_state(arrays)
+        self.step, self.iteration = int(arrays["step"]), int(arrays["iteration"])
+        if "evals" in meta:
+            return {"evals": meta["evals"], "elapsed": meta.get("elapsed", 0.0)}
+        # a checkpoint written before the one driver: its evaluations and time among its arrays
+        return {"evals": arrays["evals"].tolist(), "elapsed": float(arrays["elapsed"])}
+
+    def close(self):
+        self.trainer.close()  # the critic's thread (it restarts on use)
+        if not self.closed:
+            self.closed = True
+            self.envs.close()

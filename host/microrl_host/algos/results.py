@@ -3,7 +3,7 @@ with a success test adds success_rate and its evaluation summary of the policy w
 the quadrotor's position_error_m and crash_rate (microrl_host.tasks.summary), policy_step where
 it came from and final_success_rate at the last step; a run with sim-to-real perturbations adds
 perturbations, {name: value}): what
-`microrl train --json` prints, offpolicy.Run.stats and a PPO learner's `result`. docs/training.md
+`microrl train --json` prints, Run.stats of every algorithm's run. docs/training.md
 ("Results") explains each key; tests/test_host_cli.py checks that every algorithm gives them all."""
 import platform
 
@@ -15,6 +15,23 @@ KEYS = (
 SUCCESS_KEYS = ("success_rate", "final_success_rate", "policy_step")  # a task with a success test adds these, and its summary's
 # packages whose version a result names, when the run loaded them (null otherwise)
 PACKAGES = ("numpy", "numba", "scipy", "gymnasium", "mujoco")
+
+
+class Run:
+    """What a training run returns, whatever the algorithm (run.drive): the policy written (a
+    microrl.policy.Policy), evals [(step, mean, std)], stats (run_result's dict, the shape of
+    `microrl train --json`) and trainer, the algorithm's final training state (TD3/SAC: the
+    State of arrays a checkpoint holds, also as state; PPO: its learner)."""
+
+    def __init__(self, policy, evals, stats, trainer=None):
+        self.policy = policy
+        self.evals = evals
+        self.stats = stats
+        self.trainer = trainer
+
+    @property
+    def state(self):
+        return self.trainer
 
 
 def versions(used):

@@ -229,4 +229,4 @@ ALGO = offpolicy.Algorithm(
     actor_export=actor_export, losses=losses,
 )
 config = ALGO.config  # config(**overrides): the defaults with overrides, checked
-train = ALGO.train  # train(config, env=None, callbacks=None, seed=0, **options) -> offpolicy.Run
+train = ALGO.train  # train(config, env=None, callbacks=None, seed=0, **options) -> results.Run

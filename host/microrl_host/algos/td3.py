@@ -28,9 +28,8 @@ SQUASH = False  # the actor ends in tanh already
 
 # hyperparameters travel into compiled code as one float64 array, in this order (the warm-up
 # first, where loop.py reads it)
-HP = ("warmup", "gamma", "tau", "actor_lr", "critic_lr", "exploration_noise", "target_noise", "target_noise_clip", "policy_delay", "target_min",
-      "reward_offset")
-WARMUP, GAMMA, TAU, ACTOR_LR, CRITIC_LR, EXPLORATION_NOISE, TARGET_NOISE, TARGET_NOISE_CLIP, POLICY_DELAY, TARGET_MIN, REWARD_OFFSET = range(len(HP))
+HP = ("warmup", "gamma", "tau", "actor_lr", "critic_lr", "exploration_noise", "target_noise", "target_noise_clip", "policy_delay")
+WARMUP, GAMMA, TAU, ACTOR_LR, CRITIC_LR, EXPLORATION_NOISE, TARGET_NOISE, TARGET_NOISE_CLIP, POLICY_DELAY = range(len(HP))
 MODEL_ACTOR = len(HP)  # after HP: 1 while the model's gradient takes the actor's steps (model_gradient.py; the driver sets it)
 CRITIC_LOSS_SCALE = 2.0  # mean squared error; last in the array (twin.py's convention)
 assert (TAU, CRITIC_LR) == (twin.TAU, twin.CRITIC_LR)
@@ -90,20 +89,10 @@ def losses(state, config, rng):
     noise = np.clip(rng.normal(0.0, config.target_noise, a_next.shape), -config.target_noise_clip, config.target_noise_clip)
     next_in = offpolicy.critic_input(next_obs, np.clip(a_next + noise, -1.0, 1.0))
     q1, q2 = offpolicy.q_values(state.critic1_target, next_in), offpolicy.q_values(state.critic2_target, next_in)
-    w = getattr(config, "target_min", 1.0)
-    q_next = w * np.minimum(q1, q2) + (1.0 - w) * 0.5 * (q1 + q2)
-    offset = getattr(config, "reward_offset", 0.0)
-    y = (centred_reward(rew, done, offset, config.gamma) if offset else rew) + config.gamma * (1.0 - done) * q_next
+    y = rew + config.gamma * (1.0 - done) * np.minimum(q1, q2)
     a_pi = mlp.numpy_net(state.actor, n).forward(n, obs)
     return {"losses/critic": offpolicy.critic_loss(state, CRITIC_LOSS_SCALE, obs, act, y),
             "losses/actor": -float(offpolicy.q_values(state.critic1, offpolicy.critic_input(obs, a_pi)).mean())}
-
-
-@inline
-def centred_reward(r, done, offset, gamma):
-    """The reward less offset, and at a termination less the offset of every step it ends too
-    (offset gamma / (1 - gamma)): the same optimal policy, values offset / (1 - gamma) lower."""
-    return r - offset - done * offset * gamma / (1.0 - gamma)
 
 
 def update(S, hp):
@@ -125,19 +114,11 @@ def update(S, hp):
             e = -clip if e < -clip else (clip if e > clip else e)
             v = a_next[s, i] + e
             S.next_in[s, od + i] = -1.0 if v < -1.0 else (1.0 if v > 1.0 else v)
-    # the clipped double-Q target (target_min below 1: that share of the min, the rest the mean;
-    # above 1: the min less a share of the critics' spread)
+    # the clipped double-Q target
     twin.both_sides(S, hp, twin.TARGETS)
-    w = hp[TARGET_MIN]
-    shift = hp[REWARD_OFFSET]
     for s in range(n):
         q = S.q2[s] if S.q2[s] < S.y[s] else S.y[s]
-        if w != 1.0:
-            q = w * q + (1.0 - w) * 0.5 * (S.q2[s] + S.y[s])
-        r = S.reward[s]
-        if shift != 0.0:
-            r = centred_reward(r, S.done[s], shift, hp[GAMMA])
-        S.y[s] = r + hp[GAMMA] * (1.0 - S.done[s]) * q
+        S.y[s] = S.reward[s] + hp[GAMMA] * (1.0 - S.done[s]) * q
     S.counters[UPDATES] += 1
     step = S.counters[UPDATES]
     twin.both_sides(S, hp, twin.CRITICS)
@@ -175,4 +156,4 @@ ALGO = offpolicy.Algorithm(
     actor_export=actor_export, losses=losses, model_actor_index=MODEL_ACTOR,
 )
 config = ALGO.config  # config(**overrides): the defaults with overrides, checked
-train = ALGO.train  # train(config, env=None, callbacks=None, seed=0, **options) -> offpolicy.Run
+train = ALGO.train  # train(config, env=None, callbacks=None, seed=0, **options) -> results.Run

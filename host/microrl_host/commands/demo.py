@@ -156,7 +156,7 @@ def run_demo(task=tasks.DEFAULT, port=None, steps=None, seed=0, episodes=5, requ
 
         say("1/4 training PPO on %s on the host: %s, seed %d (the task in compiled copies)" % (found.name, count(steps, "step"), seed))
         config = ppo.PPOConfig(**dict(ppo.suggested(module), steps=steps, seed=seed))
-        learner, _ = ppo.train(config, module, callbacks=ProgressBar(quiet=quiet), eval_episodes=0)
+        learner = ppo.train(config, module, callbacks=ProgressBar(quiet=quiet), eval_episodes=0).trainer
         policy = learner.to_policy()
     else:
         say("1/4 training TD3 on %s on the host: %s, seed %d (numba, the task compiled into the training loop)" % (found.name, count(steps, "step"), seed))

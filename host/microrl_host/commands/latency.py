@@ -8,11 +8,8 @@ import os
 from . import CommandError
 from .options import check_input, whole
 
-DELAY_HELP = ("hold every action back by STEPS control steps (the latency of a real loop: the sensors' reading reaches the policy and "
-              "its command the motors STEPS steps later), in training and in its evaluations; the policy observes the STEPS commands "
-              "it sent that are not applied yet, and its file says so; 0: none (default)")
-LATENCY_HELP = ("the action delay of a board measured by `microrl bench serial --json > FILE`: its median round trip, rounded up to "
-                "whole control steps of the task (a command that arrives within a step acts from the next)")
+DELAY_HELP = ("hold every action back by STEPS control steps (a real loop's latency), observing the commands not applied yet (default 0)")
+LATENCY_HELP = ("the action delay a board's `microrl bench serial --json > FILE` measured, in whole control steps")
 
 
 def add_options(p, training=True):
@@ -24,10 +21,8 @@ def add_options(p, training=True):
     p.add_argument("--latency-from", metavar="FILE", help=LATENCY_HELP + ("" if training else "; the perturbed evaluation runs with it"))
     if training:
         p.add_argument("--no-pending-actions", dest="pending_actions", action="store_false",
-                       help="with a delay, give the policy the task's observation alone, without the commands not applied yet (a delay "
-                       "is then not learnable: the comparison of docs/sim-to-real.md)")
-        p.add_argument("--nominal", action="store_true", help="train on the nominal task, without the sim-to-real perturbations it trains "
-                       "with by default (the quadrotor: observation noise, disturbances, +-10%% airframe; docs/sim-to-real.md)")
+                       help="with a delay, observe the task's observation alone (docs/sim-to-real.md)")
+        p.add_argument("--nominal", action="store_true", help="train without the task's own sim-to-real perturbations (docs/sim-to-real.md)")
 
 
 def delay_from_bench(path, dt):

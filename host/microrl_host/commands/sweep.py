@@ -35,7 +35,7 @@ def register(sub):
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("task", help="the task, as for 'microrl train' (e.g. ant, Hopper-v5, pendulum)")
-    p.add_argument("--algo", default="ppo", help="the algorithm, as for 'microrl train' (default ppo)")
+    p.add_argument("--algo", default=None, help="the algorithm, as for 'microrl train' (default: the task's suggestion, else td3)")
     p.add_argument("--seeds", default="0-2", help="seeds: a list '1,2,5' or a range '0-4' (default 0-2)")
     p.add_argument("--grid", action="append", default=[], metavar="OPTION=V1,V2", help="a train option and its values, e.g. lr=1e-4,3e-4 (repeat for a grid: every combination runs)")
     p.add_argument("--steps", type=STEPS, default=None, help="environment steps per run (default: train's)")
@@ -94,8 +94,19 @@ def folder_name(text):
     return name.strip(".") or "_"
 
 
+def _experimental_names():
+    from .train import EXPERIMENTAL
+
+    return {k for names in EXPERIMENTAL.values() for k in names}
+
+
+EXPERIMENTAL_NAMES = _experimental_names()
+
+
 def make_jobs(args):
-    """One dict per run: name, settings, seed, argv for `microrl train`."""
+    """One dict per run: name, settings, seed, argv for `microrl train` (args.algo: the chosen
+    algorithm from here on)."""
+    args.algo = chosen_algo(args)
     seeds = parse_seeds(args.seeds)
     grid = parse_grid(args.grid)
     fixed = [(k, v[0]) for k, v in parse_grid(args.set, split=False, what="--set")]
@@ -109,7 +120,10 @@ def make_jobs(args):
             if args.steps is not None:
                 argv += ["--steps", str(args.steps)]
             for k, v in list(settings.items()) + fixed:
-                argv += ["--" + k] if v.lower() in ("true", "on") else ([] if v.lower() in ("false", "off") else ["--" + k, v])
+                if k.replace("-", "_") in EXPERIMENTAL_NAMES:  # train takes these as --set NAME=VALUE
+                    argv += ["--set", "%s=%s" % (k.replace("-", "_"), v)]
+                else:
+                    argv += ["--" + k] if v.lower() in ("true", "on") else ([] if v.lower() in ("false", "off") else ["--" + k, v])
             jobs.append({"name": label, "settings": settings, "seed": seed, "argv": argv})
     return jobs
 
@@ -144,26 +158,36 @@ def check_train_arguments(jobs):
                 raise CommandError("the runs' train arguments: %s" % e) from None
 
 
-def check_task(algo, task):
-    """CommandError when `microrl train` would not find the task: checked here, as each run
-    would check it first, before the sweep's folder is made (the task registry for TD3/SAC,
-    the MuJoCo families for PPO)."""
+def check_task(task):
+    """CommandError when `microrl train` would not find the task (tasks.resolve): checked here,
+    as each run would check it first, before the sweep's folder is made."""
     from .. import tasks
-    from ..envs.mujoco import MujocoMissingError, UnknownTaskError
+    from ..envs.mujoco import MujocoMissingError, require_mujoco
 
     try:
-        if algo.lower() == "ppo":
-            from ..envs.mujoco import resolve_task
+        found = tasks.resolve(task)
+        if found.kind == "mujoco":
+            require_mujoco()
+        elif found.kind == "gym":  # a gymnasium id: made once, as the runs will make it
+            from ..envs.gym import make_gym_env
 
-            resolve_task(task)
-        else:
-            found = tasks.resolve(task)
-            if not found.compiled:  # a gymnasium id: made once, as the runs will make it
-                from ..envs.gym import make_gym_env
-
-                make_gym_env(found.gym_id).close()
-    except (tasks.TaskError, UnknownTaskError, MujocoMissingError, ValueError) as e:
+            make_gym_env(found.gym).close()
+    except (tasks.TaskError, MujocoMissingError, ValueError) as e:
         raise CommandError(str(e)) from None
+
+
+def chosen_algo(args):
+    """The sweep's algorithm: --algo, else the task's suggestion (its ALGO), else train's default."""
+    if args.algo is not None:
+        return args.algo
+    from .. import tasks
+    from .train import ALGOS, DEFAULT_ALGO
+
+    try:
+        found = tasks.resolve(args.task)
+    except tasks.TaskError as e:
+        raise CommandError(str(e)) from None
+    return found.algo if found.algo in ALGOS else DEFAULT_ALGO
 
 
 def run_job(argv, run_dir, command=None, env=None):
@@ -234,7 +258,7 @@ def run(args):
         if importlib.util.find_spec("ray") is None:
             raise CommandError("--ray needs Ray, which is not installed: pip install 'microrl[ray]' (or run without --ray for local processes)")
     elif TRAIN_COMMAND is DEFAULT_TRAIN_COMMAND and not args.dry_run:
-        check_task(args.algo, args.task)  # (a Ray cluster may have packages this machine lacks)
+        check_task(args.task)  # (a Ray cluster may have packages this machine lacks)
     root = args.run_dir or os.path.join("sweeps", folder_name("%s-%s-%s" % (args.task.lower(), args.algo, time.strftime("%Y%m%d-%H%M%S"))))
     for job in jobs:
         job["run_dir"] = os.path.join(root, job["name"])

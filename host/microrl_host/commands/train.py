@@ -18,7 +18,7 @@ from . import CommandError
 from ..tasks import TaskError
 from . import latency
 from ..runlog import LOCK, RUN_FILES, RunLocked, filelock, previous_run, probe, run_folder_of, runlock
-from .options import EPISODES_OR_NONE, FOLDER_HELP, MAX_STEPS, OUTPUT_HELP, SEED, STEPS, check_memory, check_output, integer, number, parse_hidden, whole
+from .options import EPISODES_OR_NONE, MAX_STEPS, SEED, STEPS, check_memory, check_output, integer, number, parse_hidden, whole
 from .progress import ProgressBar
 
 DEFAULT_ALGO = "td3"
@@ -49,28 +49,32 @@ class Option:
 
 # ---------------------------------------------------------------- TD3 and SAC
 SHARED = ("hidden", "gamma", "activation", "steps")  # off-policy settings set by the shared options
-# settings of the device core's TD3 that train-on-board sets: its replay (16-bit rows, random
-# overwrite: what a board's small heap needs; the host's replay holds float32 rows in a ring and
-# ignores them) and the critics' reward scale (the host's TD3 does not scale rewards)
-BOARD_ONLY = ("replay_fixed_point", "replay_overwrite", "reward_scale")
+# experiments and ablations: settings an algorithm has that `microrl train` takes only as
+# --set NAME=VALUE (listed by --help-all, not --help): TD3's model-gradient actor (docs/quadrotor.md),
+# the learning-rate schedule, PPO's ablations of the paper's two additions
+EXPERIMENTAL = {
+    "td3": ("model_horizon", "model_batch", "model_every", "model_start", "model_value", "model_lr", "lr_end"),
+    "sac": (),
+    "ppo": ("kl_adaptive", "obs_norm"),
+}
+EXPERIMENTAL_HELP = {
+    "kl_adaptive": "the paper's KL-adaptive learning rate (false: the rate stays fixed; ablation of its Appendix G)",
+    "obs_norm": "observation normalisation (false: none; ablation)",
+}
 OFFPOLICY_HELP = {
     "batch": "transitions per update",
     "tau": "Polyak rate of the target networks",
     "actor_lr": "actor learning rate (Adam)",
     "critic_lr": "critic learning rate (Adam)",
     "alpha_lr": "entropy temperature learning rate (Adam)",
-    "exploration_noise": "std of the Gaussian action noise while training, in units of the [-1, 1] action range",
+    "exploration_noise": "std of the action noise while training, actions in [-1, 1]",
     "policy_delay": "critic updates per actor and target update",
     "target_noise": "std of the target policy smoothing noise",
     "target_noise_clip": "clip of the target policy smoothing noise",
-    "replay_capacity": "transitions the replay buffer keeps (float32 rows; when full, the oldest is overwritten)",
-    "warmup": "uniform random steps before the actor acts and training starts",
+    "replay_capacity": "transitions the replay buffer keeps (then the oldest goes)",
+    "warmup": "random steps before the actor acts and training starts",
     "initial_alpha": "starting entropy temperature",
     "target_entropy": "entropy the temperature is tuned towards (default: -action_dim)",
-    "target_min": "TD3: the critics' target takes this share of the twin critics' min and the rest of their mean (1: TD3's min; "
-                  "0: the mean; above 1 it also subtracts their spread)",
-    "reward_offset": "TD3: subtracted from every reward, and offset/(1-gamma) more from a terminating one (centred rewards: the same "
-                     "optimal policy, values near 0)",
     "model_horizon": "TD3: 0, or the steps of the task's own simulator the actor's gradient rolls through from replayed observations "
                      "(the return's gradient in place of the critic's action gradient; a task with state_from_observation, docs/quadrotor.md)",
     "model_batch": "TD3 model_horizon: replayed observations the rollouts start from",
@@ -83,9 +87,7 @@ OFFPOLICY_HELP = {
 }
 
 
-THREADS_HELP = ("threads: TD3/SAC 1, or 2 to run the second critic's half of each update on a second thread, the same run either way "
-                "(default 2 where two CPUs are free; MICRORL_THREADS overrides); PPO: threads stepping the environments "
-                "(default one per 4 envs, at most one per CPU)")
+THREADS_HELP = ("TD3/SAC: 1, or 2 (the second critic on a second thread; the same run); PPO: threads stepping the environments")
 
 
 class OffPolicy:
@@ -101,7 +103,7 @@ class OffPolicy:
     def options(self):
         out = []
         for k, default in sorted(offpolicy_config.settings(self.default_config()).items()):
-            if k in SHARED or k in BOARD_ONLY:
+            if k in SHARED or k in EXPERIMENTAL[self.name]:
                 continue
             whole_number = (isinstance(default, int) and not isinstance(default, bool)) or k == "replay_capacity"
             text = OFFPOLICY_HELP.get(k, k.replace("_", " "))
@@ -119,7 +121,13 @@ class OffPolicy:
         for k in ("hidden", "gamma", "activation"):
             if getattr(args, k) is not None:
                 settings[k] = getattr(args, k)
+        settings.update(getattr(args, "experimental", None) or {})
         return settings
+
+    def experimental(self):
+        """{name: (default, help)} of the settings --set takes."""
+        defaults = offpolicy_config.settings(self.default_config())
+        return {k: (defaults[k], OFFPOLICY_HELP.get(k, k).replace("TD3: ", "")) for k in EXPERIMENTAL[self.name]}
 
     def check(self, args):
         try:
@@ -144,11 +152,11 @@ class OffPolicy:
 
         try:
             run = self.load().run(
-                found.module or found.gym_id, steps=args.steps, seed=args.seed,
+                found.module or found.gym, steps=args.steps, seed=args.seed,
                 eval_every=every(args.eval_every, "eval_every"), eval_episodes=args.eval_episodes,
                 out=args.out, run_dir=args.run_dir, checkpoint_every=every(args.checkpoint_every, "checkpoint_every"),
                 resume=args.resume, callbacks=callbacks, threads=args.threads, perturbations=args.perturbations,
-                pending_actions=getattr(args, "pending_actions", True), **settings
+                pending_actions=getattr(args, "pending_actions", True), keep_best=args.keep_best, **settings
             )
         except (TaskError, CheckpointError, TrainingDiverged, ValueError) as e:
             raise CommandError(str(e))
@@ -173,15 +181,12 @@ class PPOCommand:
             Option("--vf-coef", type=float, help="value loss weight (default %g)" % d["vf_coef"]),
             Option("--gae-lambda", type=float, help="GAE lambda (default %g)" % d["gae_lambda"]),
             Option("--max-grad-norm", type=float, help="clip each network's gradient norm; 0 disables (default %g)" % d["max_grad_norm"]),
-            Option("--lr", type=float, help="the actor's initial Adam learning rate, adapted from there (default %g; the critic's: --critic-lr, default %g for PPO)" % (d["lr"], d["critic_lr"])),
+            Option("--lr", type=float, help="the actor's initial learning rate, adapted (default %g; PPO's --critic-lr: %g)" % (d["lr"], d["critic_lr"])),
             Option("--critic-lr", type=float, help="the critic's Adam learning rate (default %g)" % d["critic_lr"]),
             Option("--target-kl", type=float, help="KL the adaptive learning rate aims for (default %g)" % d["target_kl"]),
-            Option("--no-kl-adaptive", action="store_true", help="keep the learning rate fixed (ablation of the paper's Appendix G)"),
-            Option("--no-obs-norm", action="store_true", help="no observation normalisation (ablation)"),
-            Option("--adv-norm", action="store_true", help="normalise advantages per minibatch (common PPO practice; off in the paper's setting)"),
-            Option("--init-std", type=number(above=0), help="the policy's action std at the start, in the network's units (actions scaled to [-1, 1]); learned from there (default %g, or the task's suggestion)" % math.exp(d["init_log_std"])),
-            Option("--final-std", type=number(above=0), help="instead of learning the action std, lower it geometrically from --init-std to this at the end of the "
-                   "run, so that the deployed mean action is what the last rollouts trained (the quadrotor's suggestion: docs/quadrotor.md; default: learned)"),
+            Option("--adv-norm", action="store_true", help="normalise advantages per minibatch"),
+            Option("--init-std", type=number(above=0), help="the action std at the start, actions in [-1, 1] (default %g, or the task's)" % math.exp(d["init_log_std"])),
+            Option("--final-std", type=number(above=0), help="lower the action std to this by the end instead of learning it (docs/quadrotor.md)"),
             Option("--threads", type=THREADS, help=THREADS_HELP),
         ]
 
@@ -198,8 +203,9 @@ class PPOCommand:
             clip_coef=g("clip_coef"), ent_coef=g("ent_coef"), vf_coef=g("vf_coef"), gae_lambda=g("gae_lambda"),
             max_grad_norm=g("max_grad_norm"), lr=g("lr"), critic_lr=g("critic_lr"), target_kl=g("target_kl"), threads=g("threads"),
             init_log_std=math.log(g("init_std")) if g("init_std") else None, final_std=g("final_std"),
-            kl_adaptive=False if g("no_kl_adaptive") else None, obs_norm=False if g("no_obs_norm") else None, adv_norm=True if g("adv_norm") else None,
+            adv_norm=True if g("adv_norm") else None,
         )
+        given.update(g("experimental") or {})
         saved = ppo.checkpoint_config(args.run_dir) if g("resume") and g("run_dir") else None
         if saved:
             given = dict({k: v for k, v in saved.items() if k in ppo.PPOConfig.FIELDS and k not in ppo.RESUMABLE}, **{k: v for k, v in given.items() if v is not None})
@@ -207,17 +213,21 @@ class PPOCommand:
             given = dict(ppo.suggested(g("found").module), **{k: v for k, v in given.items() if v is not None})
         return ppo.PPOConfig(**given)
 
+    def experimental(self):
+        """{name: (default, help)} of the settings --set takes."""
+        from ..algos import ppo
+
+        return {k: (ppo.PPOConfig.FIELDS[k], EXPERIMENTAL_HELP[k]) for k in EXPERIMENTAL["ppo"]}
+
     def check(self, args):
         """The settings, and the task: a MuJoCo family's, else a gymnasium environment made once
         here (an unknown id, discrete or unbounded spaces: one line before anything is written)."""
-        from ..algos import ppo
         from ..envs.gym import make_gym_env
 
         try:
-            kind, source = ppo.resolve_env(args.task)
             c = self.config(args)
-            if kind == "gym":
-                make_gym_env(source).close()
+            if args.found.kind == "gym":
+                make_gym_env(args.found.gym).close()
         except (ValueError, CheckpointError) as e:  # TaskError is a ValueError
             raise CommandError(str(e)) from None
         # a rollout keeps envs x rollout_steps rows of observations, actions and returns
@@ -226,30 +236,29 @@ class PPOCommand:
 
     def run(self, args, callbacks):
         from ..algos import ppo
-        from ..envs.mujoco import MujocoMissingError, UnknownTaskError
+        from ..envs.mujoco import MujocoMissingError
 
         try:
             config = self.config(args)
-            _, task = ppo.resolve_env(args.task)
         except (ValueError, MujocoMissingError, CheckpointError) as e:
             raise CommandError(str(e)) from None
         run_dir = args.run_dir
         if args.resume and not os.path.exists(os.path.join(run_dir, ppo.CHECKPOINT)):
             raise CommandError("nothing to resume in %s (no %s); start without --resume" % (run_dir, ppo.CHECKPOINT))
-        suggests = args.found.training_ppo if args.found is not None else {}  # a task's suggestions
+        suggests = args.found.training_ppo  # a task's suggestions
         episodes = args.eval_episodes or suggests.get("eval_episodes", 10)
         eval_every = args.eval_every
         if eval_every is None:
             eval_every = suggests.get("eval_every") or ppo_eval_every(config.steps, config.envs * config.rollout_steps, episodes)
         try:
-            learner, evals = ppo.train(
-                config, task, callbacks, run_dir=run_dir, out=args.out, resume=args.resume,
+            run = ppo.train(
+                config, args.found, callbacks, run_dir=run_dir, out=args.out, resume=args.resume,
                 checkpoint_every=args.checkpoint_every or 100_000, eval_every=eval_every or None, eval_episodes=episodes,
-                perturbations=args.perturbations,
+                perturbations=args.perturbations, keep_best=args.keep_best,
             )
-        except (MujocoMissingError, UnknownTaskError, TaskError, CheckpointError, ppo.TrainingDiverged) as e:
+        except (MujocoMissingError, TaskError, CheckpointError, ppo.TrainingDiverged) as e:
             raise CommandError(str(e)) from None
-        return learner.result
+        return run.stats
 
 
 PPO_EPISODE_STEPS = 1000  # the longest episode of gymnasium's MuJoCo tasks: what one evaluation episode may take
@@ -341,35 +350,33 @@ def register(sub):
         "A run folder that already holds a run is refused unless --resume continues it or --overwrite starts again "
         "in its place; the policy file (--out) is replaced.",
         epilog=EXAMPLES,
+        usage="microrl train TASK [--algo td3|sac|ppo] [--steps N] [--out FILE] [options]",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("task", help=tasks.describe() + "; for --algo ppo also a MuJoCo task such as 'ant' (compiled copies; a task written against the task "
-                   "interface runs in compiled copies too, with its perturbations and success test)")
+    p.add_argument("task", help="a built-in task (%s), a task file or module (docs/tasks.md), a MuJoCo task such as ant, or a gymnasium id "
+                   "such as Pendulum-v1" % ", ".join(tasks.builtin_names()))
     p.add_argument("--algo", default=None, metavar="NAME",
-                   help="algorithm: %s (default: the task's suggestion, e.g. ppo for the quadrotor, whose PPO policy flies at the end of training; "
-                        "td3 where it suggests none, or where TD3-only options such as --action-delay are given)" % ", ".join(ALGOS))
-    p.add_argument("--steps", type=STEPS, default=None, help="environment steps in total, counting those before a --resume (default %d, or the task's suggestion: %s)" % (DEFAULT_STEPS, suggested_steps()))
-    p.add_argument("--seed", type=SEED, default=None, help="random seed, 0 to 2**32-1 (default 0; on --resume the checkpoint's): the same seed repeats a run bit for bit on the same machine and library versions; another CPU's BLAS/SIMD kernels give another run of the same quality (docs/training.md, Reproducibility)")
-    p.add_argument("--out", metavar="FILE", help="policy file to write (default <task>-<algo>.mrlp)" + OUTPUT_HELP)
-    p.add_argument("--run-dir", metavar="DIR", help="run folder for run.json, progress.csv, checkpoint.npz (default: --out without .mrlp, plus .run)" + FOLDER_HELP)
+                   help="%s (default: the task's suggestion, e.g. ppo for the quadrotor and MuJoCo; else td3)" % ", ".join(ALGOS))
+    p.add_argument("--steps", type=STEPS, default=None, help="steps in all, counting those before a --resume (default %d, or the task's: %s)" % (DEFAULT_STEPS, suggested_steps()))
+    p.add_argument("--seed", type=SEED, default=None, help="random seed, 0 to 2**32-1 (default 0): the same run bit for bit on the same machine (docs/training.md, Reproducibility)")
+    p.add_argument("--out", metavar="FILE", help="policy file to write (default <task>-<algo>.mrlp)")
+    p.add_argument("--run-dir", metavar="DIR", help="run folder: run.json, progress.csv, checkpoint.npz, policy.mrlp (default: --out without .mrlp, plus .run)")
     p.add_argument("--tensorboard", nargs="?", const="", metavar="DIR",
-                   help="also write TensorBoard logs (returns, losses, learning rates, success rate, steps/s, the settings as hyperparameters) "
-                   "into DIR, or with no DIR into the run folder's tensorboard/ (off unless given). Needs tensorboardX: "
-                   'pip install "microrl[tensorboard]"; then: tensorboard --logdir DIR. DIR is' + FOLDER_HELP[1:])
+                   help='also write TensorBoard logs into DIR (default: the run folder\'s tensorboard/); pip install "microrl[tensorboard]"')
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     p.add_argument("--json", action="store_true", help="print one JSON object of results (implies --quiet)")
     p.add_argument("--resume", action="store_true", help="continue from the run folder's checkpoint up to --steps")
-    p.add_argument("--overwrite", action="store_true", help="start again in a run folder that holds a run, replacing its files "
-                   "(without --resume or --overwrite such a folder is refused: its checkpoint is kept)")
-    p.add_argument("--checkpoint-every", type=whole(0, MAX_STEPS), metavar="N", help="checkpoint every N steps and at the end; 0: at the end only (default: the task's suggestion, else the algorithm's; TD3/SAC 1000)")
-    p.add_argument("--eval-every", type=whole(0, MAX_STEPS), metavar="N", help="evaluate the deterministic policy every N steps and at the end (default: the task's suggestion, else the algorithm's; TD3/SAC 1000; "
-                   "PPO a tenth of the run, at most 100,000, and at least 4 x episodes x 1,000, so that evaluating takes at most a quarter "
-                   "of the steps trained)")
-    p.add_argument("--eval-episodes", type=EPISODES_OR_NONE, default=None, metavar="N", help="episodes per evaluation (default: the task's suggestion, else 10)")
+    p.add_argument("--overwrite", action="store_true", help="start again in a run folder that holds a run")
+    p.add_argument("--checkpoint-every", type=whole(0, MAX_STEPS), metavar="N", help="checkpoint every N steps and at the end (default: the task's, else TD3/SAC 1000, PPO 100,000)")
+    p.add_argument("--eval-every", type=whole(0, MAX_STEPS), metavar="N", help="evaluate every N steps and at the end (default: the task's, else TD3/SAC 1000, PPO a tenth of the run: docs/training.md)")
+    p.add_argument("--keep-best", action="store_true", help="write the best evaluation's actor rather than the final one (a task with a success test)")
+    p.add_argument("--eval-episodes", type=EPISODES_OR_NONE, default=None, metavar="N", help="episodes per evaluation (default: the task's, else 10)")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="an experimental setting (repeatable; --help-all lists them)")
+    p.add_argument("--help-all", action=HelpAll, help="this help, then the experimental settings --set takes")
     p.add_argument("--hidden", type=parse_hidden, metavar="SIZES", help="hidden layer sizes, e.g. 64,64 (default: the algorithm's)")
     p.add_argument("--gamma", type=float, help="discount factor (default: the algorithm's, 0.99)")
     p.add_argument("--activation", choices=NAMES[1:], help="hidden activation (default: the algorithm's, relu)")
-    latency.add_options(p.add_argument_group("sim-to-real (a task written against the task interface; docs/sim-to-real.md; PPO: --nominal only)"))
+    latency.add_options(p.add_argument_group("sim-to-real (a task written against the task interface; PPO: --nominal only)"))
     added = set()
     for entry in ALGOS.values():
         options = entry.options()
@@ -383,6 +390,50 @@ def register(sub):
             added.add(o.dest)
     p.set_defaults(func=run)
     return p  # (sweep parses its runs' arguments with it)
+
+
+class HelpAll(argparse.Action):
+    """--help-all: the help, then each algorithm's experimental settings (--set NAME=VALUE)."""
+
+    def __init__(self, option_strings, dest, help=None):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.print_help()
+        print("\nexperimental settings (--set NAME=VALUE; true/false for a switch):")
+        for name, entry in ALGOS.items():
+            for k, (default, text) in entry.experimental().items():
+                print("  %-15s %s: %s (default %s)" % (k, name, text, default))
+        parser.exit()
+
+
+def experimental_settings(args, name):
+    """{setting: value} of args.set (NAME=VALUE each) for algorithm name; CommandError naming a
+    setting it does not have (another algorithm's, or none) or a value of the wrong kind."""
+    known = ALGOS[name].experimental()
+    out = {}
+    for item in getattr(args, "set", None) or []:
+        key, eq, text = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if not eq or not key or not text.strip():
+            raise CommandError("--set takes NAME=VALUE, got %r" % item)
+        if key not in known:
+            others = [other for other, entry in ALGOS.items() if key in entry.experimental()]
+            raise CommandError("--set %s: %s" % (key, "a setting of %s, not %s" % (", ".join(others), name) if others else
+                               "no such experimental setting; --help-all lists them (%s)" % ", ".join(sorted(known))))
+        default = known[key][0]
+        try:
+            if isinstance(default, bool):
+                if text.strip().lower() not in ("true", "false", "on", "off", "1", "0"):
+                    raise ValueError(text)
+                out[key] = text.strip().lower() in ("true", "on", "1")
+            elif isinstance(default, int):
+                out[key] = int(text)
+            else:
+                out[key] = float(text)
+        except ValueError:
+            raise CommandError("--set %s=%s: not %s" % (key, text, "true or false" if isinstance(default, bool) else "a whole number" if isinstance(default, int) else "a number")) from None
+    return out
 
 
 def run(args):
@@ -436,22 +487,30 @@ def _run(args, entry):
 def suggested_algo(args):
     """The algorithm for a run that names none: the task's suggestion (its ALGO) unless an option
     given belongs to TD3/SAC only (latency training is theirs), else DEFAULT_ALGO."""
-    try:
-        found = tasks.resolve(args.task)
-    except TaskError:
-        return DEFAULT_ALGO  # check() reports the task
-    algo = found.algo if found.module is not None else None
+    found = getattr(args, "found", None)
+    if found is None:
+        try:
+            found = tasks.resolve(args.task)
+        except TaskError:
+            return DEFAULT_ALGO  # check() reports the task
+    algo = found.algo
     if algo not in ALGOS:
         return DEFAULT_ALGO
     own = {o.dest for o in ALGOS[algo].options()}
     given_elsewhere = any(o.dest not in own and getattr(args, o.dest, None) is not None for e in ALGOS.values() for o in e.options())
     delay = getattr(args, "action_delay", None) is not None or getattr(args, "latency_from", None) is not None or not getattr(args, "pending_actions", True)
+    own_set = set(ALGOS[algo].experimental())
+    given_elsewhere = given_elsewhere or any(item.partition("=")[0].strip().replace("-", "_") not in own_set for item in getattr(args, "set", None) or [])
     return DEFAULT_ALGO if given_elsewhere or (delay and not isinstance(ALGOS[algo], OffPolicy)) else algo
 
 
 def check(args):
     """Everything checked before any work (settings, then where the results go), defaults
     filled in; returns the algorithm's registry entry. CommandError for the first problem."""
+    try:
+        args.found = tasks.resolve(args.task)  # the one resolution of the task, for all that follows
+    except TaskError as e:
+        raise CommandError(str(e)) from None
     chosen = args.algo is None  # not named: the task's suggestion, or TD3 (suggested_algo)
     if chosen:
         args.algo = suggested_algo(args)
@@ -466,29 +525,19 @@ def check(args):
                 raise CommandError("%s is a %s option; it does not apply to %s%s" % (o.flag, other, "--algo " + name if not chosen else name,
                                    ", the algorithm this run takes without --algo; name one with --algo" if chosen else ""))
     args.algo = name
-    args.found = None
-    try:
-        if isinstance(entry, OffPolicy):
-            args.found = tasks.resolve(args.task)
-        else:  # PPO: a task written against the task interface (else MuJoCo or gymnasium: entry.check)
-            from ..algos import ppo
-
-            if ppo.resolve_env(args.task)[0] == "task":
-                args.found = tasks.resolve(args.task)
-    except TaskError as e:
-        raise CommandError(str(e)) from None
+    args.experimental = experimental_settings(args, name)
     if not isinstance(entry, OffPolicy) and (args.action_delay is not None or args.latency_from is not None or not getattr(args, "pending_actions", True)):
         raise CommandError("--action-delay, --latency-from and --no-pending-actions apply to TD3/SAC on a task written against the task interface, not --algo %s" % name)
-    if not isinstance(entry, OffPolicy) and args.nominal and args.found is None:
+    if not isinstance(entry, OffPolicy) and args.nominal and not args.found.compiled:
         raise CommandError("--nominal needs a task written against the task interface (a built-in task, a task file or module: docs/tasks.md), not %s" % args.task)
-    args.perturbations, said = latency.perturbations(args, args.found) if args.found is not None else (None, None)
+    args.perturbations, said = latency.perturbations(args, args.found)
     if said and not args.quiet:
         print(said, file=sys.stderr if args.json else sys.stdout)
     if args.steps is None:
-        suggests = (args.found.training if isinstance(entry, OffPolicy) else args.found.training_ppo) if args.found else {}
+        suggests = args.found.training if isinstance(entry, OffPolicy) else args.found.training_ppo
         args.steps = suggests.get("steps", DEFAULT_STEPS)
     if args.out is None:
-        args.out = "%s-%s.mrlp" % ((args.found.name if args.found else args.task).replace("/", "_").lower(), name)
+        args.out = "%s-%s.mrlp" % ((args.task if args.found.kind == "mujoco" else args.found.name).replace("/", "_").lower(), name)
     if args.run_dir is None:
         args.run_dir = run_folder_of(args.out)
     if os.path.isdir(args.out):

@@ -39,11 +39,8 @@ def make_gym_env(env_id, **kwargs):
     try:
         env = env_id if hasattr(env_id, "action_space") else gym.make(env_id, **kwargs)
     except gym.error.Error as e:
-        mujoco_id = _mujoco_id(env_id)
-        if mujoco_id:  # a name only `train --algo ppo` takes: every command takes the id
-            raise TaskError("unknown task %r: that short name of the MuJoCo task %s is `microrl train --algo ppo`'s; here give its gymnasium id, %s" % (env_id, mujoco_id, mujoco_id))
-        raise TaskError("unknown task %r (%s); use a built-in task (%s: compiled, fastest), a task file or module (docs/tasks.md), or a gymnasium id with "
-                        "continuous actions, e.g. %s (module:EnvId imports the module that registers it)"
+        raise TaskError("unknown task %r (%s); use a built-in task (%s: compiled, fastest), a task file or module (docs/tasks.md), a MuJoCo task "
+                        "such as 'ant', or a gymnasium id with continuous actions, e.g. %s (module:EnvId imports the module that registers it)"
                         % (env_id, e, ", ".join(builtin_names()), ", ".join(GYM_EXAMPLES)))
     except ImportError as e:
         raise TaskError("task %r needs a package that is not installed: %s" % (env_id, e))
@@ -65,16 +62,6 @@ def make_gym_env(env_id, **kwargs):
                         "never finish an evaluation; wrap it, gymnasium.wrappers.TimeLimit(env, max_episode_steps=N), or register it with "
                         "max_episode_steps=N" % (env_id if isinstance(env_id, str) else type(getattr(env_id, "unwrapped", env_id)).__name__))
     return env
-
-
-def _mujoco_id(name):
-    """The gymnasium id of a short MuJoCo name such as 'ant' (Ant-v5), else None."""
-    from .mujoco import UnknownTaskError, resolve_task
-
-    try:
-        return resolve_task(name) if isinstance(name, str) else None
-    except UnknownTaskError:
-        return None
 
 
 def has_time_limit(env):

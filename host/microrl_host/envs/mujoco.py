@@ -28,65 +28,30 @@ import numpy as np
 
 from microrl.refusals import count
 
+from ..tasks import MUJOCO_FAMILIES, UnknownTask, mujoco_id, mujoco_names
+
 MUJOCO_HINT = "install it with: pip install 'microrl[mujoco]'  (mujoco and gymnasium[mujoco])"
 
-# task families: which formulas serve which gymnasium ids
-FAMILIES = {
-    "Ant-v4": "ant",
-    "Ant-v5": "ant",
-    "HalfCheetah-v4": "cheetah",
-    "HalfCheetah-v5": "cheetah",
-    "Hopper-v4": "hopper",
-    "Hopper-v5": "hopper",
-    "Walker2d-v4": "walker",
-    "Walker2d-v5": "walker",
-    "Humanoid-v4": "humanoid",
-    "Humanoid-v5": "humanoid",
-    "InvertedPendulum-v4": "pendulum",
-    "InvertedPendulum-v5": "pendulum",
-}
+# task families: which formulas serve which gymnasium ids (the task registry's table)
+FAMILIES = MUJOCO_FAMILIES
 # Ant's formulas run compiled (ant_kernels, numba) for fewer copies than this, with numpy for
 # more: numpy's fixed cost per call (some 60 us a step) matters against one copy's physics (about
 # 300 us) but not against 16 or more, and numba costs a process about 95 MB (LLVM and the loaded
 # kernels), a third of PPO's memory on Ant. Both give gymnasium's results bit for bit.
 COMPILED_BELOW = 16
-_LATEST = {}
-for _id in FAMILIES:
-    _base = _id.rsplit("-", 1)[0].lower()  # the families' names have no "-" or "_"
-    _LATEST[_base] = max(_LATEST.get(_base, _id), _id)
-
-
-class UnknownTaskError(ValueError):
-    pass
 
 
 class MujocoMissingError(ImportError):
     pass
 
 
-def task_names():
-    return sorted(FAMILIES)
-
-
-def _key(name):
-    # "Half_Cheetah-v4", "half-cheetah-v4", "halfcheetah" -> ("halfcheetah", "4" or None)
-    import re
-
-    m = re.match(r"^(.*?)(?:-v(\d+))?$", str(name).strip().lower())
-    return re.sub(r"[-_ ]", "", m.group(1)), m.group(2)
-
-
-def resolve_task(name):
-    """The gymnasium id for a task name: exact ids ("Ant-v4"), any case or spelling ("ant-v4",
-    "half_cheetah"), a bare name meaning the newest version ("ant" -> "Ant-v5").
-    Raises UnknownTaskError naming the choices."""
-    base, version = _key(name)
-    if version is None and base in _LATEST:
-        return _LATEST[base]
-    for known in FAMILIES:
-        if _key(known) == (base, version):
-            return known
-    raise UnknownTaskError("unknown MuJoCo task %r; supported: %s (or a bare name such as 'ant' for the newest version)" % (name, ", ".join(task_names())))
+def gym_id(task):
+    """The gymnasium id of a MuJoCo task with compiled formulas (tasks.mujoco_id: "ant" ->
+    "Ant-v5"); UnknownTask naming the choices for any other."""
+    found = mujoco_id(task) if isinstance(task, str) else None
+    if found is None:
+        raise UnknownTask("unknown MuJoCo task %r; supported: %s" % (task, mujoco_names()))
+    return found
 
 
 def require_mujoco():
@@ -103,7 +68,7 @@ def require_mujoco():
 def make_gymnasium_env(task, **kwargs):
     """gymnasium's own environment for a task (for evaluation and reference)."""
     _, gym = require_mujoco()
-    return gym.make(resolve_task(task), **kwargs)
+    return gym.make(gym_id(task), **kwargs)
 
 
 def _clip(x, lo, hi):
@@ -361,7 +326,7 @@ STAGE_TIMER_OFF = _StageTimerOff()
 class MujocoVectorEnv:
     """num_envs copies of a gymnasium MuJoCo task stepped together (see the module's docstring).
 
-    task: a gymnasium id or name (resolve_task); threads: worker threads including the caller's
+    task: a gymnasium id or name (gym_id); threads: worker threads including the caller's
     (default: one per 4 copies, at most one per CPU); max_episode_steps: the time limit (default
     gymnasium's, 1000); other keyword arguments go to the gymnasium environment (e.g.
     ctrl_cost_weight=0.1) and are honoured the same way."""
@@ -369,7 +334,7 @@ class MujocoVectorEnv:
     def __init__(self, task, num_envs=1, threads=None, max_episode_steps=None, **task_kwargs):
         mujoco, gym = require_mujoco()
         self._mujoco = mujoco
-        self.task = resolve_task(task)
+        self.task = gym_id(task)
         if int(num_envs) < 1:
             raise ValueError("num_envs must be at least 1, got %r" % (num_envs,))
         self.num_envs = n = int(num_envs)
