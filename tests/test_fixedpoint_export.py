@@ -140,6 +140,55 @@ def test_export_with_obs_range_for_non_pendulum_policy(tmp_path):
     assert report["action_error_max"] < 0.01, report
 
 
+WIDE_OBS = [[0.3 * k - 3.0, 0.05 * k - 0.5, 0.4 * k - 4.0] for k in range(12)]
+
+
+@pytest.fixture(scope="module")
+def wide_export(tmp_path_factory):
+    """A 3-182-182-1 policy (a 33,124-weight layer: past the 32,767 that array('h', range(n))
+    holds on CPython; the format counts weights by its uint16 sizes) exported to int16."""
+    from microrl.nn import MLP
+    from microrl.rng import Rng
+
+    sizes = [3, 182, 182, 1]
+    net = MLP(sizes, ("relu", "tanh"), trainable=False).init(Rng(3))
+    folder = tmp_path_factory.mktemp("wide")
+    path, out = str(folder / "wide.mrlp"), str(folder / "wide.mrlq")
+    microrl.save(path, microrl.Policy(sizes, ("relu", "tanh"), params=net.params, act_scale=[2.0], act_offset=[0.0]))
+    proc = _cli("export", path, "--int16", "--out", out, "--calibration-episodes", "1", "--eval-episodes", "0", "--references", "2", "--json")
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    return path, out, json.loads(proc.stdout)
+
+
+def test_export_int16_of_a_layer_past_32767_weights(wide_export):
+    path, out, report = wide_export
+    assert report["action_error_max"] < 0.02, report  # N m, of +-2
+    float_policy, q = microrl.load(path), microrl.load(out, check=True)
+    assert q.reference_count == 2 and q.reference_difference <= 1e-4
+    assert max(abs(q(o)[0] - float_policy(o)[0]) for o in WIDE_OBS) < 0.02
+
+
+@needs_micropython
+def test_micropython_runs_a_layer_past_32767_weights(wide_export):
+    """The same file on micropython with every integer kernel there (viper, plain, and native with
+    the shipped module): CPython's plain-integer actions exactly."""
+    from microrl_host.board import native
+
+    _, out, _ = wide_export
+    ours = [microrl.load(out)(o)[0] for o in WIDE_OBS]
+    mpy = int(run_micropython_code("import sys; print(sys.implementation._mpy)"))
+    shipped = native.mpy_for_arch(native.arch_from_mpy(mpy), mpy)
+    code = (
+        "import sys\nsys.path.insert(0, %r)\nimport microrl\nfrom microrl import fixedpoint\n"
+        "for name in fixedpoint.available():\n    fixedpoint.use(name)\n    q = microrl.load(%r, check=True)\n"
+        "    print(name, ' '.join(repr(q(o)[0]) for o in %r))\n"
+    ) % (os.path.dirname(shipped) if shipped else "/nonexistent", out, WIDE_OBS)
+    lines = run_micropython_code(code).strip().splitlines()
+    assert [line.split()[0] for line in lines] == (["native"] if shipped else []) + ["viper", "plain"], lines
+    for line in lines:
+        assert [float(v) for v in line.split()[1:]] == ours, line
+
+
 @needs_micropython
 def test_export_writes_reference_vectors_that_micropython_checks(exported, pendulum_policy, tmp_path):
     out, report = exported

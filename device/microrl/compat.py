@@ -30,16 +30,21 @@ except ImportError:
     _SMALL = 1 << 30  # CPython: the fast way
 
 
+_ITEM_BYTES = {"f": 4, "d": 8, "h": 2, "i": 4}  # the typecodes the core uses ('i' is 32-bit on both)
+
+
 def zeros(n, typecode="f"):
-    """A zero-filled array of n floats without a temporary of n boxed floats or a second full-size
-    copy; on MicroPython with no temporary at all, so that building many leaves no holes."""
+    """A zero-filled array of n numbers ('f', 'd', 'h' or 'i') without a temporary of n boxed
+    values or a second full-size copy; on MicroPython with no temporary at all, so that building
+    many leaves no holes. Not array('h', range(n)) on CPython: it refuses values past 32767."""
     from array import array
 
     if n <= _SMALL:
-        return array(typecode, bytes((4 if typecode == "f" else 8) * n))
-    a = array(typecode, range(n))  # exact size, no temporary list
+        return array(typecode, bytes(_ITEM_BYTES[typecode] * n))
+    a = array(typecode, range(n))  # exact size, no temporary list; MicroPython truncates into 'h'
+    zero = 0.0 if typecode in "fd" else 0
     for i in range(n):
-        a[i] = 0.0
+        a[i] = zero
     return a
 
 

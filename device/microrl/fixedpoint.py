@@ -25,7 +25,7 @@ import sys
 from array import array
 
 from .activations import GELU, IDENTITY, NAMES, RELU, SIGMOID, TANH
-from .compat import clip
+from .compat import clip, zeros
 from .fileformat import FIXED as _FIXED
 from .fileformat import FLOAT32_MAX, NEG_FLOAT32_MAX
 from .fileformat import CorruptPolicyError, TruncatedPolicyError, blocks_of, refuse, check_header, check_values, check_zero_bytes, checksum_file, crc32, file_size, references_bytes
@@ -253,8 +253,8 @@ class QuantisedPolicy:
                 raise ValueError("layer %d: weights too large for 32-bit sums (some int16 input would overflow the accumulator)" % l)
             self.shifts.append(shifts)
         width = max(self.sizes)
-        self._a = array("h", range(width))  # ping-pong activations, int16
-        self._b = array("h", range(width))
+        self._a = zeros(width, "h")  # ping-pong activations, int16
+        self._b = zeros(width, "h")
         self.out = array("f", range(self.sizes[-1]))
         self.T, self.P = tables()
         self.kernel = implementation()
@@ -265,7 +265,7 @@ class QuantisedPolicy:
         self._in_qlow = self._in_qhigh = None
         if in_low is not None:  # the clipping bounds as int16 inputs, rounded as load_input rounds
             n = self.sizes[0]
-            self._in_qlow, self._in_qhigh = array("h", range(n)), array("h", range(n))
+            self._in_qlow, self._in_qhigh = zeros(n, "h"), zeros(n, "h")
             load_input(in_low, self._in_qlow, n, None, None, self._in_scale)
             load_input(in_high, self._in_qhigh, n, None, None, self._in_scale)
         self._out_scale = 1.0 / (1 << self.fx[L])
@@ -369,7 +369,7 @@ def quantise(policy, observations, headroom=1.25):
     sizes, acts = policy.sizes, policy.acts
     L = len(acts)
     # the int arrays first, while a board's heap is still whole: calibration churns floats
-    weights = [array("h", range(sizes[l] * sizes[l + 1])) for l in range(L)]
+    weights = [zeros(sizes[l] * sizes[l + 1], "h") for l in range(L)]
     biases = [array("i", range(sizes[l + 1])) for l in range(L)]
     peaks = [0.0] * (L + 1)
     x = policy.input_buf
@@ -529,7 +529,7 @@ def load(path, check=False, tolerance=None):
         weights, biases = [], []
         for l in range(L):
             biases.append(_read(f, array("i", range(sizes[l + 1])), 4, path))
-            W = _read(f, array("h", range(sizes[l] * sizes[l + 1])), 2, path)
+            W = _read(f, zeros(sizes[l] * sizes[l + 1], "h"), 2, path)
             if any(f.read(_pad(len(W), 2))):
                 raise CorruptPolicyError("%s: the padding after layer %d's weights must be zero: not a file this microrl wrote" % (path, l + 1))
             weights.append(W)
