@@ -31,7 +31,7 @@ def run_one(firmware, test):
         code = f.read()
     try:
         with sim_board.SimBoard(firmware, boot_timeout=30) as board:
-            return board.run(code, timeout=120)
+            return board.run(code, timeout=30)
     except RuntimeError as e:
         return "CRASH %s" % e
 

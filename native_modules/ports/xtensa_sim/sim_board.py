@@ -30,12 +30,13 @@ def missing():
 
 
 class SimBoard:
-    def __init__(self, firmware, image=None, icount=None, boot_timeout=60):
+    def __init__(self, firmware, image=None, icount=None, boot_timeout=60, qemu_args=()):
         cmd = [QEMU, "-M", "sim", "-cpu", "de233_fpu", "-semihosting", "-nographic", "-monitor", "none", "-kernel", firmware]
         if icount is not None:
             cmd += ["-icount", "shift=%d" % icount]
         if image:
             cmd += ["-device", "loader,file=%s,addr=0x%x,force-raw=on" % (image, ROMFS_ADDR)]
+        cmd += list(qemu_args)
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=0)
         self.buf = b""
         self._read_until(b">>> ", boot_timeout)
