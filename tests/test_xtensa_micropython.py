@@ -1,0 +1,89 @@
+"""The shipped ESP32 module (host/microrl_host/board/native/mpy6.3/xtensawin/microrl_kernels.mpy)
+loaded by MicroPython's own .mpy loader on an emulated windowed Xtensa core with an FPU: the
+project's MicroPython port native_modules/ports/xtensa_sim (qemu-system-xtensa -M sim -cpu
+de233_fpu, the xtensawin native emitter, float32 like the ESP32), with the device core and the
+device tests precompiled for xtensawin in a ROMFS image (microrl_host/board/qemu.py's). There it
+runs the same checks as the ARM and RISC-V boards (test_native_qemu.py): native against plain in
+float, the int16 kernels bit for bit, and the device suite.
+
+Needs MICRORL_XTENSA_FIRMWARE: the firmware.elf that native_modules/ports/xtensa_sim's Makefile
+builds from MicroPython v1.28.0's sources (its README), and qemu-system-xtensa; skips saying
+which is missing otherwise. The board has no writable filesystem: device tests that write files
+fail there with ENODEV and are left out of the verdict (they run on the unix port)."""
+import glob
+import os
+import re
+import sys
+
+import pytest
+
+from helpers import DEVICE_TESTS, ROOT
+from microrl_host.board import native
+from microrl_host.board import qemu as qemu_board
+from test_native_qemu import _BOARD_CODE, _results
+
+sys.path.insert(0, os.path.join(ROOT, "native_modules", "ports", "xtensa_sim"))
+import sim_board  # noqa: E402
+
+FIRMWARE = sim_board.firmware_from_env()
+
+_PRELUDE = """
+import sys, microrl_kernels
+print("MPY", sys.implementation._mpy, microrl_kernels.__file__, microrl_kernels.SOURCE_HASH)
+"""
+
+
+def _why_not():
+    if not FIRMWARE:
+        return ("MICRORL_XTENSA_FIRMWARE names no firmware: build native_modules/ports/xtensa_sim "
+                "(its README: MicroPython v1.28.0's sources, Debian's LLVM 22) and name its firmware.elf")
+    return sim_board.missing()
+
+
+@pytest.fixture(scope="module")
+def board_output(tmp_path_factory):
+    why = _why_not()
+    if why:
+        pytest.skip(why)
+    work = str(tmp_path_factory.mktemp("xtensa-sim"))
+    image = qemu_board.build_romfs(work, "xtensawin", glob.glob(os.path.join(DEVICE_TESTS, "*.py")))
+    with sim_board.SimBoard(FIRMWARE, image) as board:
+        return board.run(_PRELUDE + _BOARD_CODE, timeout=3600)
+
+
+def test_the_shipped_xtensawin_module_is_what_micropython_loaded(board_output):
+    match = re.search(r"^MPY (\d+) (\S+) (\S+)", board_output, re.M)
+    assert match, board_output[-3000:]
+    mpy, path, source_hash = int(match.group(1)), match.group(2), match.group(3)
+    assert native.arch_from_mpy(mpy) == "xtensawin" and native.mpy_version(mpy) == (6, 3), mpy
+    assert path == "/rom/lib/microrl_kernels.mpy"
+    # the file the image got is the shipped one, of this architecture and version
+    shipped = native.mpy_for_arch("xtensawin", mpy)
+    assert native.mpy_header(shipped) == (6, 3, "xtensawin"), shipped
+    assert "mpy6.3" in shipped and source_hash not in ("", "None")
+
+
+def test_native_kernels_are_the_paths_on_the_board(board_output):
+    assert "PATHS native native native viper plain" in board_output, board_output[-3000:]
+
+
+def test_float_native_kernels_agree_with_plain_on_the_board(board_output):
+    worst = re.findall(r"^worst (\S+)", board_output, re.M)
+    assert worst, board_output[-3000:]
+    assert float(worst[0]) < 1e-4, worst
+
+
+def test_int16_kernels_bit_for_bit_on_the_board(board_output):
+    results = _results(board_output)
+    for name in ("integer_kernels_agree_on_random_layers_and_their_edges", "policies_give_the_same_actions_with_every_integer_kernel",
+                 "viper_and_plain_kernels_give_the_same_integers", "int16_policy_tracks_the_float_policy_for_every_activation",
+                 "accumulators_stay_within_32_bits_for_any_input", "scales_and_weights_outside_the_32_bit_domain_are_refused"):
+        assert results.get("test_fixedpoint.test_" + name) == "PASS", board_output[-4000:]
+
+
+def test_device_suite_with_native_kernels_on_the_board(board_output):
+    results = _results(board_output)
+    assert len(results) >= 30, board_output[-3000:]
+    no_fs = set(re.findall(r"^FAIL ([\w.]+): OSError: \[Errno 19\] ENODEV", board_output, re.M))
+    failed = sorted(name for name, r in results.items() if r == "FAIL")
+    assert [n for n in failed if n not in no_fs] == [], board_output[-6000:]
