@@ -31,7 +31,7 @@ def wait_for_training(proc, log, size0, timeout=120):
 def check_whole(out, ckpt):
     """Whatever is on disk after a kill loads completely."""
     from microrl.policy import load
-    from microrl_host.algos.offpolicy import read_checkpoint
+    from microrl_host.algos.checkpoint import read as read_checkpoint
 
     if os.path.exists(ckpt):
         meta, arrays = read_checkpoint(str(ckpt))

@@ -153,7 +153,7 @@ def test_checkpoint_resume(tmp_path):
 
 def test_cli_seam(tmp_path):
     out = str(tmp_path / "ip.mrlp")
-    proc = run_cpython(TRAIN + ["inverted_pendulum", "--algo", "ppo", "--steps", "1024", "--envs", "8", "--hidden", "16,16", "--eval-every", "1024", "--eval-episodes", "2", "--run-dir", str(tmp_path / "run"), "--out", out, "--json", "--no-kl-adaptive"], timeout=300)
+    proc = run_cpython(TRAIN + ["inverted_pendulum", "--algo", "ppo", "--steps", "1024", "--envs", "8", "--hidden", "16,16", "--eval-every", "1024", "--eval-episodes", "2", "--run-dir", str(tmp_path / "run"), "--out", out, "--json", "--set", "kl_adaptive=false"], timeout=300)
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["task"] == "InvertedPendulum-v5" and len(result["evals"]) == 1
