@@ -123,6 +123,10 @@ def test_a_full_disk_names_the_file_that_was_not_written(full_disk, tmp_path):
     run = tmp_path / "run"
     proc = run_cpython(["-m", "microrl_host.cli", "train", "pendulum", "--steps", "300", "--out", str(out), "--run-dir", str(run), "--quiet"])
     _one_line(proc, "No space left on device (%s); stopped; %s keeps the checkpoint of step 300" % (out, run / "checkpoint.npz"))
+
+
+def test_tensorboard_on_a_full_disk_is_one_line(full_disk, tmp_path):
+    pytest.importorskip("tensorboardX", reason='--tensorboard needs the tensorboard extra: pip install -e ".[tensorboard]"')
     board = full_disk / "tb"
     proc = run_cpython(["-m", "microrl_host.cli", "train", "pendulum", "--steps", "300", "--out", str(tmp_path / "p.mrlp"), "--run-dir", str(tmp_path / "run2"),
                         "--quiet", "--tensorboard", str(board)])

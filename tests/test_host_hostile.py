@@ -239,6 +239,7 @@ def test_out_through_links_onto_the_run_folders_files_is_refused(tmp_path):
 
 def test_tensorboard_on_the_run_folders_files_or_around_out_is_refused(tmp_path):
     """`--tensorboard r/run.json` wrote the run's files, then ended in NotADirectoryError."""
+    pytest.importorskip("tensorboardX", reason='--tensorboard needs the tensorboard extra: pip install -e ".[tensorboard]"')
     run = tmp_path / "run"
     proc = microrl("train", "pendulum", "--steps", 300, "--out", tmp_path / "p.mrlp", "--run-dir", run, "--tensorboard", run / "run.json")
     assert_refused(proc, "--tensorboard %s is the run folder's run.json" % (run / "run.json"))
