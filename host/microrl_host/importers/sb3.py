@@ -90,6 +90,9 @@ def read_vecnormalize(path, trust=False):
     does not normalise observations. Read with the allow-list unpickler (safe_pickle) unless the
     user trusts the file."""
     check_size(path, "the VecNormalize file")
+    with open(path, "rb") as f:
+        if f.read(4) == b"PK\x03\x04":  # a zip (an SB3 model, say): not a pickle at all
+            raise ImportRefused("%s: not a VecNormalize file saved by VecNormalize.save (a zip archive; the VecNormalize statistics are a .pkl)" % path)
     try:
         if trust:
             need("reading a VecNormalize .pkl", "stable_baselines3")
