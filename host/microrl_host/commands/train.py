@@ -33,7 +33,7 @@ EXAMPLES = """examples:
   microrl train pendulum --out pendulum.mrlp --steps 20000 --resume   # continue a run
   microrl train pendulum --out pendulum.mrlp --overwrite              # start that run again
   microrl train quadrotor   # the task's suggestion, PPO in 64 compiled copies: the final policy flies (docs/quadrotor.md)
-  microrl train quadrotor --latency-from bench.json   # TD3 in the board's measured latency
+  microrl train quadrotor --latency-from bench.json   # PPO in the board's measured latency
 """
 
 
@@ -254,7 +254,7 @@ class PPOCommand:
             run = ppo.train(
                 config, args.found, callbacks, run_dir=run_dir, out=args.out, resume=args.resume,
                 checkpoint_every=args.checkpoint_every or 100_000, eval_every=eval_every or None, eval_episodes=episodes,
-                perturbations=args.perturbations, keep_best=args.keep_best,
+                perturbations=args.perturbations, keep_best=args.keep_best, pending_actions=getattr(args, "pending_actions", True),
             )
         except (MujocoMissingError, TaskError, CheckpointError, ppo.TrainingDiverged) as e:
             raise CommandError(str(e)) from None
@@ -376,7 +376,7 @@ def register(sub):
     p.add_argument("--hidden", type=parse_hidden, metavar="SIZES", help="hidden layer sizes, e.g. 64,64 (default: the algorithm's)")
     p.add_argument("--gamma", type=float, help="discount factor (default: the algorithm's, 0.99)")
     p.add_argument("--activation", choices=NAMES[1:], help="hidden activation (default: the algorithm's, relu)")
-    latency.add_options(p.add_argument_group("sim-to-real (a task written against the task interface; PPO: --nominal only)"))
+    latency.add_options(p.add_argument_group("sim-to-real (a task written against the task interface)"))
     added = set()
     for entry in ALGOS.values():
         options = entry.options()
@@ -486,7 +486,7 @@ def _run(args, entry):
 
 def suggested_algo(args):
     """The algorithm for a run that names none: the task's suggestion (its ALGO) unless an option
-    given belongs to TD3/SAC only (latency training is theirs), else DEFAULT_ALGO."""
+    given belongs to another algorithm, else DEFAULT_ALGO."""
     found = getattr(args, "found", None)
     if found is None:
         try:
@@ -498,10 +498,9 @@ def suggested_algo(args):
         return DEFAULT_ALGO
     own = {o.dest for o in ALGOS[algo].options()}
     given_elsewhere = any(o.dest not in own and getattr(args, o.dest, None) is not None for e in ALGOS.values() for o in e.options())
-    delay = getattr(args, "action_delay", None) is not None or getattr(args, "latency_from", None) is not None or not getattr(args, "pending_actions", True)
     own_set = set(ALGOS[algo].experimental())
     given_elsewhere = given_elsewhere or any(item.partition("=")[0].strip().replace("-", "_") not in own_set for item in getattr(args, "set", None) or [])
-    return DEFAULT_ALGO if given_elsewhere or (delay and not isinstance(ALGOS[algo], OffPolicy)) else algo
+    return DEFAULT_ALGO if given_elsewhere else algo
 
 
 def check(args):
@@ -526,8 +525,6 @@ def check(args):
                                    ", the algorithm this run takes without --algo; name one with --algo" if chosen else ""))
     args.algo = name
     args.experimental = experimental_settings(args, name)
-    if not isinstance(entry, OffPolicy) and (args.action_delay is not None or args.latency_from is not None or not getattr(args, "pending_actions", True)):
-        raise CommandError("--action-delay, --latency-from and --no-pending-actions apply to TD3/SAC on a task written against the task interface, not --algo %s" % name)
     if not isinstance(entry, OffPolicy) and args.nominal and not args.found.compiled:
         raise CommandError("--nominal needs a task written against the task interface (a built-in task, a task file or module: docs/tasks.md), not %s" % args.task)
     args.perturbations, said = latency.perturbations(args, args.found)
