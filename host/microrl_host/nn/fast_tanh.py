@@ -8,11 +8,14 @@ runs the device core's own tanh.
     MLP(sizes, acts, batch=n, kernels=fast_tanh)   # every other kernel is microrl._numpy's
 """
 import numpy as np
-from microrl import _numpy
-from microrl._numpy import adam, copy, load_input, matrix, polyak, vector  # noqa: F401  (the rest of the backend, unchanged)
+from microrl import backend
 from microrl.activations import IDENTITY, TANH
 
 from .jit import jit
+
+_numpy = backend.load("numpy")  # the device core's numpy kernels, through its one seam
+# the rest of the backend, unchanged
+adam, copy, load_input, matrix, polyak, vector = _numpy.adam, _numpy.copy, _numpy.load_input, _numpy.matrix, _numpy.polyak, _numpy.vector
 
 CLAMP = 9.0  # tanh is 1.0 in float32 from 9.01 on, and the rational's error grows beyond it
 
