@@ -31,6 +31,7 @@ from microrl.nn import MLP
 
 from .. import tasks
 from ..envs.gym import rollout_returns
+from ..nn import fast_tanh
 from ..nn.blas import one_blas_thread
 from ..runlog import CHECKPOINT
 from . import checkpoint, run
@@ -182,9 +183,9 @@ class PPO:
         self.minibatch = batch // c.minibatches
         rows = max(self.minibatch + batch % c.minibatches, c.envs)
         acts = [c.activation] * len(c.hidden)
-        # the device core's networks on its numpy backend, whatever backend.py chose
-        self.actor = MLP([obs_dim] + list(c.hidden) + [act_dim], acts + [IDENTITY], batch=rows, kernels="numpy")
-        self.critic = MLP([obs_dim] + list(c.hidden) + [1], acts + [IDENTITY], batch=rows, kernels="numpy")
+        # the device core's networks on its numpy backend (with a compiled tanh: nn/fast_tanh.py), whatever backend.py chose
+        self.actor = MLP([obs_dim] + list(c.hidden) + [act_dim], acts + [IDENTITY], batch=rows, kernels=fast_tanh)
+        self.critic = MLP([obs_dim] + list(c.hidden) + [1], acts + [IDENTITY], batch=rows, kernels=fast_tanh)
         init_orthogonal(self.actor, self.rng, math.sqrt(2.0), 0.01)
         init_orthogonal(self.critic, self.rng, math.sqrt(2.0), 1.0)
         # the state-independent log std, with its gradient and Adam moments beside the actor's

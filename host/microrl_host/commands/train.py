@@ -87,7 +87,8 @@ OFFPOLICY_HELP = {
 }
 
 
-THREADS_HELP = ("TD3/SAC: 1, or 2 (the second critic on a second thread; the same run); PPO: threads stepping the environments")
+THREADS_HELP = ("TD3/SAC: 1, or 2 (the second critic on a second thread; the same run); PPO: 1, or more (the critic's half of each "
+                "update on a second thread, the same run; MuJoCo copies stepped on that many threads)")
 
 
 class OffPolicy:
