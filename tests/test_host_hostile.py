@@ -22,7 +22,7 @@ from microrl_host.algos import checkpoint
     ("td3", ["--actor-lr", "nan", "--critic-lr", "inf"], ["actor_lr must be a finite number above 0, got nan", "critic_lr must be a finite number above 0, got inf"]),
     ("td3", ["--tau", "0", "--exploration-noise", "-1"], ["tau must be a finite number in (0, 1]", "exploration_noise must be a finite number >= 0"]),
     ("sac", ["--alpha-lr", "-1", "--initial-alpha", "0"], ["alpha_lr must be a finite number above 0", "initial_alpha must be a finite number above 0"]),
-    ("ppo", ["--lr", "nan"], ["lr must be a finite number, got nan"]),
+    ("ppo", ["--lr", "nan"], ["lr must be a finite number above 0, got nan"]),
     # --lr-end was not checked: nan, inf, a negative share or one above 1 trained and wrote a policy
     ("td3", ["--set", "lr_end=nan"], ["lr_end must be a finite number from 0 to 1", "got nan"]),
     ("td3", ["--set", "lr_end=inf"], ["lr_end must be a finite number from 0 to 1", "got inf"]),

@@ -121,9 +121,6 @@ class PPOSettings(Settings):
                     advice="use a smaller --hidden, --envs or --rollout-steps")
 
 
-PPOConfig = PPOSettings  # the name Python callers knew
-
-
 class RunningMeanStd:
     """Running mean and variance of observations (Chan et al.'s parallel update)."""
 

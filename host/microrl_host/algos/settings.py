@@ -128,7 +128,7 @@ class Settings:
         names = self.names()
         for k in overrides:
             if k not in names:
-                raise ValueError("unknown %s setting %r; known: %s" % (self.NAME, k, ", ".join(sorted(names))))
+                raise ValueError("unknown %s setting %r; known: %s" % (self.NAME.upper(), k, ", ".join(sorted(names))))
         for f in dataclasses.fields(self):
             v = overrides.get(f.name)
             setattr(self, f.name, f.default if v is None else v)

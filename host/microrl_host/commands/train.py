@@ -19,7 +19,7 @@ from . import CommandError
 from ..tasks import TaskError
 from . import latency
 from ..runlog import LOCK, RUN_FILES, RunLocked, filelock, previous_run, probe, run_folder_of, runlock
-from .options import EPISODES_OR_NONE, MAX_STEPS, SEED, STEPS, check_memory, check_output, integer, parse_hidden, whole
+from .options import EPISODES_OR_NONE, MAX_STEPS, SEED, STEPS, check_memory, check_output, integer, number, parse_hidden, whole
 from .progress import ProgressBar
 
 DEFAULT_STEPS = 10000  # unless the task suggests others (its TRAINING)
@@ -76,6 +76,8 @@ def add_setting_options(p):
             kwargs.update(type=parse_hidden, metavar="SIZES")
         elif spec.choices:
             kwargs.update(choices=spec.choices)
+        elif spec.given_as:  # converted before the settings' check: its own range here
+            kwargs.update(type=number(above=spec.above), metavar="X")
         else:  # the range is the settings' check (every problem in one line); here only what a number is
             kwargs.update(type=integer() if spec.kind is int else float, metavar="N" if spec.kind is int else "X")
         flag = option if spec.kind is not bool or not spec.default else "no_" + option
@@ -101,9 +103,12 @@ def configuration(args, entry):
     given = dict(given_settings(args, entry.name), steps=args.steps)
     try:
         saved = checkpoint_config(args.run_dir) if args.resume else None
-        base = {k: v for k, v in saved.items() if k in cls.names() and k not in cls.RESUMABLE} if saved else cls.suggested(args.found)
+    except CheckpointError:  # said by the run, once it holds the run folder (another run may be writing it)
+        saved = None
+    base = {k: v for k, v in saved.items() if k in cls.names() and k not in cls.RESUMABLE} if saved else cls.suggested(args.found)
+    try:
         return cls(**dict(base, **given))
-    except (ValueError, CheckpointError) as e:
+    except ValueError as e:
         raise CommandError(str(e)) from None
 
 
@@ -398,7 +403,7 @@ def check(args):
     args.experimental = experimental_settings(args, name)
     if not entry.settings.ACTION_DELAY and (args.action_delay is not None or args.latency_from is not None or not getattr(args, "pending_actions", True)):
         raise CommandError("--action-delay, --latency-from and --no-pending-actions apply to %s on a task written against the task interface, not --algo %s"
-                           % ("/".join(n for n, e in ALGOS.items() if e.settings.ACTION_DELAY), name))
+                           % ("/".join(n.upper() for n, e in ALGOS.items() if e.settings.ACTION_DELAY), name))
     args.perturbations, said = latency.perturbations(args, args.found)
     if said and not args.quiet:
         print(said, file=sys.stderr if args.json else sys.stdout)
