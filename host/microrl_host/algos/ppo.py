@@ -22,7 +22,6 @@ normalisation (obs_mean, obs_std) it was trained with.
 import dataclasses
 import json
 import math
-import os
 import time
 from typing import ClassVar
 
@@ -34,23 +33,13 @@ from microrl.nn import MLP
 from .. import tasks
 from ..envs.gym import rollout_returns
 from ..nn.blas import one_blas_thread
-from ..runlog import CHECKPOINT
+from ..runlog import CHECKPOINT  # noqa: F401  (the run folder's checkpoint, where its callers look)
 from . import checkpoint, run
 from .callbacks import NONE
 from .run import TrainingDiverged  # noqa: F401  (the one TrainingDiverged, where its callers look)
 from .settings import Settings, setting
 
 LOG_2PI = math.log(2.0 * math.pi)
-
-
-def checkpoint_config(run_dir):
-    """The configuration (a dict) a run folder's checkpoint was made with, or None (none, or an
-    older checkpoint that does not record it)."""
-    path = os.path.join(run_dir, CHECKPOINT)
-    if not os.path.exists(path):
-        return None
-    meta, _ = checkpoint.read(path)
-    return meta.get("config")
 
 
 def _non_finite(learner):
@@ -486,10 +475,7 @@ def train_task(task, steps=None, seed=None, eval_every=None, eval_episodes=None,
     if not pending_actions:
         raise ValueError("PPO observes no pending actions: it trains without an action delay")
     found = tasks.resolve(task)
-    given = dict(settings, steps=steps, seed=seed, threads=threads)
-    saved = checkpoint_config(run_dir) if resume and run_dir else None
-    base = {k: v for k, v in saved.items() if k in PPOSettings.names() and k not in PPOSettings.RESUMABLE} if saved else PPOSettings.suggested(found)
-    config = PPOSettings(**dict(base, **{k: v for k, v in given.items() if v is not None}))
+    config = PPOSettings.for_run(found, dict(settings, steps=steps, seed=seed, threads=threads), checkpoint.saved_settings(run_dir) if resume and run_dir else None)
     suggests = found.training_ppo
     episodes = eval_episodes or suggests.get("eval_episodes", 10)
     if eval_every is None:

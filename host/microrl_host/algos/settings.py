@@ -171,6 +171,13 @@ class Settings:
                 out[s.name] = s.given_as[1](v) if s.given_as else tuple(v) if s.kind is tuple else v
         return out
 
+    @classmethod
+    def for_run(cls, found, given, saved=None):
+        """The settings of a run: a checkpoint's (saved, on resume: all but RESUMABLE), else the
+        task's suggestions (found), with the settings given over them (None: not given)."""
+        base = {k: v for k, v in saved.items() if k in cls.names() and k not in cls.RESUMABLE} if saved else cls.suggested(found)
+        return cls(**dict(base, **{k: v for k, v in given.items() if v is not None}))
+
     def as_dict(self):
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 

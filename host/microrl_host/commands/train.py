@@ -99,26 +99,16 @@ def given_settings(args, name):
 def configuration(args, entry):
     """The algorithm's settings for this run (the checkpoint's on --resume, else the task's
     suggestions, then what was given), checked: CommandError for a problem."""
-    cls = entry.settings
-    given = dict(given_settings(args, entry.name), steps=args.steps)
+    from ..algos.checkpoint import saved_settings
+
     try:
-        saved = checkpoint_config(args.run_dir) if args.resume else None
+        saved = saved_settings(args.run_dir) if args.resume else None
     except CheckpointError:  # said by the run, once it holds the run folder (another run may be writing it)
         saved = None
-    base = {k: v for k, v in saved.items() if k in cls.names() and k not in cls.RESUMABLE} if saved else cls.suggested(args.found)
     try:
-        return cls(**dict(base, **given))
+        return entry.settings.for_run(args.found, dict(given_settings(args, entry.name), steps=args.steps), saved)
     except ValueError as e:
         raise CommandError(str(e)) from None
-
-
-def checkpoint_config(run_dir):
-    """The settings a run folder's checkpoint was made with ({} for none)."""
-    from ..algos import checkpoint
-    from ..runlog import CHECKPOINT
-
-    path = os.path.join(run_dir, CHECKPOINT)
-    return dict(checkpoint.read(path)[0].get("config") or {}) if os.path.exists(path) else {}
 
 
 def threads_help():
