@@ -43,7 +43,6 @@ State = namedtuple(
 )
 
 
-
 def hyperparameters(config):
     values = []
     for k in HP:

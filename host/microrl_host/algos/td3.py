@@ -41,7 +41,6 @@ State = namedtuple(
 )
 
 
-
 def hyperparameters(config):
     return np.array([float(getattr(config, k)) for k in HP] + [0.0, CRITIC_LOSS_SCALE], np.float64)
 
