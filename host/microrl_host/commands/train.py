@@ -170,7 +170,7 @@ def check_settings(args, entry):
             raise CommandError(str(e)) from None
     most = entry.settings.MAX_THREADS
     if args.threads is not None and most and args.threads > most:
-        raise CommandError("--threads %d: %s takes %s" % (args.threads, entry.name, entry.settings.THREADS))
+        raise CommandError("--threads %d: %s takes %s" % (args.threads, entry.name.upper(), entry.settings.THREADS))
     check_training_memory(steps=args.steps, **config.memory())
 
 
