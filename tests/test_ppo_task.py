@@ -105,7 +105,6 @@ def test_cli_trains_the_quadrotor_with_ppo_and_eval_flies_the_final_policy(tmp_p
 
 
 @pytest.mark.parametrize("args, words", [
-    (["quadrotor", "--action-delay", "2"], "--action-delay, --latency-from and --no-pending-actions apply to TD3/SAC"),
     (["Pendulum-v1", "--nominal"], "--nominal needs a task written against the task interface"),
     (["quadrotor", "--final-std", "-1"], "final_std must be a finite number >= 0, got -1.0"),  # (0: the std is learned)
 ])
@@ -135,7 +134,7 @@ def _train_args(*argv):
 @pytest.mark.parametrize("argv, algo", [
     (("quadrotor",), "ppo"),  # the task's suggestion (its ALGO): PPO's final policy flies
     (("quadrotor", "--algo", "td3"), "td3"),  # named: taken as given
-    (("quadrotor", "--action-delay", 2), "td3"),  # latency training is TD3's
+    (("quadrotor", "--action-delay", 2), "ppo"),  # latency training is every algorithm's (issue 40)
     (("quadrotor", "--policy-delay", 3), "td3"),  # a TD3 option
     (("quadrotor", "--set", "model_horizon=100"), "td3"),  # a TD3 experimental setting
     (("pendulum",), "td3"),  # no suggestion
@@ -149,8 +148,35 @@ def test_a_run_that_names_no_algorithm_takes_the_tasks_suggestion(argv, algo):
 
 
 def test_options_of_two_algorithms_without_algo_are_refused_naming_algo(tmp_path):
-    """--envs (PPO's) beside --action-delay (TD3's latency training) on the quadrotor, whose
-    suggestion is PPO: one line that says --algo decides, nothing written."""
-    proc = run_microrl("train", "quadrotor", "--envs", 8, "--action-delay", 2, "--out", tmp_path / "q.mrlp")
+    """--envs (PPO's) beside --policy-delay (TD3's) on the quadrotor, whose suggestion is PPO: one
+    line that says --algo decides, nothing written."""
+    proc = run_microrl("train", "quadrotor", "--envs", 8, "--policy-delay", 2, "--out", tmp_path / "q.mrlp")
     assert_refused(proc, "--envs is a ppo option", "without --algo")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_quadrotor_trains_its_own_ppo_in_a_boards_latency(tmp_path):
+    """issue 40's "Done when": `microrl train quadrotor --latency-from bench.json` trains the task's
+    own algorithm, PPO (it switched to TD3 before), under the measured delay and observing the
+    commands not yet applied: the policy's input is the task's observation, then the delay's
+    pending actions, and its file says so. The file evaluates to the run's final evaluation
+    (microrl eval with the run's evaluation seed runs it under its own delay, as the run's
+    evaluations did), and a resume that would observe no pending actions is refused in one line."""
+    from microrl_host.algos.run import evaluation_seed
+
+    bench = tmp_path / "bench.json"
+    bench.write_text(json.dumps({"p50_us": 1.5 * Q.DT * 1e6}))  # a round trip of 1.5 control steps: a delay of 2
+    out = tmp_path / "late.mrlp"
+    small = ["--steps", 1024, "--envs", 4, "--rollout-steps", 64, "--hidden", "8,8", "--eval-episodes", 4, "--seed", 3, "--out", out, "--json"]
+    proc = run_microrl("train", "quadrotor", "--latency-from", bench, *small, timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["algo"] == "ppo" and result["perturbations"]["action_delay"] == 2 and result["pending_actions"] == 2
+    assert result["perturbations"]["vary_mass"] > 0  # and the task's own perturbations, as without the delay
+    policy = policy_file.load(str(out), check=True)
+    assert policy.pending == 2 and policy.sizes[0] == Q.OBS_DIM + 2 * Q.ACT_DIM and policy.obs_mean is not None
+    e = run_microrl("eval", out, "--episodes", 4, "--seed", evaluation_seed(3), "--json", timeout=600)
+    assert e.returncode == 0 and "2 pending actions" in e.stderr, e.stderr
+    assert json.loads(e.stdout.strip().splitlines()[-1])["mean"] == result["eval_mean"]
+    refused = run_microrl("train", "quadrotor", "--action-delay", 2, "--no-pending-actions", "--resume", *small[:1], 2048, *small[2:], timeout=600)
+    assert_refused(refused, "pending actions observed: the checkpoint's 2 steps, given 0")

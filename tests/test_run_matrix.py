@@ -1,8 +1,7 @@
 """Every algorithm x every kind of task x the run features (issue 40): each cell works, or is
 refused in one line that says why. One driver (algos/run.py) serves every algorithm and one
 resolver (tasks.resolve) every task, so a cell that works for one algorithm works for all, or
-its refusal names the reason (a perturbation needs a task written against the task interface;
-PPO does not train under an action delay yet).
+its refusal names the reason (a perturbation needs a task written against the task interface).
 
 Runs in-process through the command line's own entry point (cli.main) with tiny step counts:
 the compiled code loads once for the whole matrix."""
@@ -13,6 +12,8 @@ import pytest
 
 from helpers import DEVICE
 
+from microrl.policy import load
+from microrl.tasks import pendulum
 from microrl_host import cli
 
 ALGOS = ("td3", "sac", "ppo")
@@ -94,11 +95,12 @@ def test_every_algorithm_on_every_kind_of_task(algo, kind, tmp_path, capsys):
 
     # training under an action delay
     code, stdout, err = microrl(capsys, *base, "--overwrite", "--action-delay", 1, "--json")
-    if compiled and algo != "ppo":
+    if compiled:  # the pending actions observed: the policy's input is one action wider
         assert code == 0, err
-        assert json.loads(stdout.strip().splitlines()[-1])["perturbations"] == {"action_delay": 1}
-    elif compiled:
-        refused_in_one_line(code, err, "--action-delay", "TD3/SAC")
+        result = json.loads(stdout.strip().splitlines()[-1])
+        assert result["perturbations"] == {"action_delay": 1} and result["pending_actions"] == 1
+        policy = load(str(out))
+        assert policy.pending == 1 and policy.sizes[0] == pendulum.OBS_DIM + pendulum.ACT_DIM  # (both compiled kinds are the pendulum)
     else:
         refused_in_one_line(code, err, "--action-delay", "task interface")
 

@@ -11,7 +11,7 @@ from microrl_host.envs import task as T
 
 def test_the_key_covers_the_sources_compiled_into_the_loop():
     names = {os.path.relpath(p, os.path.dirname(os.path.dirname(p))) for p in T.compiled_sources()}
-    for needed in ("algos/td3.py", "algos/sac.py", "algos/twin.py", "algos/loop.py", "algos/replay.py", "nn/mlp.py", "envs/task.py", "microrl/perturb.py"):
+    for needed in ("algos/td3.py", "algos/sac.py", "algos/twin.py", "algos/loop.py", "algos/replay.py", "nn/mlp.py", "envs/task.py", "envs/episode.py", "microrl/perturb.py"):
         assert needed in names, needed
 
 

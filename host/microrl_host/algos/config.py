@@ -29,7 +29,6 @@ class OffPolicySettings(Settings):
     RUN_DEFAULTS: ClassVar[dict] = {"eval_every": 1000, "checkpoint_every": 1000}
     THREADS: ClassVar[str] = OFFPOLICY_THREADS
     MAX_THREADS: ClassVar[int] = 2
-    ACTION_DELAY: ClassVar[bool] = True
 
     hidden: tuple = setting(PAPER.hidden, "hidden layer sizes, e.g. 64,64")
     activation: str = setting(PAPER.activation, "hidden activation", choices=NAMES[1:])

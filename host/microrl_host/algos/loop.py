@@ -20,7 +20,7 @@ from numba.extending import overload
 
 from ..nn import sync
 from ..nn.jit import COMPILED_ONLY, bound_copy, inline, jit_nogil
-from ..envs.task import delayed_action, draw, noisy_observation, observed_pending, randomised_parameters, seed_stream, start_delay
+from ..envs.episode import RETURN
 from ..nn.rng import new_rng, uniform
 from .replay import new_replay, replay_add
 
@@ -126,11 +126,9 @@ def observe(S, hp, obs, action, reward, next_obs, terminated, train_every):
 
 
 # ---------------------------------------------------------------- the loop, bound to a task
-# the names a bound copy of run_task sees in place of these (envs/task.py, CompiledTask.bindings)
-task_reset = task_step = None
-RETURN = P0 = S0 = U0 = A0 = G0 = STREAM = T = LINE0 = W0 = N0 = R0 = END = OBS_DIM = ACT_DIM = RESET_DRAWS = STEP_DRAWS = 0
-ACTION_SCALE = ACTION_OFFSET = NOISE_SHAPE = (0.0,)
-RANDOMISED = ((0, 0, 0, 0),)
+# the names a bound copy of run_task sees in place of these: the task's episode (envs/episode.py,
+# bound to the task in CompiledTask.bindings)
+episode_begin = episode_reset = episode_act = episode_step = None
 
 
 def run_task(S, hp, n_steps, ep_step, ep_return, train_every):
@@ -138,32 +136,21 @@ def run_task(S, hp, n_steps, ep_step, ep_return, train_every):
     one update every train_every steps. Episode ends go to ep_step/ep_return (as many as they
     hold); returns how many. n_steps BEGIN: start the first episode; SERVE: the worker
     thread's loop (twin.py). nogil: the worker runs beside it. The sim-to-real perturbations set
-    in the env array (envs/task.py) apply around the task's reset and step."""
+    in the env array apply around the task's reset and step (envs/episode.py)."""
     if n_steps == SERVE:
         algorithm_serve(S, hp)
         return 0
     env = S.env
-    P = env[P0:S0]
-    s = env[S0:U0]
-    u = env[U0:A0]
-    a = env[A0:G0]
     fresh = n_steps == BEGIN  # an episode to start: the run's first (BEGIN), or after one ended
     if fresh:
-        seed_stream(env, STREAM, S.rng[0])
+        episode_begin(env, S.rng)
         n_steps = 1
     ended = 0
     for _ in range(n_steps):
         if not fresh:
             explore(S, hp, S.obs, S.action)
-            for i in range(ACT_DIM):  # [-1, 1] onto the task's range
-                a[i] = ACTION_SCALE[i] * S.action[i] + ACTION_OFFSET[i]
-            delayed_action(env, a, G0, LINE0)
-            draw(S.rng, u, STEP_DRAWS)
-            r, terminated, truncated = task_step(P, s, a, u, S.next_obs)
-            env[T] += 1.0
-            noisy_observation(env, S.next_obs, OBS_DIM, G0, STREAM, W0, NOISE_SHAPE)
-            observed_pending(env, S.next_obs, OBS_DIM, ACT_DIM, G0, LINE0, ACTION_SCALE, ACTION_OFFSET)
-            env[RETURN] += r
+            episode_act(env, S.action)
+            r, terminated, truncated = episode_step(env, S.rng, S.next_obs)
             observe(S, hp, S.obs, S.action, r, S.next_obs, terminated, train_every)
             if terminated or truncated:
                 if ended < ep_step.shape[0]:
@@ -176,14 +163,7 @@ def run_task(S, hp, n_steps, ep_step, ep_return, train_every):
                 for i in range(S.obs.shape[0]):
                     S.obs[i] = S.next_obs[i]
         if fresh:
-            draw(S.rng, u, RESET_DRAWS)
-            randomised_parameters(env, P, N0, R0, RANDOMISED, STREAM)
-            start_delay(env, ACT_DIM, G0, LINE0, ACTION_OFFSET)
-            task_reset(P, s, u, S.obs)
-            noisy_observation(env, S.obs, OBS_DIM, G0, STREAM, W0, NOISE_SHAPE)
-            observed_pending(env, S.obs, OBS_DIM, ACT_DIM, G0, LINE0, ACTION_SCALE, ACTION_OFFSET)
-            env[T] = 0.0
-            env[RETURN] = 0.0
+            episode_reset(env, S.rng, S.obs)
             fresh = False
     return ended
 

@@ -244,12 +244,7 @@ class Algorithm:
                                               "start a new run (another --run-dir)" % (run_dir, k, meta["config"][k]))
                 config = self.config(**saved)
                 differences = run.resume_differences(dict(self.settings(config), seed=meta["seed"]), dict(settings, seed=seed))
-                saved = meta.get("perturbations", {})
-                if saved != trained_with:
-                    differences.append("perturbations: the checkpoint has %r, given %r" % (saved, trained_with))
-                if meta.get("pending_actions", 0) != getattr(env, "pending", 0):
-                    differences.append("pending actions observed: the checkpoint's %d steps, given %d" % (meta.get("pending_actions", 0), getattr(env, "pending", 0)))
-                run.refuse_differences(run_dir, differences)
+                run.refuse_differences(run_dir, differences + run.task_differences(meta, env))
                 seed = meta["seed"]
             else:
                 given = {k: v for k, v in settings.items() if v is not None}

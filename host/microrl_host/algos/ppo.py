@@ -449,11 +449,13 @@ def evaluate_policy(policy, task, episodes=10, seed=12345, max_steps=None):
 
 
 def train(config, env, callbacks=None, run_dir=None, out=None, resume=False, checkpoint_every=None, eval_every=None, eval_episodes=10, max_episode_steps=None, perturbations=None,
-          keep_best=False):
+          keep_best=False, pending_actions=True):
     """Train PPO on a MuJoCo task (env: a name tasks.resolve knows, e.g. "ant" or "Ant-v5"), a task
     written against the task interface ("quadrotor", a task file or module: evaluated with its own
     starts and success test, trained with perturbations ({name: value}; None: the task's own
-    choice, as TD3's; {}: none)), or on any
+    choice, as TD3's; {}: none); under an action delay the policy observes the commands sent but not
+    yet applied, and its file says so, as TD3's (pending_actions False: the task's observation
+    alone; docs/sim-to-real.md)), or on any
     gymnasium environment with Box spaces (an id, `module:Id`, or an Env: copies made from its spec).
     The run is the one driver's (run.drive): run_dir (if given) gets run.json, progress.csv,
     checkpoint.npz (atomically, every checkpoint_every steps and at the end) and policy.mrlp;
@@ -462,7 +464,8 @@ def train(config, env, callbacks=None, run_dir=None, out=None, resume=False, che
     told of every iteration (trainer: the PPO learner; figures: lr, kl, return). Returns a
     results.Run (its trainer: the PPO learner)."""
     with one_blas_thread(scipy_blas=False):  # numpy's BLAS only
-        return _train(env, config or PPOSettings(), run_dir, out, resume, checkpoint_every, eval_every, eval_episodes, callbacks, max_episode_steps, perturbations, keep_best)
+        return _train(env, config or PPOSettings(), run_dir, out, resume, checkpoint_every, eval_every, eval_episodes, callbacks, max_episode_steps, perturbations, keep_best,
+                      pending_actions)
 
 
 def train_task(task, steps=None, seed=None, eval_every=None, eval_episodes=None, out=None, run_dir=None, checkpoint_every=None, resume=False, callbacks=None, threads=None,
@@ -472,8 +475,6 @@ def train_task(task, steps=None, seed=None, eval_every=None, eval_episodes=None,
     else the task's suggestion (its TRAINING_PPO), else the default; eval_every None: the task's,
     else a tenth of the run (ppo_eval_every); checkpoint_every None: every 100,000 steps.
     Returns a results.Run."""
-    if not pending_actions:
-        raise ValueError("PPO observes no pending actions: it trains without an action delay")
     found = tasks.resolve(task)
     config = PPOSettings.for_run(found, dict(settings, steps=steps, seed=seed, threads=threads), checkpoint.saved_settings(run_dir) if resume and run_dir else None)
     suggests = found.training_ppo
@@ -481,7 +482,7 @@ def train_task(task, steps=None, seed=None, eval_every=None, eval_episodes=None,
     if eval_every is None:
         eval_every = suggests.get("eval_every") or ppo_eval_every(config.steps, config.envs * config.rollout_steps, episodes)
     return train(config, found, callbacks, run_dir=run_dir, out=out, resume=resume, checkpoint_every=checkpoint_every or 100_000, eval_every=eval_every or None,
-                 eval_episodes=episodes, perturbations=perturbations, keep_best=keep_best)
+                 eval_episodes=episodes, perturbations=perturbations, keep_best=keep_best, pending_actions=pending_actions)
 
 
 PPO_EPISODE_STEPS = 1000  # the longest episode of gymnasium's MuJoCo tasks: what one evaluation episode may take
@@ -496,7 +497,7 @@ def ppo_eval_every(steps, per_iteration, episodes):
     return max(per_iteration, min(100_000, steps // 10), PPO_EVAL_SHARE * episodes * PPO_EPISODE_STEPS)
 
 
-def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_episodes, callbacks, max_episode_steps, perturbations, keep_best):
+def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_episodes, callbacks, max_episode_steps, perturbations, keep_best, pending_actions):
     wall0 = time.perf_counter()
     (callbacks or NONE).on_compile("building the environments (a first run also compiles their kernels)")
     found = tasks.resolve(task)
@@ -507,8 +508,17 @@ def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_epi
         saved = dict(resumed[0].get("config") or {})
         given = {k: v for k, v in c.as_dict().items() if k in saved}  # a setting an older checkpoint lacks: not compared
         run.refuse_differences(run_dir, run.resume_differences(saved, given, resumable=PPOSettings.RESUMABLE))
-    learner = PPOLearner(found, name, c, perturbations, max_episode_steps)
-    meta = {"perturbations": dict(learner.compiled.perturbations)} if learner.compiled is not None and learner.compiled.perturbations else {}
+    learner = PPOLearner(found, name, c, perturbations, max_episode_steps, pending_actions)
+    compiled = learner.compiled
+    if resumed:
+        try:
+            run.refuse_differences(run_dir, run.task_differences(resumed[0], compiled))
+        except BaseException:
+            learner.close()
+            raise
+    meta = {"perturbations": dict(compiled.perturbations)} if compiled is not None and compiled.perturbations else {}
+    if compiled is not None and compiled.pending:
+        meta["pending_actions"] = compiled.pending  # the observation's width
     return run.drive(learner, c.steps, c.seed, out=out, run_dir=run_dir, resumed=resumed, eval_every=eval_every or 0, eval_episodes=eval_episodes,
                      checkpoint_every=checkpoint_every or 0, callbacks=callbacks, keep_best=keep_best, meta=meta, wall0=wall0)
 
@@ -521,7 +531,7 @@ class PPOLearner(run.Learner):
     algo = "ppo"
     advice = " (a smaller --lr, --max-grad-norm or normalised observations may help)"
 
-    def __init__(self, found, name, c, perturbations, max_episode_steps):
+    def __init__(self, found, name, c, perturbations, max_episode_steps, pending_actions=True):
         self.task, self.config = name, c
         self.compiled = None  # the CompiledTask of a task written against the task interface
         self.source = found.gym
@@ -529,7 +539,7 @@ class PPOLearner(run.Learner):
             from ..envs.task_vector import TaskVectorEnv
             from .offpolicy import make_task
 
-            self.compiled = make_task(found.module, perturbations)
+            self.compiled = make_task(found.module, perturbations, pending_actions)
             self.envs = TaskVectorEnv(self.compiled, c.envs)
             self.module = found.module if self.compiled.has_success else None
             import numba
@@ -626,7 +636,7 @@ class PPOLearner(run.Learner):
         return run.Chunk(episodes, figures, scalars, done=done)
 
     def evaluate(self, episodes, seed):
-        policy = self.trainer.to_policy()
+        policy = self.policy()
         if self.compiled is not None:  # the task's own evaluation starts and success test
             from ..envs.task import evaluate_policy as evaluate_task_policy
             from .offpolicy import evaluation_perturbations
@@ -642,7 +652,10 @@ class PPOLearner(run.Learner):
         return self.diverged
 
     def policy(self, snapshot=None):
-        return self.trainer.to_policy(snapshot)
+        policy = self.trainer.to_policy(snapshot)
+        if self.compiled is not None and self.compiled.pending:
+            policy.pending = self.compiled.pending  # its input: the task's observation, then the pending actions
+        return policy
 
     def snapshot(self):
         return np.array(self.trainer.actor.params, np.float32)

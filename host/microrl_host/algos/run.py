@@ -56,6 +56,19 @@ def refuse_differences(run_dir, differences):
                               % (run_dir, "; ".join(differences)))
 
 
+def task_differences(meta, env):
+    """['perturbations: ...'] where the checkpoint's meta differs from the task env (a
+    CompiledTask: its perturbations trained with, the pending actions observed) of the run
+    resuming it: a run continues on the task it trained on."""
+    out = []
+    saved, given = meta.get("perturbations", {}), dict(getattr(env, "perturbations", {}))
+    if saved != given:
+        out.append("perturbations: the checkpoint has %r, given %r" % (saved, given))
+    if meta.get("pending_actions", 0) != getattr(env, "pending", 0):
+        out.append("pending actions observed: the checkpoint's %d steps, given %d" % (meta.get("pending_actions", 0), getattr(env, "pending", 0)))
+    return out
+
+
 def read_resume(run_dir, algo, task):
     """(meta, arrays) of the run folder's checkpoint, for algo on task; CheckpointError (a
     FileNotFoundError where there is none) in one line."""

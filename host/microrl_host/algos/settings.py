@@ -122,7 +122,6 @@ class Settings:
     RUN_DEFAULTS: ClassVar[dict] = {}  # `microrl train`'s eval_every / checkpoint_every without the task's
     THREADS: ClassVar[str] = ""  # what --threads means to it
     MAX_THREADS: ClassVar[int] = 0  # at most (0: no bound)
-    ACTION_DELAY: ClassVar[bool] = False  # trains under an action delay (--action-delay, --latency-from)
 
     def __init__(self, **overrides):
         names = self.names()

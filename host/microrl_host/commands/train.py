@@ -33,7 +33,7 @@ EXAMPLES = """examples:
   microrl train pendulum --out pendulum.mrlp --steps 20000 --resume   # continue a run
   microrl train pendulum --out pendulum.mrlp --overwrite              # start that run again
   microrl train quadrotor   # the task's suggestion, PPO in 64 compiled copies: the final policy flies (docs/quadrotor.md)
-  microrl train quadrotor --latency-from bench.json   # TD3 in the board's measured latency
+  microrl train quadrotor --latency-from bench.json   # PPO in the board's measured latency
 """
 
 
@@ -254,7 +254,7 @@ def register(sub):
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="an experimental setting (repeatable; --help-all lists them)")
     p.add_argument("--help-all", action=HelpAll, help="this help, then the experimental settings --set takes")
     p.add_argument("--threads", type=THREADS, metavar="N", help=threads_help())
-    latency.add_options(p.add_argument_group("sim-to-real (a task written against the task interface; PPO: --nominal only)"))
+    latency.add_options(p.add_argument_group("sim-to-real (a task written against the task interface)"))
     add_setting_options(p)
     p.set_defaults(func=run)
     return p  # (sweep parses its runs' arguments with it)
@@ -351,8 +351,7 @@ def own_options(name):
 
 def suggested_algo(args):
     """The algorithm for a run that names none: the task's suggestion (its ALGO) unless an option
-    or setting given belongs to others only (or an action delay, which it does not train
-    with), else registry.DEFAULT."""
+    or setting given belongs to others only, else registry.DEFAULT."""
     found = getattr(args, "found", None)
     if found is None:
         try:
@@ -364,10 +363,9 @@ def suggested_algo(args):
         return registry.DEFAULT
     own = own_options(algo)
     given_elsewhere = any(option not in own and getattr(args, option, None) is not None for option in specs_by_option())
-    delay = getattr(args, "action_delay", None) is not None or getattr(args, "latency_from", None) is not None or not getattr(args, "pending_actions", True)
     own_set = {s.name for s in ALGOS[algo].settings.experimental()}
     given_elsewhere = given_elsewhere or any(item.partition("=")[0].strip().replace("-", "_") not in own_set for item in getattr(args, "set", None) or [])
-    return registry.DEFAULT if given_elsewhere or (delay and not ALGOS[algo].settings.ACTION_DELAY) else algo
+    return registry.DEFAULT if given_elsewhere else algo
 
 
 def check(args):
@@ -391,9 +389,6 @@ def check(args):
                                ", the algorithm this run takes without --algo; name one with --algo" if chosen else ""))
     args.algo = name
     args.experimental = experimental_settings(args, name)
-    if not entry.settings.ACTION_DELAY and (args.action_delay is not None or args.latency_from is not None or not getattr(args, "pending_actions", True)):
-        raise CommandError("--action-delay, --latency-from and --no-pending-actions apply to %s on a task written against the task interface, not --algo %s"
-                           % ("/".join(n.upper() for n, e in ALGOS.items() if e.settings.ACTION_DELAY), name))
     args.perturbations, said = latency.perturbations(args, args.found)
     if said and not args.quiet:
         print(said, file=sys.stderr if args.json else sys.stdout)

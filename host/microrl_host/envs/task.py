@@ -1,19 +1,15 @@
 """A task written against the task interface (docs/tasks.md: microrl.tasks.pendulum,
 microrl.tasks.quadrotor, a user's own module) compiled with numba into the host's training loop
-(algos/loop.py, bind_task) and its evaluation: the task's functions are registered with numba
-unchanged, and one loop and one evaluation are compiled per task from one source each.
+(algos/loop.py, bind_task), its evaluation and PPO's vectors (envs/task_vector.py): the task's
+functions are registered with numba unchanged, and its episode under the sim-to-real
+perturbations (envs/episode.py, written once) is bound to it, with the loop, the evaluation and
+the vectors, one compiled copy per task of one source each.
 
 A compiled run keeps the whole task in one float64 array, the trainer state's `env` (so that a
 checkpoint holds it as it is): the episode's return so far, then the task's parameters P, state
 s, uniforms u and action a (in the task's units), and the generic sim-to-real perturbations'
 arrays (microrl.perturb: their settings G, the perturbation stream, the episode's step, the
 delayed actions' line, the noise's uniforms), at the offsets of Layout.
-
-The perturbations are the device core's own functions (microrl.perturb, compiled here as a task
-is), applied around the task's reset and step by the loop and the evaluation as microrl.task.Env
-applies them on a board. Their random numbers come from a stream of their own (stream_uniform),
-so that with every perturbation off a run draws, and computes, exactly what it did before they
-existed.
 """
 import hashlib
 import inspect
@@ -25,15 +21,13 @@ import numpy as np
 from numba.extending import register_jitable
 
 from microrl import perturb
-from microrl.perturb import ACTION_DELAY, GENERIC_DIM, MAX_DELAY, OBSERVATION_NOISE, add_noise, delay_action, noise_draws, randomise, randomise_draws
-from microrl.perturb import noise_shape, pending_actions, set_values, start_line
+from microrl.perturb import ACTION_DELAY, GENERIC_DIM, MAX_DELAY, noise_draws, noise_shape, randomise_draws, set_values
 
 from ..nn.jit import bound_copy, jit
-from ..nn.mlp import greedy_action
-from ..nn.rng import uniform
 from ..tasks import TaskError, check
+from . import episode
+from .episode import RETURN, register  # noqa: F401  (register: where its callers look)
 
-RETURN = 0  # env[RETURN]: the episode's return so far
 
 def source_key(module, constants=""):
     """'<name>_<16 hex digits of SHA-256 of the module's source file and constants>': what the
@@ -51,8 +45,9 @@ HOST_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def compiled_sources():
     """The source files (sorted paths) whose code a task's bound loop and evaluation contain
     besides the task: the algorithms' updates (inlined into the one loop) and the networks
-    (microrl_host/algos/, nn/), this file and the generic perturbations (microrl/perturb.py).
-    numba's disk cache checks only the bound copy's own file (algos/loop.py, or this one), so
+    (microrl_host/algos/, nn/), this file, the episode (episode.py) and the generic perturbations
+    (microrl/perturb.py). numba's disk cache checks only the bound copy's own file (algos/loop.py,
+    episode.py, task_vector.py), so
     the key must change with these, else an edited update (td3.py, twin.py, mlp.py) ran stale
     code."""
     out = []
@@ -60,7 +55,7 @@ def compiled_sources():
         path = os.path.join(HOST_PACKAGE, folder)
         # seed.py holds no compiled code: it loads the code this key names (nn/seed.py)
         out.extend(os.path.join(path, f) for f in sorted(os.listdir(path)) if f.endswith(".py") and f != "seed.py")
-    return out + [os.path.abspath(__file__), os.path.abspath(perturb.__file__)]
+    return out + [os.path.abspath(__file__), os.path.abspath(episode.__file__), os.path.abspath(perturb.__file__)]
 
 
 _DIGESTS = {}
@@ -76,109 +71,6 @@ def sources_digest(paths):
                 h.update(hashlib.sha256(f.read()).digest())
         _DIGESTS[key] = h.hexdigest()
     return _DIGESTS[key]
-
-
-_REGISTERED = set()
-
-
-def register(module):
-    """Register every function defined in the task module with numba (once per function), so
-    that the task's functions, and its helpers calling each other, compile as they are written.
-    Only those the loop reaches are ever compiled."""
-    for value in vars(module).values():
-        if inspect.isfunction(value) and value.__module__ == module.__name__ and value not in _REGISTERED:
-            register_jitable(value)
-            _REGISTERED.add(value)
-
-
-# ---------------------------------------------------------------- the generic perturbations
-# (called by the bound loop and evaluation with the Layout's offsets)
-STREAM_KEY = 0x5BD1E9955BD1E995  # the perturbation stream's key: the main generator's state ^ this
-
-
-@register_jitable
-def seed_stream(env, at, seed):
-    """Start the perturbation stream at env[at:at+3] (its key as two 32-bit halves, and the
-    count of its draws) from the uint64 seed, without drawing from any other generator."""
-    key = seed ^ np.uint64(STREAM_KEY)
-    env[at] = float(key >> np.uint64(32))
-    env[at + 1] = float(key & np.uint64(0xFFFFFFFF))
-    env[at + 2] = 0.0
-
-
-@register_jitable
-def stream_uniform(env, at):
-    """The perturbation stream's next uniform in [0, 1): splitmix64 of its key and its draw count
-    (a counter-based generator, so that its whole state is three floats of the env array)."""
-    n = env[at + 2] + 1.0
-    env[at + 2] = n
-    key = (np.uint64(env[at]) << np.uint64(32)) | np.uint64(env[at + 1])
-    z = key + np.uint64(n) * np.uint64(0x9E3779B97F4A7C15)
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    z = z ^ (z >> np.uint64(31))
-    return (z >> np.uint64(11)) * (1.0 / 9007199254740992.0)
-
-
-@register_jitable
-def draw(rng, u, n):
-    """The task's uniforms u[0:n] from the run's generator rng."""
-    for i in range(n):
-        u[i] = uniform(rng, 0.0, 1.0)
-
-
-@register_jitable
-def randomised_parameters(env, P, nominal, r, spec, stream):
-    """The episode's parameters (microrl.perturb.randomise of the task's RANDOMISED, from its
-    nominal ones in env[nominal:], its uniforms drawn into env[r:] from the perturbation stream)."""
-    m = randomise_draws(spec)
-    for i in range(m):
-        env[r + i] = stream_uniform(env, stream)
-    randomise(P, env[nominal : nominal + P.shape[0]], spec, env[r : r + m])
-
-
-@register_jitable
-def noisy_observation(env, obs, n, g, stream, w, shape):
-    """Add the observation noise set in env[g:g+GENERIC_DIM] to the task's observation obs[0:n]
-    (microrl.perturb.add_noise, its uniforms drawn into env[w:] from the perturbation stream);
-    nothing when it is off."""
-    scale = env[g + OBSERVATION_NOISE]
-    if scale != 0.0:
-        m = n + (n & 1)
-        for i in range(m):
-            env[w + i] = stream_uniform(env, stream)
-        add_noise(obs, n, scale, shape, env[w : w + m])
-
-
-@register_jitable
-def start_delay(env, n, g, line, neutral):
-    """An episode's line of delayed actions (microrl.perturb.start_line: n neutral commands per
-    step of the delay set in env[g:g+GENERIC_DIM], in env[line:]); nothing when it is off."""
-    d = int(env[g + ACTION_DELAY])
-    if d > 0:
-        start_line(env[line : line + d * n], n, d, neutral)
-
-
-@register_jitable
-def delayed_action(env, a, g, line):
-    """Hold the action a back by the delay set in env[g:g+GENERIC_DIM] (microrl.perturb.delay_action,
-    its line in env[line:]); nothing when it is off."""
-    d = int(env[g + ACTION_DELAY])
-    if d > 0:
-        n = a.shape[0]
-        delay_action(env[line : line + d * n], a, n, d)
-
-
-@register_jitable
-def observed_pending(env, obs, first, n, g, line, scale, offset):
-    """The pending actions (microrl.perturb.pending_actions) into obs[first:] when obs has room
-    for them (an observation wider than the task's: a run that observes them)."""
-    if obs.shape[0] > first:
-        d = int(env[g + ACTION_DELAY])
-        pending_actions(obs, first, env[line : line + d * n], n, d, scale, offset)
-
-
-register(perturb)
 
 
 # hooks a task may leave out: what the compiled code calls in their place
@@ -260,7 +152,7 @@ class CompiledTask:
         L = self.layout
         low = [float(v) for v in module.ACTION_LOW]
         high = [float(v) for v in module.ACTION_HIGH]
-        # the names a bound copy of loop.run_task and of evaluate_task sees
+        # the names a bound copy of loop.run_task, episode.py's functions and task_vector.step_copies sees
         self.bindings = {
             "task_reset": module.reset,
             "task_step": module.step,
@@ -279,6 +171,7 @@ class CompiledTask:
         }
         # the key sees the task's source, the layout and the sources compiled with it
         self.key = source_key(module, repr(sorted((k, v) for k, v in self.bindings.items() if not callable(v))) + sources_digest(compiled_sources()))
+        self.bindings.update(episode.bind(self.key, self.bindings))  # its episode: reset, step (episode.py)
         self._evaluate = None
 
     def arrays(self, perturbations=None):
@@ -320,7 +213,7 @@ class CompiledTask:
         the steps of pending actions the actor observes (default: training's, self.pending), which
         must be the action delay of perturbations when not 0 (ValueError)."""
         if self._evaluate is None:
-            self._evaluate = bound_copy(evaluate_task, "evaluate_task_" + self.key, self.bindings, jit)
+            self._evaluate = bound_copy(episode.evaluate_task, "evaluate_task_" + self.key, self.bindings, jit)
         P, G = self.arrays(perturbations)
         if params is not None:
             P[:] = np.asarray(params, np.float64)
@@ -331,68 +224,6 @@ class CompiledTask:
 
     def close(self):
         pass
-
-
-# ---------------------------------------------------------------- the evaluation, bound per task
-# the names a bound copy sees in place of these (CompiledTask.bindings)
-task_reset = task_step = task_evaluation = task_success = task_final_error = None
-P0 = S0 = U0 = A0 = G0 = STREAM = T = LINE0 = W0 = N0 = R0 = END = OBS_DIM = ACT_DIM = PARAM_DIM = RESET_DRAWS = STEP_DRAWS = 0
-ACTION_SCALE = ACTION_OFFSET = NOISE_SHAPE = (0.0,)
-RANDOMISED = ((0, 0, 0, 0),)
-
-
-def evaluate_task(net, squash, episodes, seed, params, generic, width):
-    """Rows of (return, success 1/0, final error, steps): `episodes` deterministic episodes from
-    the task's evaluation starts (its evaluation() hook applied to params), drawn from seed,
-    under the generic perturbations set in generic (microrl.perturb.NAMES), the actor's input
-    width numbers (the task's observation, then any pending actions)."""
-    rng = np.zeros(1, np.uint64)
-    rng[0] = np.uint64(seed) * np.uint64(0x2545F4914F6CDD1D) + np.uint64(7)
-    env = np.zeros(END)
-    P = env[P0:S0]
-    s = env[S0:U0]
-    u = env[U0:A0]
-    a = env[A0:G0]
-    for i in range(PARAM_DIM):
-        P[i] = params[i]
-    for i in range(GENERIC_DIM):
-        env[G0 + i] = generic[i]
-    seed_stream(env, STREAM, rng[0])
-    task_evaluation(P)
-    for i in range(PARAM_DIM):
-        env[N0 + i] = P[i]
-    obs = np.zeros(width, np.float32)
-    act = np.zeros(ACT_DIM, np.float32)
-    out = np.zeros((episodes, 4))
-    for e in range(episodes):
-        draw(rng, u, RESET_DRAWS)
-        randomised_parameters(env, P, N0, R0, RANDOMISED, STREAM)
-        start_delay(env, ACT_DIM, G0, LINE0, ACTION_OFFSET)
-        task_reset(P, s, u, obs)
-        noisy_observation(env, obs, OBS_DIM, G0, STREAM, W0, NOISE_SHAPE)
-        observed_pending(env, obs, OBS_DIM, ACT_DIM, G0, LINE0, ACTION_SCALE, ACTION_OFFSET)
-        env[T] = 0.0
-        total = 0.0
-        steps = 0
-        done = False
-        truncated = False
-        while not (done or truncated):
-            greedy_action(net, obs, squash, act)
-            for i in range(ACT_DIM):
-                a[i] = ACTION_SCALE[i] * act[i] + ACTION_OFFSET[i]
-            delayed_action(env, a, G0, LINE0)
-            draw(rng, u, STEP_DRAWS)
-            r, done, truncated = task_step(P, s, a, u, obs)
-            env[T] += 1.0
-            noisy_observation(env, obs, OBS_DIM, G0, STREAM, W0, NOISE_SHAPE)
-            observed_pending(env, obs, OBS_DIM, ACT_DIM, G0, LINE0, ACTION_SCALE, ACTION_OFFSET)
-            total += r
-            steps += 1
-        out[e, 0] = total
-        out[e, 1] = 1.0 if (not done) and task_success(P, s) else 0.0
-        out[e, 2] = task_final_error(P, s)
-        out[e, 3] = steps
-    return out
 
 
 def plain(task, policy):

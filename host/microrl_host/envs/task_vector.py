@@ -5,9 +5,9 @@ that PPO (algos/ppo.py) trains a task as it trains a MuJoCo one.
 
 Each copy is one env array of envs/task.py's Layout (its return so far, parameters, state,
 uniforms, action and the sim-to-real perturbations' arrays) and one splitmix64 generator; the
-step and the reset are the training loop's (algos/loop.py run_task): the same perturbation
-calls around the task's reset and step, in the same order, compiled once per task (bound_copy
-with CompiledTask.bindings, cached on disk under the task's key). The task's start curriculum
+step and the reset are the task's episode (envs/episode.py), the training loop's and the
+evaluation's own, compiled once per task (bound_copy with CompiledTask.bindings, cached on disk
+under the task's key). The task's start curriculum
 (curriculum() over TRAINING's curriculum_steps) narrows every copy's start ranges as the run
 goes (set_step).
 
@@ -19,7 +19,7 @@ import numpy as np
 
 from ..nn.jit import bound_copy, jit
 from ..nn.rng import new_rng
-from .task import RETURN, delayed_action, draw, noisy_observation, observed_pending, randomised_parameters, seed_stream, start_delay
+from .episode import RETURN
 
 
 class TaskVectorEnv:
@@ -116,11 +116,10 @@ class _Bounds:
 
 
 # ---------------------------------------------------------------- compiled, bound per task
-# the names a bound copy sees in place of these (envs/task.py, CompiledTask.bindings)
-task_reset = task_step = None
-P0 = S0 = U0 = A0 = G0 = STREAM = T = LINE0 = W0 = N0 = R0 = END = OBS_DIM = ACT_DIM = RESET_DRAWS = STEP_DRAWS = 0
-ACTION_SCALE = ACTION_OFFSET = NOISE_SHAPE = (0.0,)
-RANDOMISED = ((0, 0, 0, 0),)
+# the names a bound copy sees in place of these: the task's episode (envs/episode.py, bound to the
+# task in CompiledTask.bindings) and the episode's step count in its array
+episode_begin = episode_reset = episode_set_action = episode_step = None
+T = 0
 
 
 def step_copies(envs, rngs, actions, obs, rewards, terminated, truncated, final_obs, returns, lengths, begin):
@@ -131,24 +130,13 @@ def step_copies(envs, rngs, actions, obs, rewards, terminated, truncated, final_
     for i in range(envs.shape[0]):
         env = envs[i]
         rng = rngs[i : i + 1]
-        P = env[P0:S0]
-        s = env[S0:U0]
-        u = env[U0:A0]
-        a = env[A0:G0]
         o = obs[i]
         fresh = begin
         if begin:
-            seed_stream(env, STREAM, rng[0])
+            episode_begin(env, rng)
         else:
-            for k in range(ACT_DIM):
-                a[k] = actions[i, k]
-            delayed_action(env, a, G0, LINE0)
-            draw(rng, u, STEP_DRAWS)
-            r, done, cut = task_step(P, s, a, u, o)
-            env[T] += 1.0
-            noisy_observation(env, o, OBS_DIM, G0, STREAM, W0, NOISE_SHAPE)
-            observed_pending(env, o, OBS_DIM, ACT_DIM, G0, LINE0, ACTION_SCALE, ACTION_OFFSET)
-            env[RETURN] += r
+            episode_set_action(env, actions[i])
+            r, done, cut = episode_step(env, rng, o)
             rewards[i] = r
             terminated[i] = done
             truncated[i] = cut
@@ -159,11 +147,4 @@ def step_copies(envs, rngs, actions, obs, rewards, terminated, truncated, final_
                 lengths[i] = np.int64(env[T])
                 fresh = True
         if fresh:
-            draw(rng, u, RESET_DRAWS)
-            randomised_parameters(env, P, N0, R0, RANDOMISED, STREAM)
-            start_delay(env, ACT_DIM, G0, LINE0, ACTION_OFFSET)
-            task_reset(P, s, u, o)
-            noisy_observation(env, o, OBS_DIM, G0, STREAM, W0, NOISE_SHAPE)
-            observed_pending(env, o, OBS_DIM, ACT_DIM, G0, LINE0, ACTION_SCALE, ACTION_OFFSET)
-            env[T] = 0.0
-            env[RETURN] = 0.0
+            episode_reset(env, rng, o)
