@@ -37,6 +37,7 @@ for _p in (DEVICE, HOST):
         sys.path.insert(0, _p)
 
 from microrl.perturb import MAX_DELAY  # noqa: E402
+from microrl.tasks import quadrotor as Q  # noqa: E402
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 SETPRIV = shutil.which("setpriv")
@@ -311,7 +312,7 @@ class Fixtures:
                        "empty": p("empty.mrlp"), "garbage": p("garbage.mrlp"), "truncated": p("truncated.mrlp"), "badcrc": p("badcrc.mrlp"),
                        "fifo": p("fifo"), "folder": p("folder"), "loop": p("loop"), "deep": p("no/such"), "underfile": p("notes.txt/x"),
                        "longname": p("x" * 5000), "socket": p("sock")}
-        quad = Policy([22, 8, 4], ["relu", "tanh"])
+        quad = Policy([Q.OBS_DIM, 8, Q.ACT_DIM], ["relu", "tanh"])
         quad.net.init(Rng(2))
         self.values["quadrotor_policy"] = save(p("quadrotor.mrlp"), quad)
         wide = Policy([5, 8, 2], ["relu", "tanh"])

@@ -7,8 +7,10 @@ host/microrl_host/board/plan_data.json (its "counts" and "heap"; the other entri
   agent.step() makes after warm-up, recorded on CPython and replayed on the emulated core,
   averaged over two steps for the delayed actor update). Xtensa (windowed, FPU) by
   native_modules/microrl_kernels/xtensa/harness.py under qemu's de233_fpu core (-icount), RV32IMC
-  by native_modules/microrl_kernels/riscv/harness_rv.py under qemu's virt board (instret); other
-  architectures where someone adds their counts (same keys, their own "source").
+  by native_modules/microrl_kernels/riscv/harness_rv.py under qemu's virt board (instret), Cortex-M3
+  (armv7m) and Cortex-M7 (armv7emsp) by native_modules/microrl_kernels/arm/harness_arm.py under
+  qemu's MPS2 boards (SysTick under -icount); other architectures where someone adds their counts
+  (same keys, their own "source").
 - heap: what the device core and a policy take on the unix port's heap (64-bit objects; plan
   halves the object part for a 32-bit board, as microrl.memory does): import microrl and load a
   first policy, then a second; the policy's own part is 4 bytes a parameter (int16: 2 a weight, 4
@@ -16,6 +18,7 @@ host/microrl_host/board/plan_data.json (its "counts" and "heap"; the other entri
 
     python bench/board_plan_data.py          # both; needs micropython and the Xtensa tools
     python bench/board_plan_data.py heap     # one part
+    python bench/board_plan_data.py counts armv7m armv7emsp   # some architectures' counts
 """
 import datetime
 import json
@@ -170,6 +173,9 @@ def replay_calls(job, calls, rng):
     return len(calls)
 
 
+ARM_M3_CORE = "qemu-system-arm -M mps2-an385 (Cortex-M3; kernels.c compiled as for armv7m: soft float)"
+ARM_M7_CORE = ("qemu-system-arm -M mps2-an500 (Cortex-M7; kernels.c compiled as for armv7emsp: the single-precision FPU, doubles in "
+               "libgcc; the same instructions on the Cortex-M4F board AN386)")
 RV32_CORE = "qemu-system-riscv32 -M virt (RV32 with compressed instructions; kernels.c compiled -march=rv32imc: soft float, as on an ESP32-C3)"
 
 
@@ -187,6 +193,15 @@ def _runners():
     if not harness_rv.missing_tools():
         found["rv32imc"] = (RV32_CORE, "native_modules/microrl_kernels/riscv/harness_rv.py under %s, qemu -icount, instret" % RV32_CORE,
                             harness_rv.build, lambda job, elf: harness_rv.run(job, elf, timeout=1800))
+    sys.path.insert(0, os.path.join(ROOT, "native_modules", "microrl_kernels", "arm"))
+    import harness_arm
+
+    if not harness_arm.missing_tools():
+        # armv7emsp counted on the Cortex-M7 board (a Teensy 4 loads that module); the M4F board
+        # gives the same instructions (qemu does not model the M7's dual issue)
+        for arch, core, desc in (("armv7m", "m3", ARM_M3_CORE), ("armv7emsp", "m7", ARM_M7_CORE)):
+            found[arch] = (desc, "native_modules/microrl_kernels/arm/harness_arm.py under %s, qemu -icount, SysTick" % desc,
+                           lambda tmp, core=core: harness_arm.build(tmp, core), lambda job, elf, core=core: harness_arm.run(job, elf, core, timeout=1800))
     return found
 
 
@@ -226,10 +241,10 @@ REFERENCE = [13, 64, 64, 4]
 FIRST_TD3 = 13  # the job's first TD3 call (9 dense, 1 Adam, 3 int16 dense before it)
 
 
-def counts():
+def counts(archs=()):
     from microrl.layout import actor_critic_sizes
 
-    runners = _runners()
+    runners = {a: r for a, r in _runners().items() if not archs or a in archs}
     if not runners:
         raise SystemExit("no emulated core's tools here: the Xtensa tools (docs/native.md) or riscv64-unknown-elf-gcc and qemu-system-riscv32")
     calls, agent = td3_calls(2)
@@ -262,7 +277,7 @@ def main(argv):
         data["heap"] = heap()
         print("heap:", json.dumps(data["heap"]))
     if "counts" in parts:
-        rows = counts()
+        rows = counts([p for p in parts if p not in ("heap", "counts")])
         counted = {r["arch"] for r in rows}
         data["counts"] = [c for c in data["counts"] if c["arch"] not in counted] + rows
         for r in rows:

@@ -38,6 +38,7 @@ a transfer figure beside its own training time.
 """
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -154,10 +155,26 @@ def run_seed(algo, seed, steps, settings=None):
     return seed_record(algo, seed, steps, settings, clock, curve, tasks.summary(Q, rows), run.stats["train_s"], run.stats.get("perturbations", {}))
 
 
-def run_seed_ppo(seed, steps):
-    """PPO (`microrl train quadrotor --algo ppo`'s settings: the task's TRAINING_PPO) for steps;
-    its policy evaluated every EVAL_EVERY_PPO steps outside the clock, and at the end nominal and
-    perturbed. PPO keeps no best policy: the final one is what the command writes."""
+def ppo_settings(seed, given=None):
+    """The PPOConfig settings of a PPO seed: the task's TRAINING_PPO (`microrl train quadrotor`'s),
+    with given ({name: value}, --set: a TRAINING_PPO name or a PPOConfig field) over them."""
+    from microrl_host.algos import ppo
+
+    settings = dict(ppo.suggested("quadrotor"), seed=seed, threads=1)
+    for k, v in (given or {}).items():
+        if k == "init_std":
+            settings["init_log_std"] = math.log(v)
+        elif k in ppo.PPOConfig.FIELDS and k not in ("steps", "seed"):
+            settings[k] = tuple(v) if k == "hidden" else v
+        else:
+            raise ValueError("--set %s: not a PPO setting (known: init_std, %s)" % (k, ", ".join(sorted(set(ppo.PPOConfig.FIELDS) - {"steps", "seed"}))))
+    return settings
+
+
+def run_seed_ppo(seed, steps, given=None):
+    """PPO (`microrl train quadrotor --algo ppo`'s settings: the task's TRAINING_PPO, given over
+    them) for steps; its policy evaluated every EVAL_EVERY_PPO steps outside the clock, and at the
+    end nominal and perturbed. PPO keeps no best policy: the final one is what the command writes."""
     _path()
     from microrl.perturb import training
     from microrl.tasks import quadrotor as Q
@@ -167,7 +184,7 @@ def run_seed_ppo(seed, steps):
     from microrl_host.envs.task import CompiledTask, evaluate_policy
 
     task = CompiledTask(Q)
-    settings = dict(ppo.suggested("quadrotor"), seed=seed, threads=1)
+    settings = ppo_settings(seed, given)
     curve = []
     clock = {"train": 0.0, "last": None, "first_90": None, "final_spread": None, "next": EVAL_EVERY_PPO}
 
@@ -504,7 +521,8 @@ def main():
     ap.add_argument("--steps", type=int, default=None, help="training budget per seed (default microrl train quadrotor's: 500,000 for TD3/SAC, "
                     "its TRAINING_PPO steps for PPO)")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                    help="a TD3/SAC setting beside the task's own, e.g. --set model_horizon=100 --set model_start=400000 (repeatable)")
+                    help="a setting beside the task's own (repeatable): TD3/SAC's, e.g. --set model_horizon=100 --set model_start=400000; "
+                    "PPO's over its TRAINING_PPO, e.g. --set rollout_steps=64 --set threads=2 --set hidden=[32,32]")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--one", nargs=2, metavar=("ALGO", "SEED"), help=argparse.SUPPRESS)
     ap.add_argument("--foundation", action="store_true", help=argparse.SUPPRESS)
@@ -522,13 +540,18 @@ def main():
         try:
             settings[name.strip()] = json.loads(value)
         except ValueError:
-            print("--set %s: give NAME=VALUE with a number as the value" % item, file=sys.stderr)
-            return 2
+            if not ppo:
+                print("--set %s: give NAME=VALUE with a number as the value" % item, file=sys.stderr)
+                return 2
+            settings[name.strip()] = value.strip()  # a word: PPO's activation
     if settings and ppo:
-        print("--set applies to TD3 and SAC settings; PPO takes the task's TRAINING_PPO", file=sys.stderr)
-        return 2
+        try:
+            ppo_settings(0, settings)
+        except ValueError as e:
+            print(e, file=sys.stderr)
+            return 2
     if a.one:
-        r = run_seed_ppo(int(a.one[1]), steps) if a.one[0] == "ppo" else run_seed(a.one[0], int(a.one[1]), steps, settings)
+        r = run_seed_ppo(int(a.one[1]), steps, settings) if a.one[0] == "ppo" else run_seed(a.one[0], int(a.one[1]), steps, settings)
         print("  seed %d: final %.0f%% nominal, %.0f%% perturbed, %.3f / %.3f m; 90%% after %s steps, %s s; %.1f s of training"
               % (r["seed"], 100 * r["final_success_rate"], 100 * r["final_success_rate_perturbed"], r["final_position_error_m"], r["final_position_error_m_perturbed"],
                  r["steps_to_90"], r["seconds_to_90"], r["train_s"]), file=sys.stderr, flush=True)

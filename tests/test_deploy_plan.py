@@ -158,33 +158,48 @@ def test_an_esp32_s2_at_hand_gets_no_kernels_and_the_plain_package(policy):
     assert r["clock_mhz"] == 240 and r["heap"]["free"] == 100000 and r["flash"]["free"] == 1 << 20
 
 
-def test_riscv_harness_computes_as_numpy_and_counts_as_recorded():
-    """The kernels compiled for rv32imc on qemu's RISC-V core (native_modules/microrl_kernels/riscv/):
-    the 13-64-64-4 forwards compute what numpy does, and take the instructions plan_data.json has."""
+def _harness_modules():
     import sys
-
-    import numpy as np
 
     from helpers import ROOT
 
-    for sub in (("bench",), ("native_modules", "microrl_kernels", "riscv"), ("native_modules", "microrl_kernels", "xtensa")):
+    subs = (("bench",), ("native_modules", "microrl_kernels", "riscv"), ("native_modules", "microrl_kernels", "arm"),
+            ("native_modules", "microrl_kernels", "xtensa"))
+    for sub in subs:
         sys.path.insert(0, os.path.join(ROOT, *sub))
     try:
         import board_plan_data
+        import harness_arm
         import harness_rv
     finally:
-        del sys.path[:3]
-    if harness_rv.missing_tools():
-        pytest.skip("the RISC-V tools are missing: %s" % harness_rv.missing_tools())
+        del sys.path[:len(subs)]
+    return board_plan_data, harness_rv, harness_arm
+
+
+@pytest.mark.parametrize("arch,core", [("rv32imc", None), ("armv7m", "m3"), ("armv7emsp", "m7"), ("armv7emsp", "m4f")])
+def test_emulated_harness_computes_as_numpy_and_counts_as_recorded(arch, core):
+    """The kernels compiled for rv32imc on qemu's RISC-V core (native_modules/microrl_kernels/riscv/),
+    for armv7m on its Cortex-M3 board and for armv7emsp on its Cortex-M7 and M4F boards
+    (native_modules/microrl_kernels/arm/): the 13-64-64-4 forwards compute what numpy does, and
+    take the instructions plan_data.json has (the M4F as many as the M7, whose are recorded)."""
     import tempfile
 
+    import numpy as np
+
+    board_plan_data, harness_rv, harness_arm = _harness_modules()
+    tools = harness_rv if core is None else harness_arm
+    if tools.missing_tools():
+        pytest.skip("the %s tools are missing: %s" % (arch, tools.missing_tools()))
     job, _ = board_plan_data.make_job([])
     with tempfile.TemporaryDirectory() as tmp:
-        result = harness_rv.run(job, harness_rv.build(tmp))
+        if core is None:
+            result = harness_rv.run(job, harness_rv.build(tmp))
+        else:
+            result = harness_arm.run(job, harness_arm.build(tmp, core), core)
     ins = result.instructions
-    assert round(sum(ins[6:9])) == _entry("rv32imc", "forward", "float32", "relu")["instructions"]
-    assert round(sum(ins[3:6])) == _entry("rv32imc", "forward", "float32", "tanh")["instructions"]
-    assert round(sum(ins[10:13])) == _entry("rv32imc", "forward", "int16", "relu")["instructions"]
+    assert round(sum(ins[6:9])) == _entry(arch, "forward", "float32", "relu")["instructions"]
+    assert round(sum(ins[3:6])) == _entry(arch, "forward", "float32", "tanh")["instructions"]
+    assert round(sum(ins[10:13])) == _entry(arch, "forward", "int16", "relu")["instructions"]
     # the relu forward's result (the job's ops 6-8: dense calls on the arrays the job holds), against numpy
     words = job.words
     ops, w = [], 0
@@ -204,3 +219,14 @@ def test_riscv_harness_computes_as_numpy_and_counts_as_recorded():
         got = result[(y, (1, n_out), np.dtype("<f4"))]
         assert np.allclose(got, want, rtol=1e-5, atol=1e-5)
         x = want.astype(np.float32)
+
+
+def test_times_from_counts_stay_lower_bounds_on_a_dual_issue_cortex_m7(policy):
+    """Times are instructions over the most a core completes in a cycle: one on the ESP32s and
+    the C3, two on the Teensy 4.1's Cortex-M7 (once the Cortex-M counts were recorded, its 30,760
+    instructions at one a cycle, 51 µs, were no lower bound)."""
+    reports = {r["board"]: r for r in _plan(policy[0])}
+    teensy, esp32 = reports["Teensy 4.1"]["reference_forward"], reports["ESP32"]["reference_forward"]
+    assert teensy["instructions"] == _entry("armv7emsp", "forward", "float32", "relu")["instructions"]
+    assert teensy["us"] == pytest.approx(teensy["instructions"] / (600 * 2))
+    assert esp32["us"] == pytest.approx(esp32["instructions"] / 240)

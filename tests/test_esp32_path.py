@@ -48,10 +48,8 @@ def _read_uint(data, i):
             return value, i
 
 
-def test_the_shipped_module_enters_mpy_init_through_its_entry_instruction():
-    """MicroPython's loader calls the start of the module's code, where its linker (mpy_ld) puts a
-    jump to mpy_init. The module is built with LLVM, not the gcc that linker was written for:
-    the jump must land on mpy_init's ENTRY (the windowed ABI's frame set-up, a1 as stack pointer)."""
+def _shipped_code():
+    """The machine code of the shipped xtensawin module, as its .mpy holds it."""
     path = os.path.join(native.version_dir(6, 3), "xtensawin", native.MPY_NAME)
     data = open(path, "rb").read()
     assert data[:4] == bytes([ord("M"), 6, (native.MPY_ARCHS.index("xtensawin") << 2) | 3, 31])
@@ -63,14 +61,52 @@ def test_the_shipped_module_enters_mpy_init_through_its_entry_instruction():
         if not length & 1:  # a qstr of the file's own (odd: one of MicroPython's static qstrs)
             i += (length >> 1) + 1
     kind_len, i = _read_uint(data, i)
-    code = data[i:i + (kind_len >> 3)]
+    return data[i:i + (kind_len >> 3)]
+
+
+def _entry_jump_target(code):
     jump = int.from_bytes(code[:3], "little")
     assert jump & 0x3F == 0x06, "the code does not start with J"  # CALL-format op0 6, n 0: J
     offset = jump >> 6
     offset -= (offset & 0x20000) << 1  # 18-bit signed
-    target = 4 + offset
+    return 4 + offset
+
+
+def test_the_shipped_module_enters_mpy_init_through_its_entry_instruction():
+    """MicroPython's loader calls the start of the module's code, where its linker (mpy_ld) puts a
+    jump to mpy_init. The module is built with LLVM, not the gcc that linker was written for:
+    the jump must land on mpy_init's ENTRY (the windowed ABI's frame set-up, a1 as stack pointer)."""
+    code = _shipped_code()
+    target = _entry_jump_target(code)
     assert 0 < target < len(code) - 3
     assert code[target] == 0x36 and code[target + 1] & 0x0F == 1, "the jump lands on %s, not on ENTRY a1" % code[target:target + 3].hex()
+
+
+def test_every_l32r_of_the_shipped_module_loads_from_its_literal_table():
+    """mpy_ld puts the module's GOT and literal table between the entry jump and the code, and
+    aims each l32r at its entry by ADDING the distance to the instruction's offset field. llvm-mc
+    leaves 0xffff in that field where the l32r is not 4-byte aligned (GNU as leaves 0), so until
+    cc.py zeroed it those l32r loaded words far outside the module: MicroPython on the emulated
+    core read SOURCE_HASH from a garbage pointer and faulted in kernel calls. The code is read
+    instruction by instruction from mpy_init (op0 1: l32r; 8-13: 2-byte density instructions;
+    else 3 bytes; zero bytes that pad up to a function's ENTRY are skipped)."""
+    code = _shipped_code()
+    pc = start = _entry_jump_target(code)
+    targets = []
+    while pc < len(code):
+        op0 = code[pc] & 0xF
+        aligned = (pc + 3) & ~3
+        if code[pc] == 0 and aligned > pc and code[pc:aligned] == bytes(aligned - pc) and code[aligned] == 0x36 and code[aligned + 1] & 0xF == 1:
+            pc = aligned  # padding before the next function's ENTRY
+            continue
+        if op0 == 1:  # l32r at, label: loads ((pc + 3) & ~3) + 4 * (offset - 65536)
+            offset = int.from_bytes(code[pc + 1:pc + 3], "little")
+            targets.append((pc, ((pc + 3) & ~3) + 4 * (offset - 0x10000)))
+        pc += 2 if 8 <= op0 <= 13 else 3
+    assert pc == len(code), "the instructions do not end where the code does (%d, %d)" % (pc, len(code))
+    assert len(targets) > 100
+    outside = [(hex(at), hex(t)) for at, t in targets if not 4 <= t < start]
+    assert outside == [], outside[:5]
 
 
 def test_compiled_files_carry_no_host_path(tmp_path):

@@ -109,16 +109,15 @@ def test_ppo_learns_inverted_pendulum():
 
 def test_ppo_quadrotor_final_policy_flies():
     """PPO on the quadrotor with the task's own settings (`microrl train quadrotor --algo ppo`:
-    TRAINING_PPO, 6M steps, perturbed training), seeds 0-2: the FINAL policies (issue 33: no
-    best-evaluation snapshot) fly at least 90% of bench/quadrotor.py's 100 flights in at least 2
-    of the 3 seeds, median 90% or better.
+    TRAINING_PPO, 3M steps, perturbed training, the integral input), seeds 0-2: the FINAL
+    policies (issue 33: no best-evaluation snapshot) fly at least 90% of bench/quadrotor.py's 100
+    flights in at least 2 of the 3 seeds, median 90% or better.
 
-    Measured with this AMD EPYC's own kernels (`python bench/quadrotor.py --algo ppo`, and the
-    same training by a scratch script for seeds 1 and 3; 2026-11-25, load 6-11): seeds 0-4 final
-    99%, 100%, 95%, 96%, 100%; seed 2 first reached 90% at 5.2M of the 6M steps, so the quorum
-    leaves one seed's margin. Sandybridge kernels, seeds 0-2: 100%, 98%, 94%
-    (`python bench/learning_checks.py ppo_quadrotor --seeds 0-2 --settings Sandybridge --workers 1`,
-    load 7.7-8.9; 132-244 s per run)."""
+    Measured with this AMD EPYC's own kernels (`python bench/quadrotor.py --algo ppo --seeds 5`,
+    2026-11-28, load 2-4): seeds 0-4 final 99%, 100%, 100%, 100%, 100%, 90% first reached after
+    1.0-1.4M of the 3M steps. Not yet re-measured with the Sandybridge kernels (`python bench/learning_checks.py
+    ppo_quadrotor --seeds 0-2 --settings Sandybridge --workers 1`); with the settings before issue
+    41 (6M steps, 22 inputs) they gave 100%, 98%, 94%."""
     assert_quorum(final_returns("ppo_quadrotor", range(3)), 0.9, 2, 0.9)
 
 

@@ -244,12 +244,31 @@ def test_the_kernels_run_on_the_fpu_and_call_nothing(tmp_path):
     cc.compile_c(["-std=c99", "-Wall", "-Werror", "-I" + native_build.SOURCE_DIR] + cflags, native_build.KERNEL_C, obj, llc_flags)
     undefined = cc.run([cc.tool("llvm-nm"), "-u", obj]).split()
     assert undefined == [], undefined
-    dis = cc.run([cc.tool("llvm-objdump"), "-d", "--mcpu=esp32", "--section=.text", obj])
+    dis = cc.run([cc.tool("llvm-objdump"), "-d", "--mcpu=esp32", "--section=.text.kernels", obj])
     mnemonics = re.findall(r"^\s+[0-9a-f]+:\s+(?:[0-9a-f]{2} )+\s*([a-z0-9.]+)", dis, re.M)
     for op in ("mul.s", "add.s", "madd.s", "lsi", "ssi", "entry", "retw.n"):
         assert op in mnemonics, op
     assert not [m for m in mnemonics if m.startswith(("call0", "call4", "call12"))]
     assert "__" not in dis.replace("__XTENSA", "")
+
+
+def test_objects_are_in_the_form_micropythons_linker_reads(tmp_path):
+    """What cc.py rewrites for MicroPython's mpy_ld (tools/mpy_ld.py, written for GNU as): every
+    l32r's offset field is 0 (mpy_ld adds its distance to the field; llvm-mc leaves 0xffff in it
+    where the l32r is not 4-byte aligned), and the code, data and literal sections carry the
+    object's name (mpy_ld names each address a literal holds "<section>+<offset>", without the
+    object, and kept one GOT entry for kernels.o's and module.o's .data.rel.ro+0: the kernels'
+    jump table became module.c's function object)."""
+    cflags, llc_flags = harness.module_flags()
+    obj = str(tmp_path / "kernels.o")
+    cc.compile_c(["-std=c99", "-Wall", "-Werror", "-I" + native_build.SOURCE_DIR] + cflags, native_build.KERNEL_C, obj, llc_flags)
+    sizes = {name: int(size, 16) for name, size in re.findall(r"^\s*\d+\s+(\S+)\s+([0-9a-f]+)", cc.run([cc.tool("llvm-objdump"), "-h", obj]), re.M)}
+    assert all(sizes.get(name) for name in (".text.kernels", ".literal.kernels", ".data.rel.ro.kernels")), sizes
+    assert not [name for name in (".text", ".literal", ".data.rel.ro", ".rodata") if sizes.get(name)], sizes
+    dis = cc.run([cc.tool("llvm-objdump"), "-d", "--mcpu=esp32", "--section=.text.kernels", obj])
+    l32r = re.findall(r"^\s+([0-9a-f]+):\s+([0-9a-f]{2}) ([0-9a-f]{2}) ([0-9a-f]{2})\s+l32r", dis, re.M)
+    assert len(l32r) > 50 and [int(at, 16) % 4 for at, *_ in l32r].count(0) < len(l32r)  # unaligned ones too
+    assert [at for at, b0, b1, b2 in l32r if (b1, b2) != ("00", "00")] == []
 
 
 MPY_DIR = os.environ.get("MPY_DIR")

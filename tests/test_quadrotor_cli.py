@@ -27,11 +27,11 @@ def trained(tmp_path_factory):
     return out, json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def test_train_quadrotor_writes_a_22_input_policy_and_flight_figures(trained):
+def test_train_quadrotor_writes_a_25_input_policy_and_flight_figures(trained):
     out, r = trained
     assert r["task"] == "quadrotor" and r["steps"] == 20000
     policy = load(str(out))
-    assert (policy.sizes[0], policy.sizes[-1]) == (Q.OBS_DIM, Q.ACT_DIM) == (22, 4)
+    assert (policy.sizes[0], policy.sizes[-1]) == (Q.OBS_DIM, Q.ACT_DIM) == (25, 4)  # 22 state inputs and the integral
     assert [e[0] for e in r["evals"]] == [10000, 20000]
     for k in ("success_rate", "crash_rate", "final_success_rate"):
         assert 0.0 <= r[k] <= 1.0

@@ -145,7 +145,8 @@ def test_next_states_and_terminations_match_l2f(sim):
 
 def test_observation_is_l2fs_then_rotor_speeds(sim):
     """Our first 18 values are l2f's observation (position, rotation matrix, velocities); l2f's
-    actor then sees an action history, ours the four rotor speeds."""
+    actor then sees an action history, ours the four rotor speeds and the integral of the position
+    error."""
     device, env, params, rng = sim
     state = l2f.State()
     obs = l2f.Observation()
@@ -155,7 +156,9 @@ def test_observation_is_l2fs_then_rotor_speeds(sim):
         l2f.sample_initial_state(device, env, params, state, rng)
         l2f.observe(device, env, params, state, obs, rng)
         o = np.array(obs.observation)
-        s = _get(state)
+        s = np.zeros(Q.STATE_DIM)
+        s[: Q.PHYSICS_DIM] = _get(state)  # l2f's craft; the step count, work space and integral at 0
         Q.observe(P, s, ours)
         assert np.allclose(o[0:18], ours[0:18], atol=1e-5)
         assert np.allclose(ours[18:22], 2.0 * s[13:17] - 1.0, atol=1e-6)
+        assert np.all(ours[22:25] == 0.0)  # the integral of an episode's first state

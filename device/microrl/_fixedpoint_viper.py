@@ -1,7 +1,8 @@
 # The viper kernel of fixedpoint.py: the same integers as fixedpoint.layer_plain, bit for bit.
 # Importable on MicroPython ports with the viper emitter only (fixedpoint.py falls back otherwise).
 # Viper quirks handled here: ptr16/ptr32 loads are zero-extended (sign-extend by hand with the
-# xor trick), and constants of 2**30 or more are not small ints on 32-bit ports (built at run time).
+# xor trick), constants of 2**30 or more are not small ints on 32-bit ports (built at run time),
+# and no constant index of 256 or more (the Xtensa emitter's load then clobbers the pointer).
 import micropython
 
 
@@ -51,7 +52,10 @@ def layer(W: ptr16, b: ptr32, x: ptr16, y: ptr16, n_in: int, n_out: int, act: in
             tab = P if act == 4 else T
             j = a >> 8  # Q14 argument, table step 1/64
             if j >= 512:
-                t = int(tab[512])
+                # the index in a variable: MicroPython's xtensa(win) viper code for a constant index
+                # of 256 or more overwrites the base pointer (v1.28.0) and read address 1024
+                j = 512
+                t = int(tab[j])
             else:
                 t0 = int(tab[j])
                 t = t0 + (((int(tab[j + 1]) - t0) * (a & 255)) >> 8)

@@ -19,8 +19,8 @@ class MLP:
     scratch and gradient buffer this one reuses (safe whenever one network's gradients are used
     by its Adam step before another's backward pass). input_from: another MLP with the same input
     width and batch whose input rows this one reads (forward(n, other.input) without a copy).
-    kernels: a backend by name for this network alone (the host's PPO asks for 'numpy'), else the
-    one backend.py chose.
+    kernels: a backend by name, or a backend module, for this network alone (the host's PPO gives
+    microrl_host.nn.fast_tanh: numpy's kernels with a compiled tanh), else the one backend.py chose.
     """
 
     def __init__(self, sizes, activations, batch=1, trainable=True, params=None, typecode="f", share=None, scratch_from=None, input_from=None, kernels=None):
@@ -36,7 +36,7 @@ class MLP:
         elif len(params) != n:
             raise ValueError("params has %d values, the layout needs %d" % (len(params), n))
         self.params = params
-        B = backend.impl() if kernels is None else backend.load(kernels)
+        B = backend.impl() if kernels is None else (backend.load(kernels) if isinstance(kernels, str) else kernels)
         self.B = B
         self.W = [B.matrix(params, wo, sizes[l + 1], sizes[l]) for l, (wo, bo) in enumerate(offsets)]
         self.b = [B.vector(params, bo, sizes[l + 1]) for l, (wo, bo) in enumerate(offsets)]

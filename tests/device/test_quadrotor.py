@@ -147,7 +147,7 @@ def test_observation_is_position_rotation_velocities_rotors():
     env = quadrotor_env(Rng(7))
     obs = env.reset()
     s = env.s
-    assert len(obs) == Q.OBS_DIM == 22
+    assert len(obs) == Q.OBS_DIM == 22 + Q.INTEGRAL_DIM
     F = 1e-6  # the observation buffer is float32
     R = [[obs[3 + 3 * r + c] for c in range(3)] for r in range(3)]
     # orthonormal, and its last column is the body z axis the thrust acts along (derivative())
@@ -185,3 +185,41 @@ def test_motor_estimate_follows_the_simulated_rotors():
         for i in range(4):
             worst = max(worst, abs(est[i] - env.s[13 + i]))
     assert worst < 0.01
+
+
+def test_observation_ends_with_the_integral_of_the_position_error():
+    # INTEGRAL_DIM values after the rotor speeds: the position error summed over the episode's
+    # steps (x DT, m s), each clipped at +-INTEGRAL_LIMIT, observed over INTEGRAL_LIMIT; 0 at the
+    # start of every episode
+    n = Q.INTEGRAL_DIM
+    F = 1e-6  # the observation buffer is float32
+    env = quadrotor_env(Rng(5))
+    for episode in range(2):
+        obs = env.reset()
+        assert len(obs) == Q.OBS_DIM == 22 + n == 25
+        for i in range(n):
+            assert obs[22 + i] == 0.0
+        start = _at_rest(env.P, Q.hover_rpm(env.P))
+        start[0:3] = [0.1, -0.05, 0.3]  # hovering there: x and y sum, z reaches the clip
+        env.set_state(start)
+        total = [0.0, 0.0, 0.0]
+        for t in range(200):
+            obs, r, terminated, truncated = env.step([Q.hover_action(env.P)] * 4)
+            for i in range(3):
+                v = total[i] + env.P[Q.TIME_STEP] * env.s[i]
+                total[i] = min(Q.INTEGRAL_LIMIT, max(-Q.INTEGRAL_LIMIT, v))
+        for i in range(n):
+            assert_close(obs[22 + i], total[i] / Q.INTEGRAL_LIMIT, F, F, "integral, axis %d" % i)
+        assert total[2] == Q.INTEGRAL_LIMIT  # clipped
+        assert 0.15 < total[0] < Q.INTEGRAL_LIMIT and -0.05 > total[1] > -Q.INTEGRAL_LIMIT  # summed
+
+
+def test_state_from_observation_carries_the_integral():
+    env = quadrotor_env(Rng(9))
+    obs = env.reset()
+    for t in range(20):
+        obs, r, terminated, truncated = env.step([Q.hover_action(env.P) + 0.02, Q.hover_action(env.P)] * 2)
+    s = [0.0] * Q.STATE_DIM
+    Q.state_from_observation(env.P, obs, s)
+    for i in range(Q.INTEGRAL_DIM):
+        assert_close(s[Q.INTEGRAL + i], env.s[Q.INTEGRAL + i], 1e-6, 1e-6, "integral, axis %d" % i)

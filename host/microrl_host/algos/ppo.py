@@ -65,7 +65,8 @@ class PPOSettings(Settings):
     SUGGESTIONS: ClassVar[str] = "training_ppo"  # a task's TRAINING_PPO (docs/tasks.md)
     RESUMABLE: ClassVar[tuple] = ("steps", "threads")  # how long, and how many threads step the environments
     RUN_DEFAULTS: ClassVar[dict] = {"eval_every": "a tenth of the run", "checkpoint_every": 100_000}
-    THREADS: ClassVar[str] = "threads stepping the environments"
+    THREADS: ClassVar[str] = ("1, or more (the critic's half of each update on a second thread, the same run; MuJoCo copies stepped on that many "
+                              "threads)")
 
     steps: int = setting(10_240_000, "steps in all", low=1, whole=True, option=False)
     envs: int = setting(64, "parallel environments", low=1, whole=True)
@@ -153,9 +154,11 @@ class PPO:
         self.minibatch = batch // c.minibatches
         rows = max(self.minibatch + batch % c.minibatches, c.envs)
         acts = [c.activation] * len(c.hidden)
-        # the device core's networks on its numpy backend, whatever backend.py chose
-        self.actor = MLP([obs_dim] + list(c.hidden) + [act_dim], acts + [IDENTITY], batch=rows, kernels="numpy")
-        self.critic = MLP([obs_dim] + list(c.hidden) + [1], acts + [IDENTITY], batch=rows, kernels="numpy")
+        from ..nn import fast_tanh  # (loads numba: here, not where the commands read PPOSettings)
+
+        # the device core's networks on its numpy backend (with a compiled tanh: nn/fast_tanh.py), whatever backend.py chose
+        self.actor = MLP([obs_dim] + list(c.hidden) + [act_dim], acts + [IDENTITY], batch=rows, kernels=fast_tanh)
+        self.critic = MLP([obs_dim] + list(c.hidden) + [1], acts + [IDENTITY], batch=rows, kernels=fast_tanh)
         init_orthogonal(self.actor, self.rng, math.sqrt(2.0), 0.01)
         init_orthogonal(self.critic, self.rng, math.sqrt(2.0), 1.0)
         # the state-independent log std, with its gradient and Adam moments beside the actor's

@@ -47,6 +47,9 @@ BOARD_TYPES = {
                           "no FPU: float kernels in software, int16 policies run in integers"),
 }
 REFERENCE = [13, 64, 64, 4]  # Table 2's network
+# instructions a core of the architecture may complete in a cycle: the Cortex-M7 (armv7emsp and
+# armv7emdp boards) issues two; the others here one. Times from counts divide by it to stay lower bounds
+ISSUE_WIDTH = {"armv7emsp": 2, "armv7emdp": 2}
 
 
 def load_data(path=DATA_PATH):
@@ -96,16 +99,22 @@ def _counts_for(data, arch, what, precision=None):
     return found
 
 
+def _mhz(arch, clock_mhz):
+    """Instructions a µs at most (clock_mhz None: unknown)."""
+    return clock_mhz * ISSUE_WIDTH.get(arch, 1) if clock_mhz else None
+
+
 def step_time(data, arch, clock_mhz, sizes, precision, activation):
-    """Instructions and µs (at one instruction a cycle: a lower bound) of the kernels of one policy
-    step of a network of these sizes, scaled by multiply-adds from the recorded forward; None
-    when no count for the arch is recorded."""
+    """Instructions and µs (at the most instructions a cycle the core can issue: a lower bound) of
+    the kernels of one policy step of a network of these sizes, scaled by multiply-adds from the
+    recorded forward; None when no count for the arch is recorded."""
     entries = _counts_for(data, arch, "forward", precision)
     if not entries:
         return None
     entry = next((e for e in entries if e.get("hidden_activation") == activation), entries[0])
     instructions = entry["instructions"] * macs(sizes) / macs(entry["network"])
-    return {"instructions": round(instructions), "us": instructions / clock_mhz if clock_mhz else None, "source": entry["source"],
+    mhz = _mhz(arch, clock_mhz)
+    return {"instructions": round(instructions), "us": instructions / mhz if mhz else None, "source": entry["source"],
             "from": "%s forward (%s, %s)" % ("-".join(map(str, entry["network"])), entry.get("hidden_activation"), entry["precision"])}
 
 
@@ -120,7 +129,8 @@ def training_time(data, arch, clock_mhz, obs_dim, act_dim, hidden, batch):
     ours = (param_count(actor) + param_count(critic)) * batch
     theirs = (param_count(e["network"]) + param_count(e["critic"])) * e["batch"]
     instructions = e["instructions"] * ours / theirs
-    return {"instructions": round(instructions), "ms": instructions / clock_mhz / 1000.0 if clock_mhz else None, "source": e["source"],
+    mhz = _mhz(arch, clock_mhz)
+    return {"instructions": round(instructions), "ms": instructions / mhz / 1000.0 if mhz else None, "source": e["source"],
             "from": "TD3 step %s actor, batch %d" % ("-".join(map(str, e["network"])), e["batch"])}
 
 

@@ -43,14 +43,19 @@ def build(workdir):
 
 def run(job, elf, timeout=600):
     """Run the job; harness.Result (arrays by handle, .instructions per call)."""
+    cmd = [QEMU, "-M", "virt", "-bios", "none", "-nographic", "-monitor", "none", "-icount", "shift=0",
+           "-semihosting-config", "enable=on,target=native", "-kernel", elf]
+    return run_semihosted(cmd, job, JOB_ADDR, "riscv", timeout)
+
+
+def run_semihosted(cmd, job, job_addr, name, timeout=600):
+    """Run qemu's cmd with the job loaded at job_addr; the harness writes harness.out in qemu's
+    folder (harness_arch.h). Returns harness.Result."""
     with tempfile.TemporaryDirectory() as tmp:
         image = os.path.join(tmp, "job.bin")
         with open(image, "wb") as f:
             f.write(job.image())
-        # the harness writes harness.out in qemu's folder (harness_arch.h)
-        cmd = [QEMU, "-M", "virt", "-bios", "none", "-nographic", "-monitor", "none", "-icount", "shift=0",
-               "-semihosting-config", "enable=on,target=native", "-kernel", elf,
-               "-device", "loader,file=%s,addr=0x%x,force-raw=on" % (image, JOB_ADDR)]
+        cmd = cmd + ["-device", "loader,file=%s,addr=0x%x,force-raw=on" % (image, job_addr)]
         proc = subprocess.run(cmd, capture_output=True, timeout=timeout, cwd=tmp)
         try:
             with open(os.path.join(tmp, "harness.out"), "rb") as f:
@@ -59,7 +64,7 @@ def run(job, elf, timeout=600):
             out = b""
     start = out.find(b"MRLX")
     if proc.returncode != 0 or start < 0 or not out.endswith(b"END!"):
-        raise RuntimeError("the riscv harness failed (qemu exit status %d): %s" % (proc.returncode, proc.stderr.decode(errors="replace")[-500:]))
+        raise RuntimeError("the %s harness failed (qemu exit status %d): %s" % (name, proc.returncode, proc.stderr.decode(errors="replace")[-500:]))
     data_bytes, n_ops, calibration = struct.unpack_from("<III", out, start + 4)
     ticks = struct.unpack_from("<%dI" % n_ops, out, start + 16)
     data = out[start + 16 + 4 * n_ops:start + 16 + 4 * n_ops + data_bytes]

@@ -9,13 +9,14 @@ each file goes through three steps:
     llc   $MRL_XTENSA_LLC_FLAGS           (CPU and codegen flags, from the Makefile)
     llvm-mc -filetype=obj
 and the object is then made readable by MicroPython's linker (tools/mpy_ld.py), which was
-written for GNU as: see fix_literal_addends(). Flags that do not apply are dropped: -fpic (LLVM's
-Xtensa backend has no PIC model; its code reaches everything through l32r literals, which mpy_ld
-relocates) and -fno-tree-loop-distribute-patterns (gcc only).
+written for GNU as: see fix_for_mpy_ld() and name_sections_by_file(). Flags that do not apply
+are dropped: -fpic (LLVM's Xtensa backend has no PIC model; its code reaches everything through
+l32r literals, which mpy_ld relocates) and -fno-tree-loop-distribute-patterns (gcc only).
 
 The toolchain is the folder native_modules/microrl_kernels/xtensa/toolchain.sh made:
 $MICRORL_XTENSA_LLVM, else ~/.cache/microrl/xtensa-llvm (its bin/ has clang, llc, llvm-mc)."""
 import os
+import re
 import shlex
 import struct
 import subprocess
@@ -45,14 +46,21 @@ def run(cmd):
     return proc.stdout
 
 
-def fix_literal_addends(path):
-    """Move the addends of section-relative R_XTENSA_32 relocations in literal sections into the
-    literal words themselves (and zero them in the relocation), in place.
+def fix_for_mpy_ld(path):
+    """Rewrite llvm-mc's object in place into the form GNU as gives and MicroPython's linker reads.
 
-    llvm-mc writes `.literal .LCPI0_3, some_static_object` as a relocation against the section
-    symbol with the offset in r_addend and 0 in the word; GNU as keeps the offset in the word and
-    r_addend 0, which is the form mpy_ld reads (it asserts r_addend == 0 for section symbols and
-    takes the offset from the word). Both mean the same address."""
+    1. The addends of section-relative R_XTENSA_32 relocations in literal sections go into the
+    literal words themselves (and are zeroed in the relocation). llvm-mc writes `.literal
+    .LCPI0_3, some_static_object` as a relocation against the section symbol with the offset in
+    r_addend and 0 in the word; GNU as keeps the offset in the word and r_addend 0, which is the
+    form mpy_ld reads (it asserts r_addend == 0 for section symbols and takes the offset from the
+    word). Both mean the same address.
+
+    2. Every l32r with a relocation gets 0 in its 16-bit offset field. llvm-mc leaves 0xffff there
+    when the instruction is not 4-byte aligned (its own unresolved PC-relative value); GNU as
+    leaves 0 and GNU ld overwrites the field, but mpy_ld ADDS its offset to the field: such an
+    l32r loaded a word far outside the module (a garbage string pointer for SOURCE_HASH, a
+    load/store error in a kernel call)."""
     with open(path, "rb") as f:
         data = bytearray(f.read())
     if data[:4] != b"\x7fELF" or data[4] != 1 or data[5] != 1:
@@ -66,12 +74,19 @@ def fix_literal_addends(path):
         end = data.index(b"\0", names_off + sec[0])
         return data[names_off + sec[0]:end].decode()
 
-    SHT_RELA, STT_SECTION, R_XTENSA_32 = 4, 3, 1
+    SHT_RELA, STT_SECTION, R_XTENSA_32, R_XTENSA_SLOT0_OP = 4, 3, 1, 20
     moved = 0
     for sec in sections:
         if sec[1] != SHT_RELA:
             continue
         target = sections[sec[7]]  # sh_info: the section the relocations apply to
+        if name(target).startswith(".text"):
+            for k in range(sec[5] // 12):
+                r_offset, r_info, r_addend = struct.unpack_from("<IIi", data, sec[4] + 12 * k)
+                at = target[4] + r_offset
+                if (r_info & 0xFF) == R_XTENSA_SLOT0_OP and data[at] & 0xF == 1:  # l32r: op0 = 1
+                    data[at + 1:at + 3] = b"\0\0"
+            continue
         if not name(target).startswith(".literal"):
             continue
         symtab = sections[sec[6]]  # sh_link
@@ -87,12 +102,27 @@ def fix_literal_addends(path):
                 struct.pack_into("<IIi", data, at, r_offset, r_info, 0)
                 moved += 1
     literal_sections = [name(s) for s in sections if "literal" in name(s) and s[1] == 1]  # SHT_PROGBITS
-    if len(literal_sections) > 1 or any(n != ".literal" for n in literal_sections):
-        # mpy_ld keys literals by object file and offset: one .literal section per object
-        sys.exit("cc.py: %s has literal sections %s; MicroPython's linker takes one, named .literal" % (path, literal_sections))
+    if len(literal_sections) > 1 or any(not n.startswith(".literal") for n in literal_sections):
+        # mpy_ld keys literals by object file and offset: one literal section per object
+        sys.exit("cc.py: %s has literal sections %s; MicroPython's linker takes one, named .literal*" % (path, literal_sections))
     with open(path, "wb") as f:
         f.write(data)
     return moved
+
+
+def name_sections_by_file(text, out):
+    """Give the code and data sections of this object names of its own (.text.<file>,
+    .data.rel.ro.<file>, .rodata.str1.1.<file>; the literal pool becomes .literal.<file>).
+
+    mpy_ld names the target of each literal that holds an address by section name and offset
+    ("{section}+0x{offset}", without the object file) and keeps one GOT entry per name: a literal
+    of kernels.o pointing at its .data.rel.ro+0 (mrl_dense_f's jump table) got the entry of
+    module.o's .data.rel.ro+0 (the dense function object), and the kernel jumped into data. With
+    names of their own per object the names are unique; mpy_ld and the linker scripts take any
+    name starting .text, .data.rel.ro, .rodata, .literal."""
+    tag = re.sub(r"[^A-Za-z0-9_]", "_", os.path.splitext(os.path.basename(out))[0])
+    text = text.replace("\t.text\n", '\t.section\t.text.%s,"ax",@progbits\n' % tag)
+    return re.sub(r'(\t\.section\t)(\.data\.rel\.ro|\.rodata[.\w]*|\.bss[.\w]*)(,)', r"\g<1>\g<2>.%s\g<3>" % tag, text)
 
 
 def compile_c(args, src, out, llc_flags):
@@ -115,11 +145,12 @@ def compile_c(args, src, out, llc_flags):
         # MicroPython v1.28's linker cannot then size its entry jump (it computes a jump to
         # offset 0 - 4): four bytes of padding, never executed, come first
         text = text.replace("\t.text\n", "\t.text\n\t.p2align\t2\n\t.byte\t0, 0, 0, 0\n", 1)
+    text = name_sections_by_file(text, out)
     with open(asm, "w") as f:
         f.write(text)
     run([tool("llvm-mc"), "-triple=xtensa"] + [f for f in llc_flags if f.startswith(("-mcpu", "-mattr"))]
         + ["-filetype=obj", asm, "-o", out])
-    fix_literal_addends(out)
+    fix_for_mpy_ld(out)
 
 
 def main(argv):

@@ -14,7 +14,7 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 for _p in (HERE, os.path.join(ROOT, "host"), os.path.join(ROOT, "device"), os.path.join(ROOT, "bench")):
     if _p not in sys.path:
         sys.path.insert(0, _p)

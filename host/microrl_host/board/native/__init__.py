@@ -27,9 +27,9 @@ INT16_ADVICE = "for speed use `microrl export --int16` and `deploy --mpy` (integ
 # What a board without a fitting module should do instead
 DEFAULT_ADVICE = "for speed use `microrl export --int16` and `deploy --mpy`, or build the module for this board (native_modules/microrl_kernels/README.md)"
 # The ESP32 module: built with Debian's LLVM for the ESP32's FPU, checked on an emulated core
-XTENSAWIN_NOTE = ("the xtensawin kernels use the ESP32's FPU (ESP32, ESP32-S3); they compute right as bare functions on an emulated "
-                  "Xtensa core, but inside MicroPython on that core the module read its constant data wrong (docs/native.md), and no chip "
-                  "has run them: if importing microrl resets the board or deploy's check fails, deploy again with --no-native")
+XTENSAWIN_NOTE = ("the xtensawin kernels use the ESP32's FPU (ESP32, ESP32-S3); MicroPython's own loader runs them as the plain code "
+                  "computes on an emulated windowed Xtensa core with an FPU (docs/native.md), but no chip has run them yet: if importing "
+                  "microrl resets the board or deploy's check fails, deploy again with --no-native")
 
 # the C sources whose hash the shipped files carry (build flags included: they change the code),
 # and the ESP32 build's compiler driver (it rewrites llc's output before assembling it)
