@@ -19,7 +19,7 @@ REPLAY_CAPACITY = 1000000
 # float32 rows in a ring) and the critics' reward scale. The host refuses them at any value but
 # the default (td3.config(reward_scale=0.1) was accepted and did nothing) and lists them nowhere.
 BOARD_ONLY = ("replay_fixed_point", "replay_overwrite", "reward_scale")
-OFFPOLICY_THREADS = "1 or 2 (2: the second critic's half of each update on a second thread; the same run)"
+OFFPOLICY_THREADS = "1 or 2 (2: the second critic's half of each update on a second thread)"
 
 
 @dataclasses.dataclass(init=False)

@@ -65,8 +65,7 @@ class PPOSettings(Settings):
     SUGGESTIONS: ClassVar[str] = "training_ppo"  # a task's TRAINING_PPO (docs/tasks.md)
     RESUMABLE: ClassVar[tuple] = ("steps", "threads")  # how long, and how many threads step the environments
     RUN_DEFAULTS: ClassVar[dict] = {"eval_every": "a tenth of the run", "checkpoint_every": 100_000}
-    THREADS: ClassVar[str] = ("1, or more (the critic's half of each update on a second thread, the same run; MuJoCo copies stepped on that many "
-                              "threads)")
+    THREADS: ClassVar[str] = "1 or more (2+: the critic's update on a second thread; MuJoCo copies stepped on that many)"
 
     steps: int = setting(10_240_000, "steps in all", low=1, whole=True, option=False)
     envs: int = setting(64, "parallel environments", low=1, whole=True)

@@ -116,7 +116,7 @@ def threads_help():
     said = {}
     for name, entry in ALGOS.items():
         said.setdefault(entry.settings.THREADS, []).append(name)
-    return "; ".join("%s: %s" % (", ".join(names), text) for text, names in said.items())
+    return "; ".join("%s: %s" % (", ".join(names), text) for text, names in said.items()) + "; the same run whatever the count"
 
 
 def every_help(what):
@@ -238,7 +238,7 @@ def register(sub):
     p.add_argument("--algo", default=None, metavar="NAME",
                    help="%s (default: the task's suggestion, e.g. ppo for the quadrotor and MuJoCo; else %s)" % (", ".join(ALGOS), registry.DEFAULT))
     p.add_argument("--steps", type=STEPS, default=None, help="steps in all, counting those before a --resume (default %d, or the task's: %s)" % (DEFAULT_STEPS, suggested_steps()))
-    p.add_argument("--seed", type=SEED, default=None, help="random seed, 0 to 2**32-1 (default 0): the same run bit for bit on the same machine (docs/training.md, Reproducibility)")
+    p.add_argument("--seed", type=SEED, default=None, help="random seed, 0 to 2**32-1 (default 0): the same run bit for bit on the same machine (docs/training.md)")
     p.add_argument("--out", metavar="FILE", help="policy file to write (default <task>-<algo>.mrlp)")
     p.add_argument("--run-dir", metavar="DIR", help="run folder: run.json, progress.csv, checkpoint.npz, policy.mrlp (default: --out without .mrlp, plus .run)")
     p.add_argument("--tensorboard", nargs="?", const="", metavar="DIR",
