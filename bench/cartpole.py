@@ -167,15 +167,10 @@ def _settings():
     """TD3's and SAC's settings as `microrl train cartpole` takes them: the defaults with the
     task's suggestions (batch, warm-up)."""
     from microrl_host.algos import config
-    from microrl_host.algos.offpolicy import ALGORITHM_SETTINGS
+    from microrl_host.tasks import resolve
 
-    suggested = task_module().TRAINING
-    out = config.td3_config(), config.SACConfig()
-    for c in out:
-        for k in ALGORITHM_SETTINGS:
-            if k in suggested:
-                setattr(c, k, suggested[k])
-    return out
+    found = resolve(task_module())
+    return tuple(cls(**cls.suggested(found)) for cls in (config.TD3Settings, config.SACSettings))
 
 
 # ------------------------------------------------------------------ one run of each peer

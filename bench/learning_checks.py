@@ -64,7 +64,7 @@ def _ppo_ip(seed, steps):
     from microrl_host.algos import ppo
 
     # Adam at 1e-3 for both networks: the rates this check was measured with (Ant's defaults are 3e-4 and 6e-4)
-    config = ppo.PPOConfig(steps=steps or 61440, envs=16, rollout_steps=64, minibatches=4, hidden=(64, 64), lr=1e-3, critic_lr=1e-3, seed=seed)
+    config = ppo.PPOSettings(steps=steps or 61440, envs=16, rollout_steps=64, minibatches=4, hidden=(64, 64), lr=1e-3, critic_lr=1e-3, seed=seed)
     with tempfile.TemporaryDirectory() as run_dir:
         return ppo.train(config, "InvertedPendulum-v5", run_dir=run_dir, eval_every=10240, eval_episodes=5).evals
 
@@ -79,7 +79,7 @@ def _ppo_quadrotor(seed, steps):
     from microrl_host.algos import ppo
     from microrl_host.envs.task import CompiledTask, evaluate_policy
 
-    config = ppo.PPOConfig(**dict(ppo.suggested("quadrotor"), steps=steps or Q.TRAINING_PPO["steps"], seed=seed, threads=1))
+    config = ppo.PPOSettings(**dict(ppo.suggested("quadrotor"), steps=steps or Q.TRAINING_PPO["steps"], seed=seed, threads=1))
     trained = ppo.train(config, "quadrotor")
     learner = trained.trainer
     rows = evaluate_policy(CompiledTask(Q), learner.to_policy(), 100, 4242)

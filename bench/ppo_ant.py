@@ -94,7 +94,7 @@ def run_ours(task, steps, seed, eval_every, episodes, threads=None, name="micror
     from microrl_host.algos import ppo
     from microrl_host.algos.callbacks import EachChunk
 
-    config = ppo.PPOConfig(steps=steps, seed=seed, threads=threads)
+    config = ppo.PPOSettings(steps=steps, seed=seed, threads=threads)
     clock, curve = clock or Clock(), []
     state = {"next": eval_every}
 

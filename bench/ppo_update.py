@@ -61,7 +61,7 @@ def time_update(mask, threads, repeats):
     saved = _numpy._zero_where_off
     _numpy._zero_where_off = mask
     try:
-        learner = ppo.PPO(27, 8, -np.ones(8), np.ones(8), ppo.PPOConfig(seed=1, threads=threads))
+        learner = ppo.PPO(27, 8, -np.ones(8), np.ones(8), ppo.PPOSettings(seed=1, threads=threads))
         batch = ant_batch()
         learner.update(batch)  # the first one starts the critic's thread
         walls, cpus = [], []

@@ -200,8 +200,8 @@ def run_seed_ppo(seed, steps, given=None):
             clock["last"] = time.perf_counter()
 
     # compile (or load numba's cache) first, so that the clock holds training only
-    ppo.train(ppo.PPOConfig(**dict(settings, steps=1)), "quadrotor", eval_every=1, eval_episodes=1)
-    trained = ppo.train(ppo.PPOConfig(**dict(settings, steps=steps)), "quadrotor", callbacks=Clock())
+    ppo.train(ppo.PPOSettings(**dict(settings, steps=1)), "quadrotor", eval_every=1, eval_episodes=1)
+    trained = ppo.train(ppo.PPOSettings(**dict(settings, steps=steps)), "quadrotor", callbacks=Clock())
     learner = trained.trainer
     perturbed = tasks.summary(Q, evaluate_policy(task, learner.to_policy(), EVAL_EPISODES, EVAL_SEED, training(Q)))
     # PPO keeps no best policy: the final one is what the command writes

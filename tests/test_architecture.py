@@ -4,6 +4,7 @@ line, nothing imports back up into cli/commands, and no two modules import each 
 circle, counting imports inside functions too."""
 import ast
 import os
+import re
 
 from helpers import ROOT
 
@@ -264,18 +265,49 @@ def test_one_run_driver_and_one_task_resolver():
     for m in LIBRARY:
         if m.startswith("microrl_host.algos.") and m != "microrl_host.algos.run":
             assert not (_calls(m) & driver_only), (m, _calls(m) & driver_only)
-    from microrl_host.commands import train
+    from microrl_host.algos import registry
 
-    for name in train.ALGOS:
+    for name, entry in registry.ALGOS.items():
         module = "microrl_host.algos." + name
-        assert module in MODULES, name
+        assert module in MODULES and entry.module().__name__ == module, name
         source = open(MODULES[module]).read()
-        assert "train" in source and ("run.drive(" in source or "offpolicy.Algorithm(" in source), name
+        assert "train_task" in source and ("run.drive(" in source or "offpolicy.Algorithm(" in source), name
     assert "run.drive(" in open(MODULES["microrl_host.algos.offpolicy"]).read()
     # the task's name is resolved in tasks.py only: no other module matches MuJoCo names or builds a Found
     for m in LIBRARY + [m for m in MODULES if _is_command_line(m)]:
         if m != "microrl_host.tasks":
             assert not (_calls(m) & {"Found", "tasks.Found", "mujoco_key", "_mujoco_key"}), m
+
+
+def test_an_algorithm_is_its_module_and_its_registry_line():
+    """docs/architecture.md, "Where to add" (issue 40): an algorithm's settings are a dataclass of
+    described fields, from which `microrl train` builds its options; commands/train.py names no
+    algorithm's settings (only the ones every algorithm has), imports no algorithm and asks no
+    object which algorithm it is."""
+    import dataclasses
+
+    from microrl_host.algos import registry
+    from microrl_host.algos.settings import Settings
+
+    everyones = None
+    names = set()
+    for name, entry in registry.ALGOS.items():
+        cls = entry.settings
+        assert dataclasses.is_dataclass(cls) and issubclass(cls, Settings) and cls.NAME == name, name
+        for f in dataclasses.fields(cls):
+            assert len(f.metadata.get("help", "").split()) >= 2, (name, f.name)  # described where it is defined
+        mine = {s.given_name for s in cls.specs()}
+        names |= mine
+        everyones = mine if everyones is None else everyones & mine
+        cls()  # its defaults pass its own checks
+    source = open(MODULES["microrl_host.commands.train"]).read()
+    tree = ast.parse(source)
+    words = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    words |= set(re.findall(r"[a-z_]+", " ".join(n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str))))
+    assert sorted((names - everyones - {"threads", "seed"}) & words) == []
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module} | {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
+    assert not imported & {"td3", "sac", "ppo", "config", "offpolicy", "..algos.td3", "..algos.sac", "..algos.ppo", "..algos.config"}, imported
+    assert "isinstance(entry" not in source
 
 
 def test_a_subcommand_is_one_module_of_commands_and_its_name_in_cli():

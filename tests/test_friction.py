@@ -62,16 +62,17 @@ def test_every_train_option_is_described_and_takes_its_own_default():
     # was: --replay-fixed-point and --replay-overwrite typed FLOAT (their defaults True and
     # 'oldest' refused, and the host's replay ignored them); --lr-end described as "lr end"
     from microrl_host.commands import train
+    from microrl_host.commands.options import Parser
 
-    for name, entry in train.available().items():
-        if not isinstance(entry, train.OffPolicy):
-            continue
-        config = train.offpolicy_config.settings(entry.default_config())
-        for option in entry.options():
-            help_text = option.kwargs["help"]
-            assert help_text.split(" (default")[0] != option.dest.replace("_", " "), (name, option.flag, help_text)  # more than its name
-            if option.dest in config and config[option.dest] is not None:
-                option.kwargs["type"](str(config[option.dest]))  # the default, written out, is accepted
+    parser = train.register(Parser(prog="microrl").add_subparsers(parser_class=Parser))
+    actions = {a.dest: a for a in parser._actions}
+    for option, owners in train.specs_by_option().items():
+        for name, spec in owners:
+            assert spec.help != spec.name.replace("_", " ") and len(spec.help.split()) >= 2, (name, option, spec.help)  # more than its name
+            action = actions[option]
+            if spec.default is not None and action.type is not None:
+                value = spec.given_as[2](spec.default) if spec.given_as else spec.default
+                action.type(",".join(map(str, value)) if isinstance(value, tuple) else str(value))  # the default, written out, is accepted
 
 
 def test_the_summary_line_keeps_the_last_evaluation_apart_from_the_saved_policys_figures():

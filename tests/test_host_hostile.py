@@ -18,11 +18,11 @@ from microrl_host.algos import checkpoint
 @pytest.mark.parametrize("algo,args,words", [
     ("td3", ["--batch", "0"], ["batch must be a whole number >= 1, got 0"]),
     ("td3", ["--replay-capacity", "50", "--batch", "100"], ["replay_capacity (50) must be at least batch (100)"]),
-    ("td3", ["--gamma", "5"], ["gamma must be in (0, 1], got 5.0"]),
+    ("td3", ["--gamma", "5"], ["gamma must be a finite number in (0, 1], got 5.0"]),
     ("td3", ["--actor-lr", "nan", "--critic-lr", "inf"], ["actor_lr must be a finite number above 0, got nan", "critic_lr must be a finite number above 0, got inf"]),
-    ("td3", ["--tau", "0", "--exploration-noise", "-1"], ["tau must be in (0, 1]", "exploration_noise must be a finite number >= 0"]),
+    ("td3", ["--tau", "0", "--exploration-noise", "-1"], ["tau must be a finite number in (0, 1]", "exploration_noise must be a finite number >= 0"]),
     ("sac", ["--alpha-lr", "-1", "--initial-alpha", "0"], ["alpha_lr must be a finite number above 0", "initial_alpha must be a finite number above 0"]),
-    ("ppo", ["--lr", "nan"], ["lr must be a finite number, got nan"]),
+    ("ppo", ["--lr", "nan"], ["lr must be a finite number above 0, got nan"]),
     # --lr-end was not checked: nan, inf, a negative share or one above 1 trained and wrote a policy
     ("td3", ["--set", "lr_end=nan"], ["lr_end must be a finite number from 0 to 1", "got nan"]),
     ("td3", ["--set", "lr_end=inf"], ["lr_end must be a finite number from 0 to 1", "got inf"]),

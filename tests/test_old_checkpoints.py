@@ -47,7 +47,7 @@ def test_a_ppo_checkpoint_of_before_resumes(tmp_path):
     run = _copy("ppo-inverted_pendulum", tmp_path)
     with open(os.path.join(run, "run.json")) as f:
         config = json.load(f)["config"]
-    given = {k: v for k, v in config.items() if k in ppo.PPOConfig.FIELDS}
-    result = ppo.train(ppo.PPOConfig(**dict(given, steps=512)), "inverted_pendulum", run_dir=run, resume=True, eval_every=256, eval_episodes=1)
+    given = {k: v for k, v in config.items() if k in ppo.PPOSettings.names()}
+    result = ppo.train(ppo.PPOSettings(**dict(given, steps=512)), "inverted_pendulum", run_dir=run, resume=True, eval_every=256, eval_episodes=1)
     assert result.stats["resumed_from"] == 256 and [e[0] for e in result.evals] == [256, 512]  # the earlier evaluation kept
     assert np.isfinite(result.stats["eval_mean"])

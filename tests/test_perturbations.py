@@ -236,7 +236,7 @@ def _pending_ppo_run(d):
     observation normalisation covers them: they are part of its input)."""
     from microrl_host.algos import ppo
 
-    return ppo.train(ppo.PPOConfig(steps=512, envs=2, rollout_steps=64, hidden=(16, 16), threads=1, seed=5), "pendulum", eval_episodes=0,
+    return ppo.train(ppo.PPOSettings(steps=512, envs=2, rollout_steps=64, hidden=(16, 16), threads=1, seed=5), "pendulum", eval_episodes=0,
                      perturbations={"action_delay": d})
 
 

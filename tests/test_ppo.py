@@ -25,7 +25,7 @@ TRAIN = ["-m", "microrl_host.cli", "train"]
 def small_config(**kw):
     settings = dict(steps=2048, envs=8, rollout_steps=64, hidden=(32, 32), seed=3, threads=1)
     settings.update(kw)
-    return ppo.PPOConfig(**settings)
+    return ppo.PPOSettings(**settings)
 
 
 def test_adaptive_learning_rate_follows_appendix_g():
@@ -70,9 +70,9 @@ def test_running_mean_std_is_the_mean_and_variance_of_everything_seen():
 
 def test_settings_are_validated():
     with pytest.raises(ValueError, match="minibatches"):
-        ppo.PPOConfig(envs=2, rollout_steps=2, minibatches=8)
+        ppo.PPOSettings(envs=2, rollout_steps=2, minibatches=8)
     with pytest.raises(ValueError, match="unknown PPO setting"):
-        ppo.PPOConfig(learning_rate=1e-3)
+        ppo.PPOSettings(learning_rate=1e-3)
 
 
 def test_saved_policy_carries_obs_normalisation_and_matches_the_learner(tmp_path):
@@ -106,7 +106,7 @@ def test_device_core_applies_the_normalisation_under_micropython(tmp_path):
 def test_update_with_the_critic_on_its_own_thread_equals_one_after_the_other():
     # the critic's thread shares no buffer with the actor's: same numbers as a serial update
     def learner():
-        return ppo.PPO(11, 3, -np.ones(3), np.ones(3), ppo.PPOConfig(envs=16, rollout_steps=32, hidden=(64, 64), seed=5))
+        return ppo.PPO(11, 3, -np.ones(3), np.ones(3), ppo.PPOSettings(envs=16, rollout_steps=32, hidden=(64, 64), seed=5))
 
     rng = np.random.default_rng(0)
     n = 16 * 32
@@ -226,7 +226,7 @@ def test_resume_with_other_settings_is_refused_and_lists_them(tmp_path):
 def test_non_finite_settings_are_refused():
     for k in ("lr", "critic_lr", "gamma", "clip_coef", "ent_coef", "target_kl"):
         with pytest.raises(ValueError, match="%s must be a finite number" % k):
-            ppo.PPOConfig(**{k: float("nan")})
+            ppo.PPOSettings(**{k: float("nan")})
 
 
 def test_one_thread_or_two_learn_the_same_bits():

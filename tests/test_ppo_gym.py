@@ -46,7 +46,7 @@ def test_the_vector_steps_each_copy_as_gymnasium_and_resets_finished_ones():
 
 
 def test_train_on_pendulum_from_the_python_api(tmp_path):
-    config = ppo.PPOConfig(steps=1024, envs=4, rollout_steps=64, hidden=(16, 16), seed=2, threads=1)
+    config = ppo.PPOSettings(steps=1024, envs=4, rollout_steps=64, hidden=(16, 16), seed=2, threads=1)
     trained = ppo.train(config, "Pendulum-v1", run_dir=str(tmp_path / "run"), out=str(tmp_path / "p.mrlp"), eval_every=512, eval_episodes=2)
     learner, evals = trained.trainer, trained.evals
     assert [e[0] for e in evals] == [512, 1024] and all(np.isfinite(e[1]) for e in evals)
@@ -63,7 +63,7 @@ def test_train_on_pendulum_from_the_python_api(tmp_path):
 
 def test_what_ppo_cannot_train_is_refused_in_one_line(tmp_path):
     with pytest.raises(TaskError, match="Discrete actions"):
-        ppo.train(ppo.PPOConfig(steps=64, envs=1), "CartPole-v1")
+        ppo.train(ppo.PPOSettings(steps=64, envs=1), "CartPole-v1")
     for task, words in (("CartPole-v1", "Discrete actions"), ("NoSuchEnv-v0", "unknown task 'NoSuchEnv-v0'")):
         out = tmp_path / "x.mrlp"
         proc = run_cpython(TRAIN + [task, "--algo", "ppo", "--steps", "64", "--out", str(out)], timeout=120)

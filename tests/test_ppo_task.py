@@ -106,7 +106,7 @@ def test_cli_trains_the_quadrotor_with_ppo_and_eval_flies_the_final_policy(tmp_p
 
 @pytest.mark.parametrize("args, words", [
     (["Pendulum-v1", "--nominal"], "--nominal needs a task written against the task interface"),
-    (["quadrotor", "--final-std", "0"], "--final-std"),
+    (["quadrotor", "--final-std", "-1"], "final_std must be a finite number >= 0, got -1.0"),  # (0: the std is learned)
 ])
 def test_what_ppo_on_a_task_cannot_do_is_refused_in_one_line(tmp_path, args, words):
     out = tmp_path / "x.mrlp"

@@ -76,7 +76,7 @@ def test_ppo_scalars(tmp_path):
     pytest.importorskip("mujoco", reason="mujoco not installed: pip install 'microrl[mujoco]'")
     from microrl_host.algos import ppo
 
-    config = ppo.PPOConfig(steps=1024, envs=8, rollout_steps=64, hidden=(16, 16), seed=3, threads=1)
+    config = ppo.PPOSettings(steps=1024, envs=8, rollout_steps=64, hidden=(16, 16), seed=3, threads=1)
     ppo.train(config, "inverted_pendulum", TensorBoard(tmp_path / "tb"), eval_every=512, eval_episodes=2)
     scalars, hparams = read(tmp_path / "tb")
     assert {"losses/policy", "losses/value", "losses/entropy", "losses/approx_kl", "losses/clipfrac", "charts/steps_per_s", "charts/learning_rate_actor"} | EVAL <= set(scalars), sorted(scalars)

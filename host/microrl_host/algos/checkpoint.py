@@ -67,3 +67,12 @@ def read(path):
     if meta.get("format") != FORMAT or meta.get("version") != VERSION:
         raise CheckpointError("%s is not a microrl checkpoint of version %d" % (path, VERSION))
     return meta, arrays
+
+
+def saved_settings(run_dir):
+    """The settings ({name: value}) the checkpoint of run_dir was made with; {} where there is
+    none (or an older one that does not record them)."""
+    from ..runlog import CHECKPOINT
+
+    path = os.path.join(run_dir, CHECKPOINT)
+    return dict(read(path)[0].get("config") or {}) if os.path.exists(path) else {}

@@ -1,7 +1,16 @@
-"""The off-policy algorithms' default configurations, apart from their compiled code (td3.py,
-sac.py), so that `microrl train --help` and the other commands list options without loading numba."""
+"""TD3's and SAC's settings (settings.Settings dataclasses), apart from their compiled code
+(td3.py, sac.py) so that `microrl train --help` and the other commands list options without
+loading numba. The defaults shared with the board are the device core's TD3Config (the TD3
+paper's Pendulum settings), read from it: defined once."""
+import dataclasses
+from typing import ClassVar
+
+from microrl.activations import NAMES
 from microrl.td3 import TD3Config
 
+from .settings import Settings, setting
+
+PAPER = TD3Config()
 # the paper keeps 10,000 transitions for 10,000 steps, i.e. all of them; the host keeps up to
 # a million (memory is only used as the buffer fills, and checkpoints hold the filled part)
 REPLAY_CAPACITY = 1000000
@@ -10,46 +19,78 @@ REPLAY_CAPACITY = 1000000
 # float32 rows in a ring) and the critics' reward scale. The host refuses them at any value but
 # the default (td3.config(reward_scale=0.1) was accepted and did nothing) and lists them nowhere.
 BOARD_ONLY = ("replay_fixed_point", "replay_overwrite", "reward_scale")
+OFFPOLICY_THREADS = "1 or 2 (2: the second critic's half of each update on a second thread)"
 
 
-def td3_config():
-    """The device core's TD3Config (the TD3 paper's Pendulum settings) with the host's replay."""
-    c = TD3Config()
-    c.replay_capacity = REPLAY_CAPACITY
+@dataclasses.dataclass(init=False)
+class OffPolicySettings(Settings):
+    """What TD3 and SAC share: the networks, the replay, the learning rates, the run's length."""
+
+    RUN_DEFAULTS: ClassVar[dict] = {"eval_every": 1000, "checkpoint_every": 1000}
+    THREADS: ClassVar[str] = OFFPOLICY_THREADS
+    MAX_THREADS: ClassVar[int] = 2
+
+    hidden: tuple = setting(PAPER.hidden, "hidden layer sizes, e.g. 64,64")
+    activation: str = setting(PAPER.activation, "hidden activation", choices=NAMES[1:])
+    gamma: float = setting(PAPER.gamma, "discount factor", above=0, high=1)
+    batch: int = setting(PAPER.batch, "transitions per update", low=1, whole=True)
+    tau: float = setting(PAPER.tau, "Polyak rate of the target networks", above=0, high=1)
+    actor_lr: float = setting(PAPER.actor_lr, "actor learning rate (Adam)", above=0)
+    critic_lr: float = setting(PAPER.critic_lr, "critic learning rate (Adam)", above=0)
+    warmup: int = setting(PAPER.warmup, "random steps before the actor acts and training starts", low=0, whole=True)
+    replay_capacity: int = setting(REPLAY_CAPACITY, "transitions the replay buffer keeps (then the oldest goes)", low=1, whole=True)
+    steps: int = setting(PAPER.steps, "steps in all", low=1, whole=True, option=False)
+
+    def relations(self):
+        if self.replay_capacity < self.batch:
+            return ["replay_capacity (%d) must be at least batch (%d): a batch is drawn from the replay buffer" % (self.replay_capacity, self.batch)]
+        return []
+
+    def memory(self):
+        """What training keeps in memory, for the command line's check (commands/train.py)."""
+        return dict(hidden=self.hidden, update_rows=self.batch, rows=self.replay_capacity, outputs=self.OUTPUTS, copies=5, advice="use a smaller --hidden, --batch or --replay-capacity")
+
+
+MODEL = "with model_horizon: "
+
+
+@dataclasses.dataclass(init=False)
+class TD3Settings(OffPolicySettings):
+    """The TD3 paper's Pendulum settings, the host's replay, and the experiments."""
+
+    NAME: ClassVar[str] = "td3"
+    OUTPUTS: ClassVar[int] = 1
+
+    policy_delay: int = setting(PAPER.policy_delay, "critic updates per actor and target update", low=1, whole=True)
+    exploration_noise: float = setting(PAPER.exploration_noise, "std of the action noise while training, actions in [-1, 1]", low=0)
+    target_noise: float = setting(PAPER.target_noise, "std of the target policy smoothing noise", low=0)
+    target_noise_clip: float = setting(PAPER.target_noise_clip, "clip of the target policy smoothing noise", low=0)
+    lr_end: float = setting(PAPER.lr_end, "the learning rates fall linearly from their value at the first step to this share of it at the last "
+                            "(1.0: constant; 0.1 ends at a tenth, which settles small networks late in a run)", low=0, high=1, experimental=True)
     # the model-gradient actor (algos/model_gradient.py), off at horizon 0
-    c.model_horizon = 0  # steps of the task's own step the actor's gradient rolls through
-    c.model_batch = 16  # replayed observations the rollouts start from
-    c.model_every = 50  # environment steps per model-gradient actor step
-    c.model_start = 0  # the step from which it takes the actor's steps (TD3's own until then)
-    c.model_value = 0.0  # weight of gamma^H Q1 at the rollouts' end (0: the rewards alone)
-    c.model_lr = 3e-4  # the actor's learning rate (Adam) under the model gradient
-    return c
+    model_horizon: int = setting(0, "0, or the steps of the task's own simulator the actor's gradient rolls through from replayed observations "
+                                    "(the return's gradient in place of the critic's action gradient; a task with state_from_observation: docs/tasks.md)",
+                                 low=0, whole=True, experimental=True)
+    model_batch: int = setting(16, MODEL + "replayed observations the rollouts start from", low=1, whole=True, experimental=True)
+    model_every: int = setting(50, MODEL + "environment steps per model-gradient actor step", low=1, whole=True, experimental=True)
+    model_start: int = setting(0, MODEL + "the step from which the model gradient takes the actor's steps (TD3's own before)", low=0, whole=True, experimental=True)
+    model_value: float = setting(0.0, MODEL + "weight of gamma^H Q1 at the rollouts' end (0: the rewards alone)", low=0, experimental=True)
+    model_lr: float = setting(3e-4, MODEL + "the actor's learning rate (Adam) under the model gradient", above=0, experimental=True)
 
 
-class SACConfig:
-    """Defaults: the TD3 paper's Pendulum settings (64-64 ReLU, batch 100, learning rates 1e-3,
-    gamma .99, tau .005, 100 warm-up steps) with SAC's automatic entropy tuning (alpha starts at
-    1, target entropy -action_dim)."""
+@dataclasses.dataclass(init=False)
+class SACSettings(OffPolicySettings):
+    """The TD3 paper's Pendulum settings (64-64 ReLU, batch 100, learning rates 1e-3, gamma .99,
+    tau .005) with 100 warm-up steps and SAC's automatic entropy tuning (alpha starts at 1,
+    target entropy -action_dim)."""
 
-    def __init__(self, **overrides):
-        paper = TD3Config()  # the settings SAC shares with TD3, defined once
-        for k in ("hidden", "activation", "batch", "gamma", "tau", "actor_lr", "critic_lr"):
-            setattr(self, k, getattr(paper, k))
-        self.alpha_lr = 1e-3
-        self.initial_alpha = 1.0
-        self.target_entropy = None  # None: -action_dim
-        self.warmup = 100
-        self.replay_capacity = REPLAY_CAPACITY
-        self.steps = 10000
-        for k in overrides:
-            if not hasattr(self, k):
-                raise ValueError("unknown SAC setting %r" % k)
-            setattr(self, k, overrides[k])
+    NAME: ClassVar[str] = "sac"
+    OUTPUTS: ClassVar[int] = 2  # the actor's: a mean and a log std per action
 
-
-def settings(config):
-    """{name: value} of a configuration object (the host's: without BOARD_ONLY)."""
-    return {k: getattr(config, k) for k in dir(config) if not k.startswith("_") and k not in BOARD_ONLY and not callable(getattr(config, k))}
+    warmup: int = setting(100, "random steps before the actor acts and training starts", low=0, whole=True)
+    alpha_lr: float = setting(1e-3, "entropy temperature learning rate (Adam)", above=0)
+    initial_alpha: float = setting(1.0, "starting entropy temperature", above=0)
+    target_entropy: float = setting(None, "entropy the temperature is tuned towards", kind=float, shown="-action_dim")
 
 
 def threads_from_environment():

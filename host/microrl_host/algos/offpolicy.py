@@ -5,13 +5,12 @@ env, and export to the policy file. It prints nothing: a caller follows a run th
 own data and hooks: nothing here knows a task by name.
 
 An algorithm module describes itself as ALGO = Algorithm(name=..., squash=..., ...): its
-default_config(), hyperparameters(config) (the warm-up first), new_state(config, obs_dim,
+settings (a Settings dataclass of config.py), hyperparameters(config) (the warm-up first), new_state(config, obs_dim,
 act_dim, seed), actor_export(state), and compiled explore(S, hp, obs, out) and update(S, hp),
 bound to its State class for the one compiled loop (loop.bind). Its State is a namedtuple of arrays (nested
 namedtuples allowed), which is what a checkpoint holds.
 """
 import copy
-import math
 import os
 import time
 
@@ -27,14 +26,10 @@ from ..nn.mlp import Net, greedy_action, view
 from ..nn.rng import randint
 from . import loop, run, twin
 from .checkpoint import CheckpointError
-from .config import BOARD_ONLY
-from .config import settings as config_settings
+from .config import BOARD_ONLY, PAPER
 from ..runlog import CHECKPOINT
 from .run import TrainingDiverged  # noqa: F401  (the one TrainingDiverged, where its callers look)
 
-# settings of a task's TRAINING (its suggestions, which a user's own settings override) that
-# configure the algorithm; the rest configure the driver
-ALGORITHM_SETTINGS = ("batch", "warmup")
 # settings removed with their code, and the value at which a run did without them: a checkpoint
 # written with that value resumes, one written with another is refused (issue 40: the critics'
 # target mix and the reward offset, refuted by the runs docs/quadrotor.md records)
@@ -129,53 +124,6 @@ def non_finite(state):
     return None
 
 
-def _finite(v):
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
-def check_config(c):
-    """ValueError naming every setting of an off-policy configuration (TD3's or SAC's) out of
-    range: whole numbers >= 1 (batch, replay capacity >= batch, policy delay, hidden widths),
-    0 < gamma <= 1, 0 < tau <= 1, finite positive learning rates, finite noise >= 0, 0 <= lr_end <= 1."""
-    problems = []
-    for k, low in (("batch", 1), ("replay_capacity", 1), ("policy_delay", 1), ("warmup", 0), ("steps", 1)):
-        if hasattr(c, k):
-            v = getattr(c, k)
-            if not (_finite(v) and v == int(v) and v >= low):
-                problems.append("%s must be a whole number >= %d, got %r" % (k, low, v))
-    if not problems and c.replay_capacity < c.batch:
-        problems.append("replay_capacity (%d) must be at least batch (%d): a batch is drawn from the replay buffer" % (c.replay_capacity, c.batch))
-    if not c.hidden or min(c.hidden) < 1:
-        problems.append("hidden sizes must be at least 1, got %r" % (c.hidden,))
-    for k in ("gamma", "tau"):
-        v = getattr(c, k)
-        if not (_finite(v) and 0 < v <= 1):
-            problems.append("%s must be in (0, 1], got %r" % (k, v))
-    for k in ("actor_lr", "critic_lr", "alpha_lr", "initial_alpha", "model_lr"):
-        if hasattr(c, k):
-            v = getattr(c, k)
-            if not (_finite(v) and v > 0):
-                problems.append("%s must be a finite number above 0, got %r" % (k, v))
-    for k in ("exploration_noise", "target_noise", "target_noise_clip"):
-        if hasattr(c, k):
-            v = getattr(c, k)
-            if not (_finite(v) and v >= 0):
-                problems.append("%s must be a finite number >= 0, got %r" % (k, v))
-    if hasattr(c, "lr_end") and not (_finite(c.lr_end) and 0 <= c.lr_end <= 1):
-        problems.append("lr_end must be a finite number from 0 to 1 (the share of the learning rates left at the last step; 1: constant), got %r" % (c.lr_end,))
-    for k, low in (("model_horizon", 0), ("model_batch", 1), ("model_every", 1), ("model_start", 0)):
-        if hasattr(c, k):
-            v = getattr(c, k)
-            if not (_finite(v) and v == int(v) and v >= low):
-                problems.append("%s must be a whole number >= %d, got %r" % (k, low, v))
-    if hasattr(c, "model_value") and not (_finite(c.model_value) and c.model_value >= 0):
-        problems.append("model_value must be a finite number >= 0, got %r" % (c.model_value,))
-    if getattr(c, "target_entropy", None) is not None and not _finite(c.target_entropy):
-        problems.append("target_entropy must be a finite number (or unset), got %r" % (c.target_entropy,))
-    if problems:
-        raise ValueError("; ".join(problems))
-
-
 # ---------------------------------------------------------------- the algorithm front end
 
 
@@ -211,39 +159,32 @@ class Algorithm:
     """An off-policy algorithm (td3.py, sac.py) as its parts, and the training driver over them.
     Each module ends with ALGO = Algorithm(...) naming its own functions."""
 
-    def __init__(self, name, squash, default_config, hyperparameters, new_state, actor_export, losses=None, model_actor_index=None):
+    def __init__(self, name, squash, settings, hyperparameters, new_state, actor_export, losses=None, model_actor_index=None):
         self.name = name
+        self.settings_class = settings  # its Settings dataclass (config.py)
         self.model_actor_index = model_actor_index  # TD3: hp's flag that hands the actor's steps to a model gradient (model_gradient.py)
         self.losses = losses  # losses(state, config, rng) -> {tag: float}, measured on a replay sample for a recorder
         self.squash = squash
-        self.default_config = default_config
         self.hyperparameters = hyperparameters
         self.new_state = new_state
         self.actor_export = actor_export
 
     # configuration ---------------------------------------------------
     def config(self, **overrides):
-        """The default configuration with overrides (None: keep the default); ValueError names
-        an unknown setting."""
-        c = self.default_config()
-        for k, v in overrides.items():
-            if v is None:
-                continue
-            if k in BOARD_ONLY:
-                if v != getattr(c, k, v):
-                    raise ValueError("%s is a setting of TD3 on a board (microrl train-on-board); the host's %s has none (its replay holds float32 "
-                                     "rows in a ring, its critics take the rewards as they are)" % (k, self.name))
-                continue
-            if not hasattr(c, k):
-                raise ValueError("unknown %s setting %r; known: %s" % (self.name, k, ", ".join(sorted(self.settings(c)))))
-            setattr(c, k, v)
-        c.hidden = tuple(int(h) for h in c.hidden)
-        check_config(c)
-        return c
+        """The default settings with overrides (None: keep the default), checked; ValueError names
+        an unknown setting, or every one out of range."""
+        for k in [k for k in overrides if k in BOARD_ONLY]:
+            if overrides.pop(k) not in (None, getattr(PAPER, k)):
+                raise ValueError("%s is a setting of TD3 on a board (microrl train-on-board); the host's %s has none (its replay holds float32 "
+                                 "rows in a ring, its critics take the rewards as they are)" % (k, self.name))
+        return self.settings_class(**overrides)
+
+    def default_config(self):
+        return self.settings_class()
 
     def settings(self, config=None):
         """{name: value} of a configuration (the defaults without one)."""
-        return config_settings(config or self.default_config())
+        return (config or self.default_config()).as_dict()
 
     # training ----------------------------------------------------------
     def train(self, config, env=None, callbacks=None, seed=None, **options):
@@ -307,7 +248,7 @@ class Algorithm:
                 seed = meta["seed"]
             else:
                 given = {k: v for k, v in settings.items() if v is not None}
-                config = self.config(**dict({k: suggested[k] for k in ALGORITHM_SETTINGS if k in suggested}, **given))
+                config = self.config(**dict(self.settings_class.suggested(env), **given))
                 seed = 0 if seed is None else seed
             config.steps = int(steps)
             learner = OffPolicyLearner(self, env, config, int(seed), steps, threads, int(suggested.get("train_every", 1)), eval_episodes)

@@ -16,41 +16,30 @@ deterministic mean action, scaled to the environment's action bounds, with the o
 normalisation (obs_mean, obs_std) it was trained with.
 
     from microrl_host.algos import ppo
-    run = ppo.train(ppo.PPOConfig(steps=1_000_000, seed=1), "ant", run_dir="runs/ant")  # a results.Run
-`microrl train ant --algo ppo` (commands/train.py) maps its options onto PPOConfig and calls train().
+    run = ppo.train(ppo.PPOSettings(steps=1_000_000, seed=1), "ant", run_dir="runs/ant")  # a results.Run
+`microrl train ant --algo ppo` (commands/train.py) calls train_task() with the options PPOSettings gives it.
 """
+import dataclasses
 import json
 import math
-import os
 import time
+from typing import ClassVar
 
 import numpy as np
 
-from microrl.activations import IDENTITY
+from microrl.activations import IDENTITY, NAMES
 from microrl.nn import MLP
 
 from .. import tasks
 from ..envs.gym import rollout_returns
-from ..nn import fast_tanh
 from ..nn.blas import one_blas_thread
-from ..runlog import CHECKPOINT
+from ..runlog import CHECKPOINT  # noqa: F401  (the run folder's checkpoint, where its callers look)
 from . import checkpoint, run
 from .callbacks import NONE
 from .run import TrainingDiverged  # noqa: F401  (the one TrainingDiverged, where its callers look)
+from .settings import Settings, setting
 
 LOG_2PI = math.log(2.0 * math.pi)
-# settings a resumed run may change: how long, and how many threads step the environments
-RESUMABLE = ("steps", "threads")
-
-
-def checkpoint_config(run_dir):
-    """The configuration (a dict) a run folder's checkpoint was made with, or None (none, or an
-    older checkpoint that does not record it)."""
-    path = os.path.join(run_dir, CHECKPOINT)
-    if not os.path.exists(path):
-        return None
-    meta, _ = checkpoint.read(path)
-    return meta.get("config")
 
 
 def _non_finite(learner):
@@ -64,80 +53,61 @@ def _non_finite(learner):
     return None
 
 
-class PPOConfig:
+@dataclasses.dataclass(init=False)
+class PPOSettings(Settings):
     """Defaults are the paper's for Ant (64 envs x 64 steps, 256-256 ReLU, target KL 0.008) and
     those of its public Ant trainer (RLtools' src/rl/environments/mujoco/ant/ppo: minibatches of
     2048, 4 epochs, initial action std 0.5, no entropy bonus, no advantage normalisation, no
     gradient clipping, Adam at 3e-4 for the actor, where the adaptive rate starts, and 6e-4 for
     the critic). Appendix G gives the adaptation (target, factor, bounds), not the rates."""
 
-    FIELDS = {
-        "steps": 10_240_000,
-        "envs": 64,
-        "rollout_steps": 64,
-        "epochs": 4,
-        "minibatches": 2,
-        "hidden": (256, 256),
-        "activation": "relu",
-        "gamma": 0.99,
-        "gae_lambda": 0.95,
-        "clip_coef": 0.2,
-        "ent_coef": 0.0,
-        "vf_coef": 0.5,
-        "max_grad_norm": 0.0,
-        "adv_norm": False,
-        "lr": 3e-4,
-        "critic_lr": 6e-4,
-        "kl_adaptive": True,
-        "target_kl": 0.008,
-        "kl_factor": 1.5,
-        "lr_min": 1e-6,
-        "lr_max": 1e-2,
-        "obs_norm": True,
-        "init_log_std": math.log(0.5),
-        "final_std": 0.0,
-        "threads": None,
-        "seed": 0,
-    }
+    NAME: ClassVar[str] = "ppo"
+    SUGGESTIONS: ClassVar[str] = "training_ppo"  # a task's TRAINING_PPO (docs/tasks.md)
+    RESUMABLE: ClassVar[tuple] = ("steps", "threads")  # how long, and how many threads step the environments
+    RUN_DEFAULTS: ClassVar[dict] = {"eval_every": "a tenth of the run", "checkpoint_every": 100_000}
+    THREADS: ClassVar[str] = "1 or more (2+: the critic's update on a second thread; MuJoCo copies stepped on that many)"
 
-    def __init__(self, **kwargs):
-        for k, v in self.FIELDS.items():
-            setattr(self, k, v)
-        for k, v in kwargs.items():
-            if k not in self.FIELDS:
-                raise ValueError("unknown PPO setting %r; known: %s" % (k, ", ".join(sorted(self.FIELDS))))
-            if v is not None:
-                setattr(self, k, v)
-        self.hidden = tuple(int(h) for h in self.hidden)
+    steps: int = setting(10_240_000, "steps in all", low=1, whole=True, option=False)
+    envs: int = setting(64, "parallel environments", low=1, whole=True)
+    rollout_steps: int = setting(64, "steps per environment per rollout", low=1, whole=True)
+    epochs: int = setting(4, "passes over each rollout", low=1, whole=True)
+    minibatches: int = setting(2, "minibatches per epoch", low=1, whole=True)
+    hidden: tuple = setting((256, 256), "hidden layer sizes, e.g. 64,64")
+    activation: str = setting("relu", "hidden activation", choices=NAMES[1:])
+    gamma: float = setting(0.99, "discount factor", above=0, high=1)
+    gae_lambda: float = setting(0.95, "GAE lambda", low=0, high=1)
+    clip_coef: float = setting(0.2, "PPO clip range", above=0)
+    ent_coef: float = setting(0.0, "entropy bonus weight", low=0)
+    vf_coef: float = setting(0.5, "value loss weight", above=0)
+    max_grad_norm: float = setting(0.0, "clip each network's gradient norm; 0 disables", low=0)
+    adv_norm: bool = setting(False, "normalise advantages per minibatch")
+    lr: float = setting(3e-4, "the actor's initial learning rate, adapted", above=0)
+    critic_lr: float = setting(6e-4, "critic learning rate (Adam)", above=0)
+    kl_adaptive: bool = setting(True, "the paper's KL-adaptive learning rate (false: the rate stays fixed; ablation of its Appendix G)", experimental=True)
+    target_kl: float = setting(0.008, "KL the adaptive learning rate aims for", above=0)
+    kl_factor: float = setting(1.5, "the adaptive learning rate's factor per minibatch (Appendix G)", above=1, experimental=True)
+    lr_min: float = setting(1e-6, "the adaptive learning rate's lower bound", above=0, experimental=True)
+    lr_max: float = setting(1e-2, "the adaptive learning rate's upper bound", above=0, experimental=True)
+    obs_norm: bool = setting(True, "observation normalisation (false: none; ablation)", experimental=True)
+    init_log_std: float = setting(math.log(0.5), "the action std at the start, actions in [-1, 1]", given_as=("init_std", math.log, math.exp, 0))
+    final_std: float = setting(0.0, "lower the action std to this by the end instead of learning it (docs/tasks.md)", low=0, shown="0: learned")
+    threads: int = setting(None, "threads stepping the environments", low=1, whole=True, option=False)
+    seed: int = setting(0, "random seed", low=0, whole=True, option=False)
+
+    def relations(self):
         problems = []
-        for name in ("steps", "envs", "rollout_steps", "epochs", "minibatches"):
-            if int(getattr(self, name)) < 1:
-                problems.append("%s must be at least 1" % name)
         if self.envs * self.rollout_steps < self.minibatches:
             problems.append("minibatches (%d) exceeds the batch of envs x rollout_steps (%d)" % (self.minibatches, self.envs * self.rollout_steps))
-        if not 0 < self.gamma <= 1 or not 0 <= self.gae_lambda <= 1:
-            problems.append("gamma must be in (0, 1] and gae_lambda in [0, 1]")
-        if not 0 < self.lr_min <= self.lr_max:
-            problems.append("need 0 < lr_min <= lr_max")
-        if self.lr <= 0 or self.critic_lr <= 0 or self.target_kl <= 0 or self.kl_factor <= 1 or self.clip_coef <= 0:
-            problems.append("lr, critic_lr, target_kl and clip_coef must be positive and kl_factor above 1")
-        for name, value in sorted(self.FIELDS.items()):  # NaN passes every comparison above
-            v = getattr(self, name)
-            if isinstance(value, float) and not (isinstance(v, (int, float)) and math.isfinite(v)):
-                problems.append("%s must be a finite number, got %r" % (name, v))
-        if self.ent_coef < 0 or self.vf_coef <= 0 or self.max_grad_norm < 0:
-            problems.append("ent_coef and max_grad_norm must be >= 0, vf_coef above 0")
-        if self.final_std < 0:
-            problems.append("final_std must be 0 (the std is learned) or above")
-        if self.threads is not None and int(self.threads) < 1:
-            problems.append("threads must be at least 1")
-        if not self.hidden or min(self.hidden) < 1:
-            problems.append("hidden sizes must be at least 1, got %r" % (self.hidden,))
-        if problems:
-            raise ValueError("; ".join(problems))
+        if self.lr_min > self.lr_max:
+            problems.append("need lr_min <= lr_max")
+        return problems
 
-    def as_dict(self):
-        return {k: getattr(self, k) for k in self.FIELDS}
+    def memory(self):
+        """What training keeps in memory, for the command line's check: a rollout keeps envs x
+        rollout_steps rows of observations, actions and returns."""
+        rows = self.envs * self.rollout_steps
+        return dict(hidden=self.hidden, update_rows=max(1, rows // self.minibatches), rows=rows, outputs=2, copies=4, row_bytes=8,
+                    advice="use a smaller --hidden, --envs or --rollout-steps")
 
 
 class RunningMeanStd:
@@ -183,6 +153,8 @@ class PPO:
         self.minibatch = batch // c.minibatches
         rows = max(self.minibatch + batch % c.minibatches, c.envs)
         acts = [c.activation] * len(c.hidden)
+        from ..nn import fast_tanh  # (loads numba: here, not where the commands read PPOSettings)
+
         # the device core's networks on its numpy backend (with a compiled tanh: nn/fast_tanh.py), whatever backend.py chose
         self.actor = MLP([obs_dim] + list(c.hidden) + [act_dim], acts + [IDENTITY], batch=rows, kernels=fast_tanh)
         self.critic = MLP([obs_dim] + list(c.hidden) + [1], acts + [IDENTITY], batch=rows, kernels=fast_tanh)
@@ -436,33 +408,14 @@ def gae(rewards, values, dones, last_value, gamma, lam):
     return adv, adv + values
 
 
-# the PPO settings a task may suggest in its TRAINING_PPO (docs/tasks.md), besides steps,
-# eval_every and eval_episodes; init_std and final_std in the network's action units
-SUGGESTIBLE = ("envs", "rollout_steps", "epochs", "minibatches", "hidden", "activation", "gamma", "gae_lambda", "lr", "critic_lr", "target_kl",
-               "clip_coef", "ent_coef", "max_grad_norm", "adv_norm", "init_std", "final_std")
-
-
 def suggested(task):
-    """{PPOConfig field: value} of a task's TRAINING_PPO (task: a name, a task module, a
-    CompiledTask; {} for any other task), with init_std as init_log_std; steps, eval_every and
-    eval_episodes are the caller's (a run's length and evaluations, not the learner's)."""
-    from ..tasks import resolve
-
+    """{PPOSettings field: value} of a task's TRAINING_PPO (task: a name, a task module, a
+    CompiledTask, a tasks.Found; {} for any other task), with init_std as init_log_std; steps,
+    eval_every and eval_episodes are the caller's (a run's length and evaluations, not the learner's)."""
     import types
 
-    if isinstance(task, str):
-        module = resolve(task).module
-    elif isinstance(task, types.ModuleType):  # a task module itself
-        module = task
-    else:  # a CompiledTask, tasks.Found
-        module = getattr(task, "module", None)
-    out = {}
-    for k, v in dict(getattr(module, "TRAINING_PPO", None) or {}).items():
-        if k == "init_std":
-            out["init_log_std"] = math.log(v)
-        elif k in SUGGESTIBLE:
-            out[k] = tuple(v) if k == "hidden" else v
-    return out
+    source = task if isinstance(task, (str, types.ModuleType, tasks.Found)) else getattr(task, "module", None)
+    return PPOSettings.suggested(tasks.resolve(source)) if source is not None else {}
 
 
 def _env_name(env):
@@ -513,8 +466,37 @@ def train(config, env, callbacks=None, run_dir=None, out=None, resume=False, che
     told of every iteration (trainer: the PPO learner; figures: lr, kl, return). Returns a
     results.Run (its trainer: the PPO learner)."""
     with one_blas_thread(scipy_blas=False):  # numpy's BLAS only
-        return _train(env, config or PPOConfig(), run_dir, out, resume, checkpoint_every, eval_every, eval_episodes, callbacks, max_episode_steps, perturbations, keep_best,
+        return _train(env, config or PPOSettings(), run_dir, out, resume, checkpoint_every, eval_every, eval_episodes, callbacks, max_episode_steps, perturbations, keep_best,
                       pending_actions)
+
+
+def train_task(task, steps=None, seed=None, eval_every=None, eval_episodes=None, out=None, run_dir=None, checkpoint_every=None, resume=False, callbacks=None, threads=None,
+        perturbations=None, pending_actions=True, keep_best=False, **settings):
+    """Train on task (tasks.resolve) with settings by name, as TD3's and SAC's Algorithm.run
+    takes them (what `microrl train` calls): a setting left None is the checkpoint's on resume,
+    else the task's suggestion (its TRAINING_PPO), else the default; eval_every None: the task's,
+    else a tenth of the run (ppo_eval_every); checkpoint_every None: every 100,000 steps.
+    Returns a results.Run."""
+    found = tasks.resolve(task)
+    config = PPOSettings.for_run(found, dict(settings, steps=steps, seed=seed, threads=threads), checkpoint.saved_settings(run_dir) if resume and run_dir else None)
+    suggests = found.training_ppo
+    episodes = eval_episodes or suggests.get("eval_episodes", 10)
+    if eval_every is None:
+        eval_every = suggests.get("eval_every") or ppo_eval_every(config.steps, config.envs * config.rollout_steps, episodes)
+    return train(config, found, callbacks, run_dir=run_dir, out=out, resume=resume, checkpoint_every=checkpoint_every or 100_000, eval_every=eval_every or None,
+                 eval_episodes=episodes, perturbations=perturbations, keep_best=keep_best, pending_actions=pending_actions)
+
+
+PPO_EPISODE_STEPS = 1000  # the longest episode of gymnasium's MuJoCo tasks: what one evaluation episode may take
+PPO_EVAL_SHARE = 4  # PPO's default evaluations step at most a quarter as much as training does
+
+
+def ppo_eval_every(steps, per_iteration, episodes):
+    """PPO's default steps between evaluations: a tenth of the run, at most 100,000, at least an
+    iteration, and so that evaluating (episodes of up to 1,000 steps, one environment stepped in
+    Python: per step as slow as training, measured on Ant) takes at most a quarter of the steps
+    trained. A short run is evaluated at its end only (it always is, whatever the spacing)."""
+    return max(per_iteration, min(100_000, steps // 10), PPO_EVAL_SHARE * episodes * PPO_EPISODE_STEPS)
 
 
 def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_episodes, callbacks, max_episode_steps, perturbations, keep_best, pending_actions):
@@ -527,7 +509,7 @@ def _train(task, c, run_dir, out, resume, checkpoint_every, eval_every, eval_epi
         resumed = run.read_resume(run_dir, "ppo", name)
         saved = dict(resumed[0].get("config") or {})
         given = {k: v for k, v in c.as_dict().items() if k in saved}  # a setting an older checkpoint lacks: not compared
-        run.refuse_differences(run_dir, run.resume_differences(saved, given, resumable=RESUMABLE))
+        run.refuse_differences(run_dir, run.resume_differences(saved, given, resumable=PPOSettings.RESUMABLE))
     learner = PPOLearner(found, name, c, perturbations, max_episode_steps, pending_actions)
     compiled = learner.compiled
     if resumed:

@@ -21,7 +21,7 @@ from ..nn.jit import inline
 from ..nn.mlp import backward, forward, polyak
 from ..nn.rng import normal
 from . import loop, offpolicy, twin
-from .config import SACConfig
+from .config import SACSettings
 from .loop import UPDATES
 from .replay import replay_sample, replay_sample_numpy
 
@@ -41,10 +41,6 @@ State = namedtuple(
     "actor critic1 critic2 critic1_target critic2_target replay rng counters env alpha "
     "obs next_obs action critic_in next_in actor_in reward done y q1 q2 dq dq2 dx dx2 dout eps a_pi logp sync half",
 )
-
-
-def default_config():
-    return SACConfig()
 
 
 def hyperparameters(config):
@@ -225,8 +221,10 @@ def explore(S, hp, obs, out):
 # off-policy loop, for this State
 loop.bind(State, explore, update, twin.serve)
 ALGO = offpolicy.Algorithm(
-    name=NAME, squash=SQUASH, default_config=default_config, hyperparameters=hyperparameters, new_state=new_state,
+    name=NAME, squash=SQUASH, settings=SACSettings, hyperparameters=hyperparameters, new_state=new_state,
     actor_export=actor_export, losses=losses,
 )
-config = ALGO.config  # config(**overrides): the defaults with overrides, checked
+config = ALGO.config  # config(**overrides): the defaults with overrides, checked (a SACSettings)
+default_config = ALGO.default_config
 train = ALGO.train  # train(config, env=None, callbacks=None, seed=0, **options) -> results.Run
+train_task = ALGO.run  # train_task(task, steps=None, seed=None, ..., **settings) -> results.Run: what `microrl train` calls

@@ -19,7 +19,7 @@ from ..nn.jit import inline
 from ..nn.mlp import backward, forward, polyak
 from ..nn.rng import normal
 from . import loop, offpolicy, twin
-from .config import td3_config
+from .config import TD3Settings
 from .loop import UPDATES
 from .replay import replay_sample, replay_sample_numpy
 
@@ -39,9 +39,6 @@ State = namedtuple(
     "actor actor_target critic1 critic2 critic1_target critic2_target replay rng counters env "
     "obs next_obs action critic_in next_in actor_in reward done y dq dx actor_x q1 q2 dq2 dx2 sync half",
 )
-
-
-default_config = td3_config
 
 
 def hyperparameters(config):
@@ -152,8 +149,10 @@ def explore(S, hp, obs, out):
 # off-policy loop, for this State
 loop.bind(State, explore, update, twin.serve)
 ALGO = offpolicy.Algorithm(
-    name=NAME, squash=SQUASH, default_config=default_config, hyperparameters=hyperparameters, new_state=new_state,
+    name=NAME, squash=SQUASH, settings=TD3Settings, hyperparameters=hyperparameters, new_state=new_state,
     actor_export=actor_export, losses=losses, model_actor_index=MODEL_ACTOR,
 )
-config = ALGO.config  # config(**overrides): the defaults with overrides, checked
+config = ALGO.config  # config(**overrides): the defaults with overrides, checked (a TD3Settings)
+default_config = ALGO.default_config
 train = ALGO.train  # train(config, env=None, callbacks=None, seed=0, **options) -> results.Run
+train_task = ALGO.run  # train_task(task, steps=None, seed=None, ..., **settings) -> results.Run: what `microrl train` calls

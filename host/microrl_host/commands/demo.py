@@ -155,7 +155,7 @@ def run_demo(task=tasks.DEFAULT, port=None, steps=None, seed=0, episodes=5, requ
         from ..algos import ppo
 
         say("1/4 training PPO on %s on the host: %s, seed %d (the task in compiled copies)" % (found.name, count(steps, "step"), seed))
-        config = ppo.PPOConfig(**dict(ppo.suggested(module), steps=steps, seed=seed))
+        config = ppo.PPOSettings(**dict(ppo.suggested(module), steps=steps, seed=seed))
         learner = ppo.train(config, module, callbacks=ProgressBar(quiet=quiet), eval_episodes=0).trainer
         policy = learner.to_policy()
     else:

@@ -14,6 +14,7 @@ import time
 from microrl.refusals import count
 
 from .. import atomic
+from ..algos import registry
 from ..runlog import RunLocked, previous_run, probe, runlock
 from . import CommandError
 from .options import FOLDER_HELP, MAX_SEED, STEPS, check_output, whole
@@ -94,15 +95,6 @@ def folder_name(text):
     return name.strip(".") or "_"
 
 
-def _experimental_names():
-    from .train import EXPERIMENTAL
-
-    return {k for names in EXPERIMENTAL.values() for k in names}
-
-
-EXPERIMENTAL_NAMES = _experimental_names()
-
-
 def make_jobs(args):
     """One dict per run: name, settings, seed, argv for `microrl train` (args.algo: the chosen
     algorithm from here on)."""
@@ -111,6 +103,7 @@ def make_jobs(args):
     grid = parse_grid(args.grid)
     fixed = [(k, v[0]) for k, v in parse_grid(args.set, split=False, what="--set")]
     names = [n for n, _ in grid]
+    experimental = registry.experimental_names()
     jobs = []
     for combo in itertools.product(*[v for _, v in grid]) if grid else [()]:
         settings = dict(zip(names, combo))
@@ -120,7 +113,7 @@ def make_jobs(args):
             if args.steps is not None:
                 argv += ["--steps", str(args.steps)]
             for k, v in list(settings.items()) + fixed:
-                if k.replace("-", "_") in EXPERIMENTAL_NAMES:  # train takes these as --set NAME=VALUE
+                if k.replace("-", "_") in experimental:  # train takes these as --set NAME=VALUE
                     argv += ["--set", "%s=%s" % (k.replace("-", "_"), v)]
                 else:
                     argv += ["--" + k] if v.lower() in ("true", "on") else ([] if v.lower() in ("false", "off") else ["--" + k, v])
@@ -181,13 +174,12 @@ def chosen_algo(args):
     if args.algo is not None:
         return args.algo
     from .. import tasks
-    from .train import ALGOS, DEFAULT_ALGO
 
     try:
         found = tasks.resolve(args.task)
     except tasks.TaskError as e:
         raise CommandError(str(e)) from None
-    return found.algo if found.algo in ALGOS else DEFAULT_ALGO
+    return found.algo if found.algo in registry.ALGOS else registry.DEFAULT
 
 
 def run_job(argv, run_dir, command=None, env=None):
