@@ -5,15 +5,11 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEVICE = os.path.join(ROOT, "device")
-HOST = os.path.join(ROOT, "host")
-for _p in (HOST, DEVICE):
-    if _p not in sys.path:
-        sys.path.insert(0, _p)
+from _paths import DEVICE, HOST, ROOT, on_path
+
+on_path(HOST, DEVICE)
 
 from microrl_host.board import native  # noqa: E402
 from microrl_host.board.native import build as native_build  # noqa: E402

@@ -29,12 +29,9 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-HOST = os.path.join(ROOT, "host")
-DEVICE = os.path.join(ROOT, "device")
-for _p in (DEVICE, HOST):
-    if _p not in sys.path:
-        sys.path.insert(0, _p)
+from _paths import DEVICE, HOST, ROOT, on_path  # noqa: F401  (ROOT: kept a name of this module)
+
+on_path(DEVICE, HOST)
 
 from microrl.perturb import MAX_DELAY  # noqa: E402
 from microrl.tasks import quadrotor as Q  # noqa: E402

@@ -110,3 +110,26 @@ def policy_with_bad_references(path, value, where="observation"):
     with open(str(path), "wb") as f:
         f.write(body + struct.pack("<I", pf.crc32(body) & 0xFFFFFFFF))
     return str(path)
+
+
+def run_port(executable, args, extra_path=None, backend=None, timeout=900, tmp=None):
+    """Run a unix-port micropython build (float32, ulab, ...) on the device code, with
+    MICRORL_BACKEND set to backend (or unset) and the device tests' files in tmp."""
+    env = repo_env(MICROPYPATH=os.pathsep.join(([extra_path] if extra_path else []) + [DEVICE, DEVICE_TESTS, ".frozen"]))
+    if tmp:
+        env["MICRORL_TEST_TMP"] = str(tmp)  # the device tests' files
+    env.pop("MICRORL_BACKEND", None)
+    if backend:
+        env["MICRORL_BACKEND"] = backend
+    return subprocess.run([executable] + list(args), capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
+
+
+def host_kernels(tmp_path_factory):
+    """The C kernels built for this host and loaded (skips without gcc)."""
+    import shutil
+
+    from microrl_host.board.native import build as native_build
+
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc not found: the host build of the C kernels needs it (apt-get install gcc)")
+    return native_build.load_host_library(native_build.build_host_library(str(tmp_path_factory.mktemp("kernels"))))

@@ -51,13 +51,19 @@ def test_the_adapter_flies_an_actor_with_an_action_history():
     assert 0.0 <= s["success_rate"] <= 1.0 and s["position_error_m"] > 0.0
 
 
+def _trainer_record(variable, missing, seed):
+    """seed 0 of the trainer build named by the environment variable (skips if none is named)."""
+    binary = os.environ.get(variable)
+    if not binary:
+        pytest.skip("%s not set: %s" % (variable, missing))
+    record = seed(binary, 0)
+    assert "why" not in record, record
+    return record
+
+
 @pytest.mark.slow
 def test_l2f_trainer_end_to_end():
-    binary = os.environ.get(bench.L2F_TRAINER_ENV)
-    if not binary:
-        pytest.skip("%s not set: no build of learning-to-fly's trainer named (docs/sim-to-real.md)" % bench.L2F_TRAINER_ENV)
-    record = bench.l2f_seed(binary, 0)
-    assert "why" not in record, record
+    record = _trainer_record(bench.L2F_TRAINER_ENV, "no build of learning-to-fly's trainer named (docs/sim-to-real.md)", bench.l2f_seed)
     assert record["train_s"] > 0 and 0.0 <= record["success_rate"] <= 1.0 and 0.0 <= record["success_rate_perturbed"] <= 1.0
 
 
@@ -137,10 +143,6 @@ def test_the_zoo_adapter_flies_an_actor():
 
 @pytest.mark.slow
 def test_rltools_zoo_trainer_end_to_end():
-    binary = os.environ.get(bench.ZOO_ENV)
-    if not binary:
-        pytest.skip("%s not set: no build of RLtools' zoo L2F SAC trainer named (docs/quadrotor.md)" % bench.ZOO_ENV)
-    record = bench.zoo_seed(binary, 0)
-    assert "why" not in record, record
+    record = _trainer_record(bench.ZOO_ENV, "no build of RLtools' zoo L2F SAC trainer named (docs/quadrotor.md)", bench.zoo_seed)
     assert record["wall_s"] > 0 and record["example_max_error"] < 1e-5
     assert 0.0 <= record["success_rate"] <= 1.0 and 0.0 <= record["success_rate_perturbed"] <= 1.0

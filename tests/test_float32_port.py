@@ -9,11 +9,10 @@ docs/native.md). Skipped with that reason otherwise."""
 import glob
 import json
 import os
-import subprocess
 
 import pytest
 
-from helpers import DEVICE, DEVICE_TESTS, ROOT, repo_env
+from helpers import DEVICE_TESTS, run_port
 
 F32 = os.environ.get("MICRORL_F32_MICROPYTHON")
 
@@ -25,13 +24,7 @@ MODULES = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(DEVICE
 
 
 def _run(args, extra_path=None, backend=None, timeout=900, tmp=None):
-    env = repo_env(MICROPYPATH=os.pathsep.join(([extra_path] if extra_path else []) + [DEVICE, DEVICE_TESTS, ".frozen"]))
-    if tmp:
-        env["MICRORL_TEST_TMP"] = str(tmp)  # the device tests' files
-    env.pop("MICRORL_BACKEND", None)
-    if backend:
-        env["MICRORL_BACKEND"] = backend
-    return subprocess.run([F32] + list(args), capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
+    return run_port(F32, args, extra_path, backend, timeout, tmp)
 
 
 def test_the_build_is_single_precision():

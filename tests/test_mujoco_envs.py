@@ -56,13 +56,17 @@ def test_identical_to_gymnasium(task):
     assert ends > 0, "the check must cover at least one reset"
 
 
-@pytest.mark.parametrize("task, kwargs", [
+ANT_KEYWORDS = [
     ("Ant-v4", {"use_contact_forces": True}),
     ("Ant-v4", {"use_contact_forces": True, "exclude_current_positions_from_observation": False, "contact_force_range": (-0.5, 0.5)}),
     ("Ant-v4", {"terminate_when_unhealthy": False, "healthy_reward": 2.0}),
     ("Ant-v5", {"exclude_current_positions_from_observation": False, "dtype": np.float64}),
     ("Ant-v5", {"main_body": 2, "forward_reward_weight": 0.5, "contact_cost_weight": 1e-3, "dtype": np.float64}),
     ("Ant-v5", {"include_cfrc_ext_in_observation": False, "ctrl_cost_weight": 0.1, "healthy_z_range": (0.3, 0.9)}),
+]
+
+
+@pytest.mark.parametrize("task, kwargs", ANT_KEYWORDS + [
     ("Hopper-v5", {"exclude_current_positions_from_observation": False, "terminate_when_unhealthy": False}),
     ("Walker2d-v4", {"terminate_when_unhealthy": False, "reset_noise_scale": 0.1}),
 ])
@@ -75,14 +79,7 @@ def test_gymnasium_keyword_arguments_are_honoured(task, kwargs):
             np.testing.assert_array_equal(np.asarray(r1[k], np.float64), np.asarray(r2[k], np.float64))
 
 
-ANT_SETTINGS = [("Ant-v4", {}), ("Ant-v5", {})] + [(t, k) for t, k in [
-    ("Ant-v4", {"use_contact_forces": True}),
-    ("Ant-v4", {"use_contact_forces": True, "exclude_current_positions_from_observation": False, "contact_force_range": (-0.5, 0.5)}),
-    ("Ant-v4", {"terminate_when_unhealthy": False, "healthy_reward": 2.0}),
-    ("Ant-v5", {"exclude_current_positions_from_observation": False, "dtype": np.float64}),
-    ("Ant-v5", {"main_body": 2, "forward_reward_weight": 0.5, "contact_cost_weight": 1e-3, "dtype": np.float64}),
-    ("Ant-v5", {"include_cfrc_ext_in_observation": False, "ctrl_cost_weight": 0.1, "healthy_z_range": (0.3, 0.9)}),
-]]
+ANT_SETTINGS = [("Ant-v4", {}), ("Ant-v5", {})] + ANT_KEYWORDS
 
 
 @pytest.mark.parametrize("task, kwargs", ANT_SETTINGS)

@@ -10,6 +10,7 @@ import subprocess
 import numpy as np
 import pytest
 
+from helpers import host_kernels
 from microrl.activations import GELU, IDENTITY, NAMES, RELU, SIGMOID, TANH
 from microrl_host.board.native import build as native_build
 
@@ -21,9 +22,7 @@ _erfc = np.vectorize(math.erfc)
 
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory):
-    if shutil.which("gcc") is None:
-        pytest.skip("gcc not found: the host build of the C kernels needs it (apt-get install gcc)")
-    return native_build.load_host_library(native_build.build_host_library(str(tmp_path_factory.mktemp("kernels"))))
+    return host_kernels(tmp_path_factory)
 
 
 def _ptr(a):

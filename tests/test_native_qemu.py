@@ -71,6 +71,32 @@ def _results(out):
     return {name: kind for kind, name in re.findall(r"^(PASS|FAIL) ([\w.]+)", out, re.M)}
 
 
+def _assert_float_kernels_agree(board_output):
+    """backend_compare's worst difference, native against plain, printed by _BOARD_CODE."""
+    worst = re.findall(r"^worst (\S+)", board_output, re.M)
+    assert worst, board_output[-3000:]
+    assert float(worst[0]) < 1e-4, worst
+
+
+def _assert_int16_kernels_pass(board_output):
+    """The device suite's integer-kernel tests all passed on the board."""
+    results = _results(board_output)
+    for name in ("integer_kernels_agree_on_random_layers_and_their_edges", "policies_give_the_same_actions_with_every_integer_kernel",
+                 "viper_and_plain_kernels_give_the_same_integers", "int16_policy_tracks_the_float_policy_for_every_activation",
+                 "accumulators_stay_within_32_bits_for_any_input", "scales_and_weights_outside_the_32_bit_domain_are_refused"):
+        assert results.get("test_fixedpoint.test_" + name) == "PASS", board_output[-4000:]
+
+
+def _assert_device_suite_passes(board_output):
+    """The device suite ran (30 tests or more) and failed only where a test writes a file."""
+    results = _results(board_output)
+    assert len(results) >= 30, board_output[-3000:]
+    # a test that writes a file fails there with OSError ENODEV (no filesystem), and only that way
+    no_fs = set(re.findall(r"^FAIL ([\w.]+): OSError: \[Errno 19\] ENODEV", board_output, re.M))
+    failed = sorted(name for name, r in results.items() if r == "FAIL")
+    assert [n for n in failed if n not in no_fs] == [], board_output[-6000:]
+
+
 def test_native_kernels_are_the_paths_on_the_board(board_output):
     assert "PATHS native native native viper plain" in board_output, board_output[-3000:]
 
@@ -78,19 +104,13 @@ def test_native_kernels_are_the_paths_on_the_board(board_output):
 def test_float_native_kernels_agree_with_plain_on_the_board(board_output):
     """backend_compare's comparison in the board's single precision: forward, backward, Adam and
     Polyak with every activation, native against plain."""
-    worst = re.findall(r"^worst (\S+)", board_output, re.M)
-    assert worst, board_output[-3000:]
-    assert float(worst[0]) < 1e-4, worst
+    _assert_float_kernels_agree(board_output)
 
 
 def test_int16_kernels_bit_for_bit_on_32_bits(board_output):
     """The native int16 kernel and the viper one against plain Python's integers on a 32-bit core:
     the property test over random layers at the domain's edges, quantised policies, whole calls."""
-    results = _results(board_output)
-    for name in ("integer_kernels_agree_on_random_layers_and_their_edges", "policies_give_the_same_actions_with_every_integer_kernel",
-                 "viper_and_plain_kernels_give_the_same_integers", "int16_policy_tracks_the_float_policy_for_every_activation",
-                 "accumulators_stay_within_32_bits_for_any_input", "scales_and_weights_outside_the_32_bit_domain_are_refused"):
-        assert results.get("test_fixedpoint.test_" + name) == "PASS", board_output[-4000:]
+    _assert_int16_kernels_pass(board_output)
 
 
 def test_non_finite_observations_are_refused_on_the_board(board_output):
@@ -100,9 +120,4 @@ def test_non_finite_observations_are_refused_on_the_board(board_output):
 def test_device_suite_with_native_kernels_on_the_board(board_output):
     """Everything passes in the port's single precision (the gradient checks with their float32
     step and tolerances) but the tests that write files: that board has no writable filesystem."""
-    results = _results(board_output)
-    assert len(results) >= 30, board_output[-3000:]
-    # a test that writes a file fails there with OSError ENODEV (no filesystem), and only that way
-    no_fs = set(re.findall(r"^FAIL ([\w.]+): OSError: \[Errno 19\] ENODEV", board_output, re.M))
-    failed = sorted(name for name, r in results.items() if r == "FAIL")
-    assert [n for n in failed if n not in no_fs] == [], board_output[-6000:]
+    _assert_device_suite_passes(board_output)

@@ -4,12 +4,11 @@ picked automatically, and the ulab kernels are compared with the plain ones in o
 import glob
 import os
 import re
-import subprocess
 
 import pytest
 
 from backend_compare import compare_code
-from helpers import DEVICE, DEVICE_TESTS, ROOT, repo_env
+from helpers import DEVICE_TESTS, run_port
 
 ULAB_MICROPYTHON = os.environ.get("MICRORL_ULAB_MICROPYTHON")
 
@@ -20,13 +19,7 @@ pytestmark = pytest.mark.skipif(
 
 
 def _run(args, backend=None, timeout=900, tmp=None):
-    env = repo_env(MICROPYPATH=os.pathsep.join([DEVICE, DEVICE_TESTS, ".frozen"]))
-    if tmp:
-        env["MICRORL_TEST_TMP"] = str(tmp)  # the device tests' files
-    env.pop("MICRORL_BACKEND", None)
-    if backend:
-        env["MICRORL_BACKEND"] = backend
-    return subprocess.run([ULAB_MICROPYTHON] + list(args), capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
+    return run_port(ULAB_MICROPYTHON, args, backend=backend, timeout=timeout, tmp=tmp)
 
 
 @pytest.fixture(scope="module")

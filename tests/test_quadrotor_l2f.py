@@ -21,10 +21,15 @@ def sim():
     env = l2f.Environment()
     params = l2f.Parameters()
     rng = l2f.Rng()
-    l2f.initialize_environment(device, env)
-    l2f.initialize_rng(device, rng, 0)
-    l2f.initial_parameters(device, env, params)
+    _initialize(l2f, device, env, params, rng)
     return device, env, params, rng
+
+
+def _initialize(module, device, env, params, rng):
+    """l2f's (or its vector1 module's) environment, rng (seed 0) and initial parameters."""
+    module.initialize_environment(device, env)
+    module.initialize_rng(device, rng, 0)
+    module.initial_parameters(device, env, params)
 
 
 def l2f_parameters(sim):
@@ -100,9 +105,7 @@ def test_next_states_and_terminations_match_l2f(sim):
     venv = vector1.VectorEnvironment()
     vparams = vector1.VectorParameters()
     vrng = vector1.VectorRng()
-    vector1.initialize_environment(device, venv)
-    vector1.initialize_rng(device, vrng, 0)
-    vector1.initial_parameters(device, venv, vparams)
+    _initialize(vector1, device, venv, vparams, vrng)
     vstate = vector1.VectorState()
     vnext = vector1.VectorState()
     flags = np.zeros(1, bool)

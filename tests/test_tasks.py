@@ -118,14 +118,17 @@ def test_the_registry_finds_files_and_modules_from_the_current_folder(tmp_path, 
     assert tasks.resolve("robots:swing").name == "swing"  # an attribute (here a submodule) that is a task
     assert tasks.resolve("robots.swing").name == "swing"
     assert tasks.resolve("Pendulum-v1").gym_id == "Pendulum-v1"
-    with pytest.raises(tasks.UnknownTask, match="no task file"):
-        tasks.resolve("./nothing.py")
+    _refused(tasks.UnknownTask, "no task file", "./nothing.py")
     (tmp_path / "broken.py").write_text("NAME = 'broken'\nOBS_DIM = 3\n")
-    with pytest.raises(tasks.TaskError, match="lacks ACT_DIM"):
-        tasks.resolve("broken.py")
+    _refused(tasks.TaskError, "lacks ACT_DIM", "broken.py")
     (tmp_path / "relative.py").write_text("from ..compat import const\n")
-    with pytest.raises(tasks.TaskError, match="microrl.compat"):
-        tasks.resolve("./relative.py")
+    _refused(tasks.TaskError, "microrl.compat", "./relative.py")
+
+
+def _refused(error, match, spec):
+    """tasks.resolve(spec) raises error, its message matching match."""
+    with pytest.raises(error, match=match):
+        tasks.resolve(spec)
 
 
 def test_a_file_that_is_no_task_is_refused_in_one_line_and_leaves_nothing(tmp_path, monkeypatch):
@@ -134,14 +137,11 @@ def test_a_file_that_is_no_task_is_refused_in_one_line_and_leaves_nothing(tmp_pa
     the command with its code, and one failing at import left a __pycache__ beside it."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "notes.txt").write_text("not a task\n")
-    with pytest.raises(tasks.TaskError, match="not a Python file"):
-        tasks.resolve("./notes.txt")
+    _refused(tasks.TaskError, "not a Python file", "./notes.txt")
     (tmp_path / "exits.py").write_text("import sys\nsys.exit(3)\n")
-    with pytest.raises(tasks.TaskError, match="exited"):
-        tasks.resolve("./exits.py")
+    _refused(tasks.TaskError, "exited", "./exits.py")
     (tmp_path / "raises.py").write_text("NAME = 'raises'\nraise RuntimeError('no robot here')\n")
-    with pytest.raises(tasks.TaskError, match="no robot here"):
-        tasks.resolve("./raises.py")
+    _refused(tasks.TaskError, "no robot here", "./raises.py")
     assert sorted(os.listdir(tmp_path)) == ["exits.py", "notes.txt", "raises.py"]
     for argv in (["eval", os.path.join(ROOT, "tests", "data", "pendulum_td3.mrlp"), "--task", "./notes.txt"], ["train", "./exits.py", "--steps", "100"]):
         r = subprocess.run([sys.executable, "-m", "microrl_host.cli"] + argv, capture_output=True, text=True, env=repo_env(), cwd=tmp_path)

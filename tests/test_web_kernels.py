@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from helpers import ROOT
+from helpers import ROOT, host_kernels
 from microrl.activations import NAMES
 from microrl_host.board.native import build as native_build
 
@@ -95,9 +95,7 @@ def _run_wasm(tmp_path, image, calls):
 
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory):
-    if shutil.which("gcc") is None:
-        pytest.skip("gcc not found: the host build of the C kernels needs it (apt-get install gcc)")
-    return native_build.load_host_library(native_build.build_host_library(str(tmp_path_factory.mktemp("kernels"))))
+    return host_kernels(tmp_path_factory)
 
 
 def _ptr(a):

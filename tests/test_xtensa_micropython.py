@@ -20,7 +20,7 @@ import pytest
 from helpers import DEVICE_TESTS, ROOT
 from microrl_host.board import native
 from microrl_host.board import qemu as qemu_board
-from test_native_qemu import _BOARD_CODE, _results
+from test_native_qemu import _BOARD_CODE, _assert_device_suite_passes, _assert_float_kernels_agree, _assert_int16_kernels_pass
 
 sys.path.insert(0, os.path.join(ROOT, "native_modules", "ports", "xtensa_sim"))
 import sim_board  # noqa: E402
@@ -68,25 +68,15 @@ def test_native_kernels_are_the_paths_on_the_board(board_output):
 
 
 def test_float_native_kernels_agree_with_plain_on_the_board(board_output):
-    worst = re.findall(r"^worst (\S+)", board_output, re.M)
-    assert worst, board_output[-3000:]
-    assert float(worst[0]) < 1e-4, worst
+    _assert_float_kernels_agree(board_output)
 
 
 def test_int16_kernels_bit_for_bit_on_the_board(board_output):
-    results = _results(board_output)
-    for name in ("integer_kernels_agree_on_random_layers_and_their_edges", "policies_give_the_same_actions_with_every_integer_kernel",
-                 "viper_and_plain_kernels_give_the_same_integers", "int16_policy_tracks_the_float_policy_for_every_activation",
-                 "accumulators_stay_within_32_bits_for_any_input", "scales_and_weights_outside_the_32_bit_domain_are_refused"):
-        assert results.get("test_fixedpoint.test_" + name) == "PASS", board_output[-4000:]
+    _assert_int16_kernels_pass(board_output)
 
 
 def test_device_suite_with_native_kernels_on_the_board(board_output):
-    results = _results(board_output)
-    assert len(results) >= 30, board_output[-3000:]
-    no_fs = set(re.findall(r"^FAIL ([\w.]+): OSError: \[Errno 19\] ENODEV", board_output, re.M))
-    failed = sorted(name for name, r in results.items() if r == "FAIL")
-    assert [n for n in failed if n not in no_fs] == [], board_output[-6000:]
+    _assert_device_suite_passes(board_output)
 
 
 def test_a_program_ending_in_system_exit_gives_its_output_and_the_board_goes_on():
