@@ -194,7 +194,7 @@ TRAINING = {"steps": 500000, "batch": 256, "warmup": 15000, "train_every": 5, "e
 
 # the algorithm `microrl train quadrotor` uses when none is named: PPO's final policy flies in
 # every seed measured; TD3's reaches 90% sooner but its final actor rests off the target
-# (docs/quadrotor.md). Latency training (--action-delay, --latency-from) is TD3's.
+# (docs/quadrotor.md). PPO trains under an action delay too (--action-delay, --latency-from: docs/sim-to-real.md).
 ALGO = "ppo"
 # how PPO trains it (microrl train quadrotor --algo ppo; docs/quadrotor.md, "PPO" and "Fewer
 # steps"): 64 copies x 64 steps per rollout (4x the updates per sample of 256 steps: 90% after
