@@ -130,6 +130,29 @@ def test_update_with_the_critic_on_its_own_thread_equals_one_after_the_other():
     assert threaded.stats == serial.stats
 
 
+def test_the_critics_rate_falls_geometrically_and_its_update_uses_it():
+    # critic_final_lr: critic_lr at step 0, their geometric mean halfway, the final rate from
+    # critic_decay_steps on; the critic's Adam step takes the scheduled rate, not critic_lr
+    def learner(**given):
+        return ppo.PPO(11, 3, -np.ones(3), np.ones(3), ppo.PPOSettings(envs=16, rollout_steps=32, hidden=(16, 16), seed=5, threads=1, **given))
+
+    scheduled = learner(critic_lr=4e-3, critic_final_lr=1e-3, critic_decay_steps=1000)
+    for step, rate in ((0, 4e-3), (500, 2e-3), (1000, 1e-3), (5000, 1e-3)):
+        scheduled.schedule(step)
+        assert scheduled.critic_rate == pytest.approx(rate, rel=1e-12), step
+    constant = learner(critic_lr=1e-3)
+    constant.schedule(5000)
+    assert constant.critic_rate == 1e-3
+    rng = np.random.default_rng(1)
+    obs, returns = rng.normal(size=(64, 11)).astype(np.float32), rng.normal(size=64)
+    scheduled._critic_step(obs, returns)
+    constant._critic_step(obs, returns)
+    initial = learner(critic_lr=4e-3)  # what critic_lr alone would have stepped
+    initial._critic_step(obs, returns)
+    assert np.array_equal(scheduled.critic.p, constant.critic.p)
+    assert not np.array_equal(scheduled.critic.p, initial.critic.p)
+
+
 def test_checkpoint_resume(tmp_path):
     run = str(tmp_path)
     first = ppo.train(small_config(steps=1024), "InvertedPendulum-v5", run_dir=run, checkpoint_every=512).trainer

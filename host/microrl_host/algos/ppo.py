@@ -82,7 +82,10 @@ class PPOSettings(Settings):
     max_grad_norm: float = setting(0.0, "clip each network's gradient norm; 0 disables", low=0)
     adv_norm: bool = setting(False, "normalise advantages per minibatch")
     lr: float = setting(3e-4, "the actor's initial learning rate, adapted", above=0)
-    critic_lr: float = setting(6e-4, "critic learning rate (Adam)", above=0)
+    critic_lr: float = setting(6e-4, "critic learning rate (Adam; the initial one with critic_final_lr)", above=0)
+    critic_final_lr: float = setting(0.0, "lower the critic's learning rate geometrically to this over critic_decay_steps (a fast start: "
+                                     "the value's scale, a settled end)", low=0, shown="0: constant", experimental=True)
+    critic_decay_steps: int = setting(500_000, "steps over which the critic's rate falls to critic_final_lr", low=1, whole=True, experimental=True)
     kl_adaptive: bool = setting(True, "the paper's KL-adaptive learning rate (false: the rate stays fixed; ablation of its Appendix G)", experimental=True)
     target_kl: float = setting(0.008, "KL the adaptive learning rate aims for", above=0)
     kl_factor: float = setting(1.5, "the adaptive learning rate's factor per minibatch (Appendix G)", above=1, experimental=True)
@@ -167,6 +170,7 @@ class PPO:
         self.log_std_v = np.zeros(act_dim, np.float32)
         self.obs_rms = RunningMeanStd(obs_dim)
         self.lr = c.lr
+        self.critic_rate = c.critic_lr  # as schedule() sets it
         low, high = np.asarray(action_low, np.float64), np.asarray(action_high, np.float64)
         self.action_low, self.action_high = low, high
         self.act_scale = ((high - low) / 2.0).astype(np.float32)
@@ -194,11 +198,17 @@ class PPO:
         logp = (-0.5 * noise * noise - self.log_std - 0.5 * LOG_2PI).sum(axis=1)
         return raw, logp, mean, value
 
-    def set_std(self, step):
-        """With final_std set: the action std at step, falling geometrically from the initial one
-        to final_std at the end of the run (the mean policy is what is deployed; a smaller
-        exploration noise towards the end lets it settle where the deterministic policy does)."""
+    def schedule(self, step):
+        """What changes with the run's step. With final_std set: the action std, falling
+        geometrically from the initial one to final_std at the end of the run (the mean policy is
+        what is deployed; a smaller exploration noise towards the end lets it settle where the
+        deterministic policy does). With critic_final_lr set: the critic's rate, falling
+        geometrically from critic_lr to it over critic_decay_steps (a high rate fits the value's
+        scale early, when returns grow by hundreds; a lower one lets the policy settle)."""
         c = self.config
+        if c.critic_final_lr:
+            frac = min(1.0, step / float(c.critic_decay_steps))
+            self.critic_rate = c.critic_lr * math.exp(frac * math.log(c.critic_final_lr / c.critic_lr))
         if c.final_std:
             frac = min(1.0, step / float(c.steps))
             self.log_std[:] = c.init_log_std + frac * (math.log(c.final_std) - c.init_log_std)
@@ -305,7 +315,7 @@ class PPO:
         _clip_grad_norm([self.actor.g, self.log_std_grad], c.max_grad_norm)
         # the adaptive learning rate steers the policy only; the critic keeps its own
         self.actor.adam_step(self.lr)
-        if not c.final_std:  # learned, else set by the schedule (set_std)
+        if not c.final_std:  # learned, else set by the schedule (schedule())
             self.actor.B.adam(self.log_std, self.log_std_grad, self.log_std_m, self.log_std_v, self.lr, 0.9, 0.999, 1e-8, self.actor.adam_step_count)
         return kl, clipfrac, pg_loss, entropy
 
@@ -317,7 +327,7 @@ class PPO:
         dv = (c.vf_coef * (v - ret) / m).astype(np.float32)[:, None]
         self.critic.backward(np.ascontiguousarray(dv), m)
         _clip_grad_norm([self.critic.g], c.max_grad_norm)
-        self.critic.adam_step(c.critic_lr)
+        self.critic.adam_step(self.critic_rate)
         return v_loss
 
     # -- export and checkpoints
@@ -592,7 +602,7 @@ class PPOLearner(run.Learner):
         recent = []
         if self.compiled is not None:
             envs.set_step(self.step)  # the task's start curriculum
-        learner.set_std(self.step)
+        learner.schedule(self.step)
         obs = self.obs
         for t in range(T):
             self.raw_obs[t] = obs
@@ -633,7 +643,7 @@ class PPOLearner(run.Learner):
         if recent:
             figures["return"] = float(np.mean(recent))
             episodes = [(self.step, figures["return"])]  # progress.csv: one row an iteration, its episodes' mean return
-        scalars = {"charts/learning_rate_actor": learner.lr, "charts/learning_rate_critic": c.critic_lr, "losses/policy": st["pg_loss"], "losses/value": st["v_loss"],
+        scalars = {"charts/learning_rate_actor": learner.lr, "charts/learning_rate_critic": learner.critic_rate, "losses/policy": st["pg_loss"], "losses/value": st["v_loss"],
                    "losses/entropy": st["entropy"], "losses/approx_kl": st["kl"], "losses/clipfrac": st["clipfrac"]}
         return run.Chunk(episodes, figures, scalars, done=done)
 
