@@ -1,9 +1,12 @@
-"""Learning to fly: microrl's numba TD3 on the quadrotor hover task (microrl.tasks.quadrotor, L2F's
-Crazyflie), over seeds. Per seed: training wall time until the success rate first reaches 90%
-(100 episodes from +-0.5 m and 30 deg of tilt, at rest: within 0.1 m of the target and below
-0.5 rad/s after 5 s, no crash), and the success rate after the fixed budget (`microrl train quadrotor`'s 500,000 steps; L2F's is 300,000).
-The loop is `microrl train quadrotor`'s (offpolicy.Algorithm.run): the same settings, curriculum
-and compiled code, with evaluation time left out of the training time.
+"""Learning to fly: microrl on the quadrotor hover task (microrl.tasks.quadrotor, L2F's Crazyflie),
+over seeds, with the algorithm `microrl train quadrotor` runs (the task's ALGO: PPO with its
+TRAINING_PPO settings; --algo td3 or sac: the off-policy loop with its TRAINING). Per seed:
+training wall time until the success rate first reaches 90% (100 episodes from +-0.5 m and 30
+deg of tilt, at rest: within 0.1 m of the target and below 0.5 rad/s after 5 s, no crash;
+evaluated every --eval-every steps for PPO, 10,000 for TD3/SAC, outside the clock), and the
+final policy's success rate after the fixed budget, nominal and under the task's training
+perturbations. The loop is `microrl train quadrotor`'s: the same settings, curriculum and
+compiled code.
 
 Beside it, in the same run, L2F's own trainer when MICRORL_L2F_TRAINER names a build of it (the
 learning-to-fly repository's trainer, built on this machine by its own instructions:
@@ -20,12 +23,11 @@ perturbations (microrl.perturb.training). The pretrained
 `foundation-policy` (RLtools' RAPTOR quadrotor policy, PyPI) flies our hover task as a reference
 for what "flies well" means, when it is installed.
 
-    python bench/quadrotor.py                 # 5 seeds, one thread each, one after another
-    python bench/quadrotor.py --seeds 10 --json
-    MICRORL_L2F_TRAINER=/path/to/l2f_train nice -n 10 python bench/quadrotor.py --seeds 3 --json
+    python bench/quadrotor.py                 # PPO, 5 seeds, one thread each, one after another
+    MICRORL_RLTOOLS_ZOO_L2F=/path/to/zoo_l2f_sac python bench/quadrotor.py --seeds 5 --json   # beside RLtools' zoo trainer
     python bench/quadrotor.py --seeds 5 --first-seed 5 --json   # seeds 5-9
-    python bench/quadrotor.py --algo ppo --seeds 5 --json      # PPO with the task's TRAINING_PPO (6M steps): its final policy
-    MICRORL_RLTOOLS_ZOO_L2F=/path/to/zoo_l2f_sac nice -n 10 python bench/quadrotor.py --algo ppo --seeds 3 --json
+    python bench/quadrotor.py --algo td3 --seeds 10 --json     # TD3 with the task's TRAINING (500,000 steps)
+    MICRORL_L2F_TRAINER=/path/to/l2f_train nice -n 10 python bench/quadrotor.py --algo td3 --seeds 3 --json
 
 RLtools' zoo L2F SAC trainer (src/rl/zoo/l2f/sac.cpp of https://github.com/rl-tools/rl-tools,
 built on this machine by that README's Quick Start; microrl builds none of it) runs beside ours,
@@ -48,7 +50,7 @@ import time
 ONE_THREAD = {k: "1" for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")}
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EVAL_EVERY = 10000
-EVAL_EVERY_PPO = 200000  # PPO's runs are some 10x longer in steps
+EVAL_EVERY_PPO = 50000  # PPO evaluates outside the clock: finer spacing times its first 90% closer
 EVAL_EPISODES = 100
 EVAL_SEED = 4242
 TARGET = 0.9
@@ -156,24 +158,24 @@ def run_seed(algo, seed, steps, settings=None):
 
 
 def ppo_settings(seed, given=None):
-    """The PPOConfig settings of a PPO seed: the task's TRAINING_PPO (`microrl train quadrotor`'s),
-    with given ({name: value}, --set: a TRAINING_PPO name or a PPOConfig field) over them."""
+    """The PPOSettings of a PPO seed: the task's TRAINING_PPO (`microrl train quadrotor`'s),
+    with given ({name: value}, --set: a TRAINING_PPO name or a PPOSettings field) over them."""
     from microrl_host.algos import ppo
 
     settings = dict(ppo.suggested("quadrotor"), seed=seed, threads=1)
     for k, v in (given or {}).items():
         if k == "init_std":
             settings["init_log_std"] = math.log(v)
-        elif k in ppo.PPOConfig.FIELDS and k not in ("steps", "seed"):
+        elif k in ppo.PPOSettings.names() and k not in ("steps", "seed"):
             settings[k] = tuple(v) if k == "hidden" else v
         else:
-            raise ValueError("--set %s: not a PPO setting (known: init_std, %s)" % (k, ", ".join(sorted(set(ppo.PPOConfig.FIELDS) - {"steps", "seed"}))))
+            raise ValueError("--set %s: not a PPO setting (known: init_std, %s)" % (k, ", ".join(sorted(ppo.PPOSettings.names() - {"steps", "seed"}))))
     return settings
 
 
-def run_seed_ppo(seed, steps, given=None):
+def run_seed_ppo(seed, steps, given=None, eval_every=EVAL_EVERY_PPO):
     """PPO (`microrl train quadrotor --algo ppo`'s settings: the task's TRAINING_PPO, given over
-    them) for steps; its policy evaluated every EVAL_EVERY_PPO steps outside the clock, and at the
+    them) for steps; its policy evaluated every eval_every steps outside the clock, and at the
     end nominal and perturbed. PPO keeps no best policy: the final one is what the command writes."""
     _path()
     from microrl.perturb import training
@@ -186,7 +188,7 @@ def run_seed_ppo(seed, steps, given=None):
     task = CompiledTask(Q)
     settings = ppo_settings(seed, given)
     curve = []
-    clock = {"train": 0.0, "last": None, "first_90": None, "final_spread": None, "next": EVAL_EVERY_PPO}
+    clock = {"train": 0.0, "last": None, "first_90": None, "final_spread": None, "next": eval_every}
 
     class Clock(Callbacks):
         def on_start(self, total, initial, desc):
@@ -195,7 +197,7 @@ def run_seed_ppo(seed, steps, given=None):
         def on_progress(self, step, done, learner, figures):
             clock["train"] += time.perf_counter() - clock["last"]
             if step >= clock["next"] or step >= steps:
-                clock["next"] = (step // EVAL_EVERY_PPO + 1) * EVAL_EVERY_PPO
+                clock["next"] = (step // eval_every + 1) * eval_every
                 evaluated(clock, curve, step, evaluate_policy(task, learner.to_policy(), EVAL_EPISODES, EVAL_SEED))
             clock["last"] = time.perf_counter()
 
@@ -516,8 +518,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, default=5, help="seeds of ours (default 5)")
     ap.add_argument("--first-seed", type=int, default=0, help="seeds FIRST_SEED .. FIRST_SEED+SEEDS-1 (default 0): two runs on two cores can split them")
-    ap.add_argument("--algo", default="td3", choices=("td3", "sac", "ppo"), help="td3 (default), sac, or ppo (the task's TRAINING_PPO settings; "
-                    "evaluated every %d steps)" % EVAL_EVERY_PPO)
+    ap.add_argument("--algo", default=None, choices=("td3", "sac", "ppo"), help="ppo (the default: `microrl train quadrotor`'s, the task's ALGO, with its "
+                    "TRAINING_PPO settings), td3 or sac")
+    ap.add_argument("--eval-every", type=int, default=EVAL_EVERY_PPO, help="PPO: steps between evaluations, outside the clock (default %d); "
+                    "the first 90%% is timed at the first evaluation that reaches it" % EVAL_EVERY_PPO)
     ap.add_argument("--steps", type=int, default=None, help="training budget per seed (default microrl train quadrotor's: 500,000 for TD3/SAC, "
                     "its TRAINING_PPO steps for PPO)")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
@@ -531,6 +535,11 @@ def main():
     a = ap.parse_args()
     _path()
     from microrl.tasks import quadrotor as Q
+
+    a.algo = a.algo or Q.ALGO
+    if a.eval_every < 1:
+        print("--eval-every %d: give a positive number of steps" % a.eval_every, file=sys.stderr)
+        return 2
 
     ppo = a.algo == "ppo" or (a.one and a.one[0] == "ppo")
     steps = a.steps or (Q.TRAINING_PPO if ppo else Q.TRAINING)["steps"]
@@ -551,7 +560,7 @@ def main():
             print(e, file=sys.stderr)
             return 2
     if a.one:
-        r = run_seed_ppo(int(a.one[1]), steps, settings) if a.one[0] == "ppo" else run_seed(a.one[0], int(a.one[1]), steps, settings)
+        r = run_seed_ppo(int(a.one[1]), steps, settings, a.eval_every) if a.one[0] == "ppo" else run_seed(a.one[0], int(a.one[1]), steps, settings)
         print("  seed %d: final %.0f%% nominal, %.0f%% perturbed, %.3f / %.3f m; 90%% after %s steps, %s s; %.1f s of training"
               % (r["seed"], 100 * r["final_success_rate"], 100 * r["final_success_rate_perturbed"], r["final_position_error_m"], r["final_position_error_m_perturbed"],
                  r["steps_to_90"], r["seconds_to_90"], r["train_s"]), file=sys.stderr, flush=True)
@@ -577,7 +586,7 @@ def main():
     l2f_runs = []
     zoo_runs = []
     for seed in range(a.first_seed, a.first_seed + a.seeds):
-        r = _child(["--one", a.algo, str(seed), "--steps", str(steps)] + ["--set=%s" % item for item in a.set])
+        r = _child(["--one", a.algo, str(seed), "--steps", str(steps), "--eval-every", str(a.eval_every)] + ["--set=%s" % item for item in a.set])
         runs.append(r)
         if l2f_binary:  # interleaved with ours, seed by seed: the same machine, the same load
             l2f_runs.append(_child(["--l2f", str(seed)]))
@@ -627,6 +636,8 @@ def main():
         if l2f_binary else {"why": "%s not set: L2F's trainer not run" % L2F_TRAINER_ENV},
         "rltools_zoo_l2f_sac": {"binary": zoo_binary, "runs": zoo_runs, "median_wall_s": statistics.median([z["wall_s"] for z in zoo_runs]) if zoo_runs else None}
         if zoo_binary else {"why": "%s not set: RLtools' zoo trainer not run" % ZOO_ENV},
+        # ours to 90% over the zoo's whole run, medians of the same run (below 1: ours sooner)
+        "ratio_to_zoo": median / statistics.median([z["wall_s"] for z in zoo_runs]) if zoo_runs and median is not None else None,
         "foundation_policy": foundation,
     }
     if a.json:
@@ -644,7 +655,8 @@ def main():
         if l2f_binary and result["l2f_trainer"]["median_train_s"] is not None:
             print("L2F's trainer, same machine and run: median %.1f s to its final actor (%d seeds)" % (result["l2f_trainer"]["median_train_s"], len(l2f_runs)))
         if zoo_runs:
-            print("RLtools' zoo L2F SAC trainer, same machine and run: median %.1f s wall (%d seeds)" % (result["rltools_zoo_l2f_sac"]["median_wall_s"], len(zoo_runs)))
+            print("RLtools' zoo L2F SAC trainer, same machine and run: median %.1f s wall (%d seeds); ours to 90%% over it: %.2f"
+                  % (result["rltools_zoo_l2f_sac"]["median_wall_s"], len(zoo_runs), result["ratio_to_zoo"]))
         print("L2F, published: %.0f s on %s" % (L2F_PUBLISHED["seconds"], L2F_PUBLISHED["hardware"]))
         if foundation.get("available"):
             print("foundation-policy on our hover task: flies %.0f%% of %d episodes, final distance %.3f m (median), crashes %.0f%%"
