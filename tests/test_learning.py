@@ -109,15 +109,16 @@ def test_ppo_learns_inverted_pendulum():
 
 def test_ppo_quadrotor_final_policy_flies():
     """PPO on the quadrotor with the task's own settings (`microrl train quadrotor --algo ppo`:
-    TRAINING_PPO, 3M steps, perturbed training, the integral input), seeds 0-2: the FINAL
-    policies (issue 33: no best-evaluation snapshot) fly at least 90% of bench/quadrotor.py's 100
-    flights in at least 2 of the 3 seeds, median 90% or better.
+    TRAINING_PPO, 3M steps, perturbed training, the integral input, the critic's rate falling
+    over the first 500,000 steps), seeds 0-2: the FINAL policies (issue 33: no best-evaluation
+    snapshot) fly at least 90% of bench/quadrotor.py's 100 flights in at least 2 of the 3 seeds,
+    median 90% or better.
 
-    Measured with this AMD EPYC's own kernels (`python bench/quadrotor.py --algo ppo --seeds 5`,
-    2026-11-28, load 2-4): seeds 0-4 final 99%, 100%, 100%, 100%, 100%, 90% first reached after
-    1.0-1.4M of the 3M steps. Not yet re-measured with the Sandybridge kernels (`python bench/learning_checks.py
-    ppo_quadrotor --seeds 0-2 --settings Sandybridge --workers 1`); with the settings before issue
-    41 (6M steps, 22 inputs) they gave 100%, 98%, 94%."""
+    Measured with this AMD EPYC's own kernels (`python bench/quadrotor.py --seeds 5`, 2026-11-28
+    18:13, load 1): seeds 0-4 final 100% each (94-99% perturbed), 90% first reached after
+    0.40-0.60M of the 3M steps; with the Sandybridge kernels (`python bench/learning_checks.py
+    ppo_quadrotor --seeds 0-2 --settings Sandybridge --workers 1`, 18:20-18:26, load 0.7-1.2;
+    docs/results/learning_ppo_quadrotor_sandybridge_2026-11-28.json): 100%, 100%, 100%."""
     assert_quorum(final_returns("ppo_quadrotor", range(3)), 0.9, 2, 0.9)
 
 
