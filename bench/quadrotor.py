@@ -170,6 +170,10 @@ def ppo_settings(seed, given=None):
             settings[k] = tuple(v) if k == "hidden" else v
         else:
             raise ValueError("--set %s: not a PPO setting (known: init_std, %s)" % (k, ", ".join(sorted(ppo.PPOSettings.names() - {"steps", "seed"}))))
+    try:
+        ppo.PPOSettings(**settings)  # every value in its range: one line here, not a child's traceback
+    except ValueError as e:
+        raise ValueError("--set: %s" % e) from None
     return settings
 
 

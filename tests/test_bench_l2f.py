@@ -146,3 +146,23 @@ def test_rltools_zoo_trainer_end_to_end():
     record = _trainer_record(bench.ZOO_ENV, "no build of RLtools' zoo L2F SAC trainer named (docs/quadrotor.md)", bench.zoo_seed)
     assert record["wall_s"] > 0 and record["example_max_error"] < 1e-5
     assert 0.0 <= record["success_rate"] <= 1.0 and 0.0 <= record["success_rate_perturbed"] <= 1.0
+
+
+def test_bad_set_values_and_eval_spacing_are_one_line_before_any_training(tmp_path):
+    # a --set value out of range was a child's traceback after compiling; --eval-every 0 looped
+    import subprocess
+    import sys
+
+    from helpers import repo_env
+
+    assert bench.ppo_settings(0, {"epochs": 2})["epochs"] == 2
+    with pytest.raises(ValueError, match="epochs must be a whole number >= 1"):
+        bench.ppo_settings(0, {"epochs": -1})
+    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "quadrotor.py")
+    for args, words in ((["--set", "epochs=-1"], "--set: epochs must be a whole number >= 1, got -1"),
+                        (["--set", "critic_final_lr=-1"], "critic_final_lr must be a finite number >= 0"),
+                        (["--eval-every", "0"], "--eval-every 0: give a positive number of steps")):
+        proc = subprocess.run([sys.executable, script, "--seeds", "1"] + args, capture_output=True, text=True, env=repo_env(), cwd=str(tmp_path), timeout=120)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+        assert words in proc.stderr, proc.stderr
+        assert os.listdir(tmp_path) == []
