@@ -118,7 +118,9 @@ def test_ppo_quadrotor_final_policy_flies():
     18:13, load 1): seeds 0-4 final 100% each (94-99% perturbed), 90% first reached after
     0.40-0.60M of the 3M steps; with the Sandybridge kernels (`python bench/learning_checks.py
     ppo_quadrotor --seeds 0-2 --settings Sandybridge --workers 1`, 18:23-18:27, load 0.7-1.2;
-    docs/results/learning_ppo_quadrotor_sandybridge_2026-11-28.json): 100%, 100%, 100%."""
+    docs/results/learning_ppo_quadrotor_sandybridge_2026-11-28.json): 100%, 100%, 100%; with
+    Haswell's (the same with `--settings Haswell`, 19:05-19:08, load 0.4-1.0;
+    docs/results/learning_ppo_quadrotor_haswell_2026-11-28.json): 100%, 100%, 100%."""
     assert_quorum(final_returns("ppo_quadrotor", range(3)), 0.9, 2, 0.9)
 
 
